@@ -1,0 +1,31 @@
+/** What the pool passes to {@link Connector.create}. */
+export interface CreateContext {
+  /** Aborted when the create times out or the pool closes. */
+  readonly signal: AbortSignal;
+  /** The pool's name. */
+  readonly pool: string;
+  /**
+   * Tells the pool this connection broke (a socket `'error'`, a GOAWAY): it takes no new
+   * clients and closes once its last client leaves. Safe to call at any time, any number of times.
+   */
+  retire(reason?: unknown): void;
+  /**
+   * Lowers (or restores) how many callers may share this connection, e.g. an HTTP/2 peer's
+   * `maxConcurrentStreams`. Capped at the pool's `clientLimit`; at least 1.
+   */
+  setClientLimit(limit: number): void;
+}
+
+/** How a pool opens, checks and closes connections of type `T`. */
+export interface Connector<T> {
+  /** Opens a connection. Must resolve to a value (not `undefined`/`null`). */
+  create(ctx: CreateContext): Promise<T>;
+  /** Readiness round trip before first use. `false` or a throw: the connection is closed, never handed out. */
+  ready?(conn: T, ctx: CreateContext): Promise<boolean | void>;
+  /** Closes a connection. Errors are logged, never thrown at callers. */
+  close?(conn: T): Promise<void> | void;
+  /** Liveness check before handing out a connection idle longer than `validateAfterIdleMs`. */
+  validate?(conn: T): boolean | Promise<boolean>;
+  /** Whether an error thrown by user code means the connection is broken (retire it, maybe retry). */
+  isFatal?(err: unknown): boolean;
+}

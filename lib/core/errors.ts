@@ -1,0 +1,116 @@
+/** Stable machine-readable codes of every {@link PoolError}. */
+export type PoolErrorCode =
+  | 'POOL_CONFIG'
+  | 'CONNECTIONS_EXHAUSTED'
+  | 'CONNECTION_FAILED'
+  | 'POOL_CLOSED'
+  | 'QUEUE_FULL'
+  | 'CAPACITY_EXCEEDED'
+  | 'KEY_LIMIT'
+  | 'POOL_CONTEXT';
+
+/** Base class of every error the pool raises. `code` is stable; `pool` names the pool. */
+export class PoolError extends Error {
+  constructor(
+    readonly code: PoolErrorCode,
+    readonly pool: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** An option is invalid. Thrown at construction, naming the pool and the field. */
+export class PoolConfigError extends PoolError {
+  constructor(
+    pool: string,
+    readonly field: string,
+    problem: string,
+  ) {
+    super('POOL_CONFIG', pool, `pool "${pool}": option "${field}" ${problem}`);
+  }
+}
+
+/** Why an acquire ran out of time. */
+export type ExhaustedReason = 'all-busy' | 'creates-failing' | 'opening';
+
+/**
+ * The acquire deadline passed before a connection was free. `reason` says why; when creates
+ * were failing, `cause` is the last {@link ConnectionFailedError}.
+ */
+export class ConnectionsExhaustedError extends PoolError {
+  constructor(
+    pool: string,
+    readonly reason: ExhaustedReason,
+    readonly timeoutMs: number,
+    readonly stats: unknown,
+    cause?: unknown,
+  ) {
+    const why = {
+      'all-busy': 'every connection was busy; raise maxSize or clientLimit, or hold leases for less time',
+      'creates-failing': 'opening a connection kept failing (see cause)',
+      opening: 'connections were still opening; raise createTimeoutMs or acquireTimeoutMs, or set minSize to warm up',
+    }[reason];
+    super('CONNECTIONS_EXHAUSTED', pool, `pool "${pool}": no connection within ${timeoutMs} ms: ${why}`, { cause });
+  }
+}
+
+/** The connector's `create` or `ready` failed, timed out, or gave no connection. */
+export class ConnectionFailedError extends PoolError {
+  constructor(pool: string, message: string, cause?: unknown) {
+    super('CONNECTION_FAILED', pool, `pool "${pool}": ${message}`, { cause });
+  }
+}
+
+/** The pool is closing or closed; it takes no more acquires. */
+export class PoolClosedError extends PoolError {
+  constructor(pool: string) {
+    super('POOL_CLOSED', pool, `pool "${pool}" is closed`);
+  }
+}
+
+/** `maxWaiting` callers are already queued. */
+export class QueueFullError extends PoolError {
+  constructor(
+    pool: string,
+    readonly maxWaiting: number,
+  ) {
+    super('QUEUE_FULL', pool, `pool "${pool}": ${maxWaiting} callers are already waiting (maxWaiting); try again later`);
+  }
+}
+
+/** The global admission limit is reached (HTTP 503). */
+export class CapacityExceededError extends PoolError {
+  constructor(
+    pool: string,
+    readonly limit: number,
+    readonly retryAfterMs: number,
+  ) {
+    super('CAPACITY_EXCEEDED', pool, `pool "${pool}": the global limit of ${limit} concurrent leases is reached; retry later`);
+  }
+}
+
+/** The per-key admission limit is reached for one key (HTTP 429). */
+export class KeyLimitError extends PoolError {
+  constructor(
+    pool: string,
+    readonly key: string,
+    readonly limit: number,
+    readonly retryAfterMs: number,
+  ) {
+    super('KEY_LIMIT', pool, `pool "${pool}": key "${key}" already holds ${limit} concurrent leases; retry later`);
+  }
+}
+
+/** `pool.current` was read outside a `use()` / `@UsePooled` scope of that pool. */
+export class PoolContextError extends PoolError {
+  constructor(pool: string) {
+    super(
+      'POOL_CONTEXT',
+      pool,
+      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() or a @UsePooled method`,
+    );
+  }
+}

@@ -1,0 +1,63 @@
+import type { SharedConnection } from './shared-connection.js';
+
+/** @internal The pool's side of a lease. */
+export const checkin = Symbol('checkin');
+
+/** @internal */
+export interface LeaseOwner<T> {
+  [checkin](conn: SharedConnection<T>, failure: unknown, failed: boolean): void;
+}
+
+/**
+ * One caller's claim on a connection, from `acquire()` to `release()` (or `fail()`).
+ * Release is idempotent: a second call does nothing. Supports `using` / `await using`.
+ */
+export class Lease<T> {
+  #owner: LeaseOwner<T>;
+  #conn: SharedConnection<T>;
+  #done = false;
+
+  /** @internal Leases come from `pool.acquire()`. */
+  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>) {
+    this.#owner = owner;
+    this.#conn = conn;
+  }
+
+  /** The pooled connection. Do not keep it past `release()`. */
+  get connection(): T {
+    return this.#conn.value as T;
+  }
+
+  /** Id of the connection, as in `pool.stats().connections`. */
+  get connectionId(): number {
+    return this.#conn.id;
+  }
+
+  /** Whether `release()` or `fail()` was called. */
+  get released(): boolean {
+    return this.#done;
+  }
+
+  /** Gives the connection back. Calling it again does nothing. */
+  release(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#owner[checkin](this.#conn, undefined, false);
+  }
+
+  /** Gives the connection back and retires it: it takes no new clients and closes once idle. */
+  fail(err?: unknown): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#owner[checkin](this.#conn, err, true);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    this.release();
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,47 @@
+import type { CreateContext } from './connector.js';
+
+/** Where a connection is in its life. */
+export type ConnectionState = 'opening' | 'establishing' | 'ready' | 'draining' | 'closing' | 'closed';
+
+/**
+ * One pooled connection and the bookkeeping the pool keeps on it. Internal: the pool owns every
+ * field; callers only ever see `value` through a lease.
+ */
+export class SharedConnection<T> {
+  state: ConnectionState = 'opening';
+  value: T | undefined = undefined;
+  /** Callers holding this connection now. */
+  clients = 0;
+  /** Most callers at once: the pool's clientLimit, or less if the connector lowered it. */
+  limit: number;
+  uses = 0;
+  createdAt = 0;
+  /** Jittered end of life; `Infinity` when there is no lifetime. */
+  expiresAt = Infinity;
+  /** When the last client left (or when it opened). */
+  idleSince = 0;
+  /** A validate() call is running; the connection is out of the index meanwhile. */
+  validating = false;
+  /** Its replacement is opening; it keeps serving until that one is ready. */
+  rotating = false;
+  /** The connection this one replaces (rotation). */
+  replaces: SharedConnection<T> | null = null;
+  /** ctx.retire() was called before the connection was ready. */
+  retireRequested = false;
+  retireReason: string | undefined = undefined;
+
+  // Links of the index bucket this connection sits in (-1: in no bucket).
+  bucket = -1;
+  prev: SharedConnection<T> | null = null;
+  next: SharedConnection<T> | null = null;
+
+  readonly abort = new AbortController();
+  ctx!: CreateContext;
+
+  constructor(
+    readonly id: number,
+    limit: number,
+  ) {
+    this.limit = limit;
+  }
+}

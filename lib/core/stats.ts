@@ -1,0 +1,67 @@
+import type { ConnectionState } from './shared-connection.js';
+
+/** A pool's health, from its utilization and whether it can open connections. */
+export type PoolHealth = 'healthy' | 'degraded' | 'critical' | 'exhausted' | 'failing';
+
+/** One connection in {@link PoolStats}. */
+export interface ConnectionStats {
+  id: number;
+  state: ConnectionState;
+  clients: number;
+  clientLimit: number;
+  uses: number;
+  ageMs: number;
+  idleMs: number;
+  validating: boolean;
+  rotating: boolean;
+}
+
+/** Running totals since the pool was made. */
+export interface PoolCounters {
+  /** Creates started. */
+  createsStarted: number;
+  /** Connections that became ready. */
+  opened: number;
+  /** Creates or readiness checks that failed or timed out. */
+  createFailures: number;
+  /** Connections closed (after being ready or a failed readiness check). */
+  closed: number;
+  /** Connections retired (idle, lifetime, failure, refresh, validation). */
+  retired: number;
+  acquired: number;
+  released: number;
+  /** Acquires that hit their deadline. */
+  timeouts: number;
+  /** Acquires aborted by their signal. */
+  aborted: number;
+  /** Validations that found a connection dead. */
+  validationFailures: number;
+}
+
+/** A snapshot of a pool. */
+export interface PoolStats {
+  name: string;
+  health: PoolHealth;
+  /** Clients in use / (maxSize × clientLimit). */
+  utilization: number;
+  maxSize: number;
+  minSize: number;
+  clientLimit: number;
+  /** Connections counting against maxSize: opening + ready. */
+  size: number;
+  opening: number;
+  ready: number;
+  /** Ready connections with no client. */
+  idle: number;
+  draining: number;
+  /** Callers holding a lease. */
+  clients: number;
+  /** Callers queued for a connection. */
+  waiting: number;
+  /** Consecutive create failures (0 once one succeeds). */
+  failureStreak: number;
+  lastError: string | undefined;
+  closed: boolean;
+  counters: PoolCounters;
+  connections: ConnectionStats[];
+}

@@ -1,0 +1,59 @@
+/** A caller queued for a connection. Links make removal O(1). */
+export class Waiter<L> {
+  prev: Waiter<L> | null = null;
+  next: Waiter<L> | null = null;
+  queued = false;
+  onAbort: (() => void) | null = null;
+
+  constructor(
+    readonly resolve: (lease: L) => void,
+    readonly reject: (err: unknown) => void,
+    /** Absolute deadline on the pool's clock. */
+    readonly deadline: number,
+    readonly timeoutMs: number,
+    readonly signal: AbortSignal | undefined,
+  ) {}
+}
+
+/** FIFO of waiters: push, shift and remove are all O(1). */
+export class WaiterQueue<L> {
+  #head: Waiter<L> | null = null;
+  #tail: Waiter<L> | null = null;
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  get head(): Waiter<L> | null {
+    return this.#head;
+  }
+
+  push(w: Waiter<L>): void {
+    w.queued = true;
+    w.prev = this.#tail;
+    w.next = null;
+    if (this.#tail === null) this.#head = w;
+    else this.#tail.next = w;
+    this.#tail = w;
+    this.#length++;
+  }
+
+  shift(): Waiter<L> | null {
+    const w = this.#head;
+    if (w !== null) this.remove(w);
+    return w;
+  }
+
+  /** Takes `w` out; a no-op if it is not queued. */
+  remove(w: Waiter<L>): void {
+    if (!w.queued) return;
+    w.queued = false;
+    if (w.prev === null) this.#head = w.next;
+    else w.prev.next = w.next;
+    if (w.next === null) this.#tail = w.prev;
+    else w.next.prev = w.prev;
+    w.prev = w.next = null;
+    this.#length--;
+  }
+}

@@ -1,0 +1,6 @@
+/**
+ * nestjs-shared-pool: a pool of shared transports, each connection serving up to `clientLimit`
+ * callers at once.
+ * @packageDocumentation
+ */
+export * from './core/index.js';
