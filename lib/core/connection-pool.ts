@@ -1,6 +1,6 @@
 import type { TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
-import type { Connector, CreateContext } from './connector.js';
+import type { Connector } from './connector.js';
 import {
   ConnectionFailedError,
   ConnectionsExhaustedError,
@@ -10,6 +10,7 @@ import {
   QueueFullError,
   type ExhaustedReason,
 } from './errors.js';
+import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
 import { checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopes } from './scope.js';
@@ -52,6 +53,8 @@ export interface CloseOptions {
 }
 
 const noop = () => {};
+/** Most waiters dated by one clock read. */
+const STAMP_BATCH = 256;
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -63,7 +66,7 @@ function message(err: unknown): string {
  * Acquire reads as three steps: take the best ready connection with room; else make sure enough
  * creates are under way; else wait in a FIFO queue that releases and creates serve in order.
  */
-export class ConnectionPool<T> implements LeaseOwner<T> {
+export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** The pool's options after defaults. */
   readonly options: ResolvedOptions;
   readonly #connector: Connector<T>;
@@ -90,6 +93,8 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #backoffTimer: TimerHandle | undefined;
   #deadlineTimer: TimerHandle | undefined;
   #deadlineAt = Infinity;
+  /** Waiters queued since the last stamp: one clock read dates a whole batch. */
+  readonly #unstamped: Waiter<Lease<T>>[] = [];
   #reapTimer: TimerHandle | undefined;
 
   #closed = false;
@@ -329,10 +334,11 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       return Promise.reject(new QueueFullError(this.name, this.options.maxWaiting));
     }
     return new Promise<Lease<T>>((resolve, reject) => {
-      const deadline = this.options.clock.now() + timeoutMs;
-      const w = new Waiter<Lease<T>>(resolve, reject, deadline, timeoutMs, signal);
+      const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs, signal);
       this.#waiters.push(w);
-      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      const unstamped = this.#unstamped.push(w);
+      if (unstamped === 1) setImmediate(this.#stamp);
+      else if (unstamped >= STAMP_BATCH) this.#stamp();
       if (signal !== undefined) {
         w.onAbort = () => {
           this.#waiters.remove(w);
@@ -367,6 +373,25 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   }
 
   // ---- deadlines ------------------------------------------------------------------------------
+
+  /**
+   * Dates the waiters queued since the last stamp. Reading the clock costs as much as the rest of
+   * an acquire, so it is read once per batch: at the end of the current event-loop turn, or
+   * after STAMP_BATCH waiters. A deadline may fire late by what remains of that turn (which
+   * delays every timer anyway), never early.
+   */
+  readonly #stamp = (): void => {
+    if (this.#unstamped.length === 0) return;
+    const now = this.options.clock.now();
+    let earliest = Infinity;
+    for (const w of this.#unstamped) {
+      if (!w.queued) continue;
+      w.deadline = now + w.timeoutMs;
+      if (w.deadline < earliest) earliest = w.deadline;
+    }
+    this.#unstamped.length = 0;
+    if (earliest < this.#deadlineAt) this.#armDeadline(earliest);
+  };
 
   /** One timer for the whole queue, set for the earliest deadline. */
   #armDeadline(at: number): void {
@@ -447,7 +472,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     const o = this.options;
     const conn = new SharedConnection<T>(this.#nextId++, o.clientLimit);
     conn.replaces = replaces;
-    conn.ctx = this.#contextFor(conn);
+    conn.ctx = new ConnectionContext(this, conn);
     this.#all.add(conn);
     this.#opening++;
     this.#counters.createsStarted++;
@@ -458,6 +483,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       finish = (err?: unknown) => {
         if (settled) return;
         settled = true;
+        conn.abort = null;
         o.clock.clearTimeout(timer);
         this.#pendingCreates.delete(outcome);
         if (err === undefined) {
@@ -474,7 +500,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#pendingCreates.add(outcome);
     const timer = o.clock.setTimeout(() => {
       const err = new ConnectionFailedError(o.name, `create + ready took longer than createTimeoutMs (${o.createTimeoutMs} ms)`);
-      conn.abort.abort(err);
+      conn.abort?.abort(err);
       finish(err);
     }, o.createTimeoutMs);
 
@@ -503,26 +529,25 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     return outcome;
   }
 
-  #contextFor(conn: SharedConnection<T>): CreateContext {
-    return {
-      signal: conn.abort.signal,
-      pool: this.name,
-      retire: (reason?: unknown) => {
-        if (conn.state === 'opening' || conn.state === 'establishing') {
-          conn.retireRequested = true;
-          conn.retireReason = reason === undefined ? undefined : message(reason);
-        } else this.#retire(conn, reason === undefined ? 'retired by its connector' : message(reason), reason);
-      },
-      setClientLimit: (limit: number) => {
-        const next = Math.max(1, Math.min(this.options.clientLimit, Math.floor(limit) || 1));
-        if (conn.state === 'ready') {
-          this.#capacity += next - conn.limit;
-          conn.limit = next;
-          this.#index.update(conn);
-          this.#dispatch();
-        } else conn.limit = next;
-      },
-    };
+  /** @internal Called by a connection's {@link ConnectionContext}. */
+  [fromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
+    if ('retire' in change) {
+      const reason = change.retire === undefined ? 'retired by its connector' : message(change.retire);
+      if (conn.state === 'opening' || conn.state === 'establishing') {
+        conn.retireRequested = true;
+        conn.retireReason = reason;
+      } else this.#retire(conn, reason, change.retire);
+      return;
+    }
+    const limit = Math.max(1, Math.min(this.options.clientLimit, Math.floor(change.limit) || 1));
+    if (conn.state !== 'ready') {
+      conn.limit = limit;
+      return;
+    }
+    this.#capacity += limit - conn.limit;
+    conn.limit = limit;
+    this.#index.update(conn);
+    this.#dispatch();
   }
 
   #opened(conn: SharedConnection<T>): void {
@@ -691,7 +716,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     await Promise.race([idle, graceOver]);
     this.#onIdle = undefined;
     for (const conn of this.#all) if (conn.state === 'draining' && !conn.validating) this.#closeConnection(conn);
-    for (const conn of this.#all) if (conn.state === 'opening' || conn.state === 'establishing') conn.abort.abort(new PoolClosedError(this.name));
+    for (const conn of this.#all) if (conn.state === 'opening' || conn.state === 'establishing') conn.abort?.abort(new PoolClosedError(this.name));
     await Promise.race([Promise.allSettled([...this.#pendingCreates]), graceOver]);
     clock.clearTimeout(graceTimer);
     await Promise.all([...this.#pendingCloses]);

@@ -35,7 +35,8 @@ export class SharedConnection<T> {
   prev: SharedConnection<T> | null = null;
   next: SharedConnection<T> | null = null;
 
-  readonly abort = new AbortController();
+  /** Aborts the create; dropped once the connection is open. */
+  abort: AbortController | null = new AbortController();
   ctx!: CreateContext;
 
   constructor(

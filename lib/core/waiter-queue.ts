@@ -4,12 +4,12 @@ export class Waiter<L> {
   next: Waiter<L> | null = null;
   queued = false;
   onAbort: (() => void) | null = null;
+  /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
+  deadline = Infinity;
 
   constructor(
     readonly resolve: (lease: L) => void,
     readonly reject: (err: unknown) => void,
-    /** Absolute deadline on the pool's clock. */
-    readonly deadline: number,
     readonly timeoutMs: number,
     readonly signal: AbortSignal | undefined,
   ) {}

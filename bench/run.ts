@@ -1,0 +1,250 @@
+/**
+ * Side-by-side benchmark: this pool against generic-pool and tarn, in one process and one run.
+ * Prints a table and writes bench/results.json. Figures are noisy on shared machines: read ratios.
+ *
+ *   npm run bench
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import genericPool from 'generic-pool';
+import tarn from 'tarn';
+import { ConnectionPool, type Connector } from '../lib/index.js';
+
+type Resource = { id: number };
+/** Acquire, hold for one microtask, release: the same loop for every pool. */
+type Cycle = () => Promise<void>;
+
+const ACQUIRE_TIMEOUT_MS = 60_000;
+let ids = 0;
+const instant: Connector<Resource> = { create: async () => ({ id: ids++ }) };
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
+
+function ours(clientLimit: number, maxSize: number) {
+  const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS });
+  const cycle: Cycle = async () => {
+    const lease = await pool.acquire();
+    await undefined;
+    lease.release();
+  };
+  return { pool, cycle, warm: () => pool.warmup(), close: () => pool.close() };
+}
+
+function generic(max: number) {
+  const pool = genericPool.createPool<Resource>(
+    { create: async () => ({ id: ids++ }), destroy: async () => {} },
+    { max, min: max, acquireTimeoutMillis: ACQUIRE_TIMEOUT_MS },
+  );
+  const cycle: Cycle = async () => {
+    const r = await pool.acquire();
+    await undefined;
+    await pool.release(r);
+  };
+  return { cycle, warm: () => pool.ready(), close: async () => { await pool.drain(); await pool.clear(); } };
+}
+
+function tarnPool(max: number) {
+  const pool = new tarn.Pool<Resource>({
+    create: async () => ({ id: ids++ }),
+    destroy: () => {},
+    min: max,
+    max,
+    acquireTimeoutMillis: ACQUIRE_TIMEOUT_MS,
+  });
+  const cycle: Cycle = async () => {
+    const r = await pool.acquire().promise;
+    await undefined;
+    pool.release(r);
+  };
+  return {
+    cycle,
+    warm: async () => {
+      const held = await Promise.all(Array.from({ length: max }, () => pool.acquire().promise));
+      held.forEach((r) => pool.release(r));
+    },
+    close: () => pool.destroy(),
+  };
+}
+
+const bare: Cycle = async () => {
+  await undefined;
+  await undefined;
+};
+
+/** Runs `total` cycles spread over `concurrency` workers; returns cycles per second. */
+async function rate(cycle: Cycle, concurrency: number, total: number): Promise<number> {
+  const per = Math.ceil(total / concurrency);
+  const worker = async () => {
+    for (let i = 0; i < per; i++) await cycle();
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return (per * concurrency) / ((performance.now() - start) / 1000);
+}
+
+/** Acquire latencies (call to lease) of `total` cycles over `concurrency` workers, plus the rate. */
+async function latency(pool: ConnectionPool<Resource>, concurrency: number, total: number) {
+  const per = Math.ceil(total / concurrency);
+  const samples = new Float64Array(per * concurrency);
+  let n = 0;
+  const worker = async () => {
+    for (let i = 0; i < per; i++) {
+      const t0 = performance.now();
+      const lease = await pool.acquire();
+      samples[n++] = performance.now() - t0;
+      await undefined;
+      lease.release();
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - start) / 1000;
+  samples.sort();
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]! * 1000;
+  return { rate: samples.length / seconds, p50us: at(0.5), p99us: at(0.99) };
+}
+
+/** Best of `rounds` runs of each contender, interleaved so drift hits all alike. */
+async function compare(contenders: Record<string, () => { cycle: Cycle; warm: () => Promise<unknown>; close: () => Promise<unknown> }>, concurrency: number, total: number, rounds = 3) {
+  const best: Record<string, number> = {};
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, make] of Object.entries(contenders)) {
+      const c = make();
+      await c.warm();
+      await rate(c.cycle, concurrency, total / 10); // JIT warm-up
+      const measured = await rate(c.cycle, concurrency, total);
+      await c.close();
+      best[name] = Math.max(best[name] ?? 0, measured);
+    }
+  }
+  return best;
+}
+
+async function coldBurst(clientLimit: number, maxSize: number, createMs: number, callers: number) {
+  const slow: Connector<Resource> = {
+    create: async () => {
+      await sleep(createMs);
+      return { id: ids++ };
+    },
+  };
+  const pool = new ConnectionPool(slow, { name: 'cold', clientLimit, maxSize });
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      const lease = await pool.acquire();
+      await undefined;
+      lease.release();
+    }),
+  );
+  const ms = performance.now() - start;
+  await pool.close();
+  return ms;
+}
+
+async function heapAfterGc(): Promise<number> {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await sleep(10);
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+async function memory() {
+  const { pool, cycle, warm, close } = ours(1, 10);
+  await warm();
+  await rate(cycle, 10, 100_000);
+  const before = await heapAfterGc();
+  await rate(cycle, 10, 1_000_000);
+  const after = await heapAfterGc();
+  await close();
+  void pool;
+
+  // Bookkeeping per connection: the resources exist in both measurements, so only the pool's own objects differ.
+  const resources = Array.from({ length: 1000 }, (_, i) => ({ id: i }));
+  let next = 0;
+  const handout: Connector<Resource> = { create: async () => resources[next++]! };
+  const empty = await heapAfterGc();
+  const big = new ConnectionPool(handout, { name: 'mem', clientLimit: 100, maxSize: 1000, minSize: 1000 });
+  await big.warmup();
+  const full = await heapAfterGc();
+  const perConnection = (full - empty) / 1000;
+  await big.close();
+  return { growthBytes: after - before, perConnectionBytes: perConnection, resources: resources.length };
+}
+
+async function main() {
+  if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
+  const results: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+  };
+  const rows: string[][] = [];
+  const fmt = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(0)} k/s`);
+
+  const exclusive: Record<string, unknown> = {};
+  for (const concurrency of [1, 100]) {
+    const best = await compare(
+      {
+        'nestjs-shared-pool': () => ours(1, 10),
+        'generic-pool': () => generic(10),
+        tarn: () => tarnPool(10),
+        'bare await (ceiling)': () => ({ cycle: bare, warm: async () => {}, close: async () => {} }),
+      },
+      concurrency,
+      1_000_000,
+    );
+    const ratio = best['nestjs-shared-pool']! / best['generic-pool']!;
+    exclusive[`c${concurrency}`] = { ...best, ratioVsGenericPool: ratio, ratioVsTarn: best['nestjs-shared-pool']! / best.tarn! };
+    for (const [name, r] of Object.entries(best)) rows.push([`exclusive, ${concurrency} caller(s)`, name, fmt(r), '']);
+    rows.push([`exclusive, ${concurrency} caller(s)`, 'ratio vs generic-pool', `${ratio.toFixed(2)}×`, 'target ≥ 3×']);
+  }
+  results.exclusive = exclusive;
+
+  const shared: Record<string, unknown> = {};
+  for (const maxSize of [10, 1000]) {
+    let best = { rate: 0, p50us: 0, p99us: 0 };
+    for (let r = 0; r < 3; r++) {
+      const { pool, warm, close } = ours(100, maxSize);
+      await warm();
+      await latency(pool, 1000, 100_000);
+      const m = await latency(pool, 1000, 1_000_000);
+      if (m.rate > best.rate) best = m;
+      await close();
+    }
+    shared[`max${maxSize}`] = best;
+    rows.push([`shared (clientLimit 100), maxSize ${maxSize}, 1000 callers`, 'nestjs-shared-pool', fmt(best.rate), `p50 ${best.p50us.toFixed(1)} µs, p99 ${best.p99us.toFixed(1)} µs`]);
+  }
+  const sharedRatio = (shared.max1000 as { rate: number }).rate / (shared.max10 as { rate: number }).rate;
+  shared.ratio1000vs10 = sharedRatio;
+  rows.push(['shared, maxSize 1000 vs 10', 'ratio', `${sharedRatio.toFixed(2)}×`, 'target ≥ 0.8×']);
+  results.shared = shared;
+
+  const createMs = 50;
+  const burst = {
+    createMs,
+    exclusiveMax100Ms: await coldBurst(1, 100, createMs, 100),
+    sharedMax10Ms: await coldBurst(100, 10, createMs, 100),
+  };
+  results.coldBurst = burst;
+  rows.push(['cold burst: 100 callers, 50 ms create, clientLimit 1 maxSize 100', 'time to serve all', `${burst.exclusiveMax100Ms.toFixed(1)} ms`, `${(burst.exclusiveMax100Ms / createMs).toFixed(2)}× create (target ≤ 1.3×)`]);
+  rows.push(['cold burst: 100 callers, 50 ms create, clientLimit 100 maxSize 10', 'time to serve all', `${burst.sharedMax10Ms.toFixed(1)} ms`, `${(burst.sharedMax10Ms / createMs).toFixed(2)}× create (target ≤ 1.3×)`]);
+
+  const mem = await memory();
+  results.memory = mem;
+  rows.push(['memory: 1,000,000 warm cycles', 'heap growth', `${(mem.growthBytes / 1024).toFixed(1)} KiB`, 'target < 1 MiB']);
+  rows.push(['memory: 1,000 idle connections', 'bookkeeping per connection', `${mem.perConnectionBytes.toFixed(0)} B`, 'target < 1 KiB']);
+
+  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join(' | '));
+  const out = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
+  writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
+  console.log(`\nwrote ${out}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
