@@ -15,6 +15,7 @@ export type Step =
   | { kind: 'hold' };
 
 interface Held<V> {
+  ctx?: CreateContext;
   resolve: (v: V) => void;
   reject: (e: unknown) => void;
 }
@@ -54,7 +55,7 @@ export class FakeConnector implements Connector<FakeConnection> {
         return undefined as unknown as FakeConnection;
       case 'hold': {
         const outcome = await new Promise<FakeConnection | undefined>((resolve, reject) =>
-          this.heldCreates.push({ resolve, reject }),
+          this.heldCreates.push({ ctx, resolve, reject }),
         );
         return (outcome ?? make()) as FakeConnection;
       }

@@ -1,0 +1,217 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConnectionsExhaustedError, PoolClosedError, QueueFullError, type Lease } from '../../lib/index.js';
+import type { FakeConnection } from '../support/fake-connector.js';
+import { makePool, track } from '../support/harness.js';
+
+type L = Lease<FakeConnection>;
+
+describe('sharing and selection', () => {
+  it('shares one connection between up to clientLimit callers', async () => {
+    const { pool, connector } = makePool({ clientLimit: 3, maxSize: 1, growAt: 1 });
+    const leases = await Promise.all([pool.acquire(), pool.acquire(), pool.acquire()]);
+    expect(new Set(leases.map((l) => l.connection.id)).size).toBe(1);
+    expect(connector.created).toBe(1);
+    expect(pool.stats().connections[0]).toMatchObject({ clients: 3, clientLimit: 3 });
+    leases.forEach((l) => l.release());
+    expect(pool.stats().clients).toBe(0);
+    await pool.close();
+  });
+
+  it('spread puts each new caller on the connection with the fewest clients', async () => {
+    const { pool } = makePool({ clientLimit: 4, maxSize: 3, minSize: 3 });
+    await pool.warmup();
+    const leases = await Promise.all(Array.from({ length: 6 }, () => pool.acquire()));
+    expect(pool.stats().connections.map((c) => c.clients)).toEqual([2, 2, 2]);
+    leases.forEach((l) => l.release());
+    await pool.close();
+  });
+
+  it('pack fills the busiest connection that still has room', async () => {
+    const { pool } = makePool({ clientLimit: 4, maxSize: 3, minSize: 3, strategy: 'pack', growAt: 1 });
+    await pool.warmup();
+    const leases = await Promise.all(Array.from({ length: 6 }, () => pool.acquire()));
+    expect(pool.stats().connections.map((c) => c.clients).sort()).toEqual([0, 2, 4]);
+    leases.forEach((l) => l.release());
+    await pool.close();
+  });
+
+  it('breaks ties by the most recently used connection, so surplus ones idle out', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 3, minSize: 3 });
+    await pool.warmup();
+    const a = await pool.acquire();
+    const b = await pool.acquire();
+    const lastReleased = b.connection.id;
+    a.release();
+    b.release();
+    const c = await pool.acquire();
+    expect(c.connection.id).toBe(lastReleased);
+    c.release();
+    await pool.close();
+  });
+
+  it('honours a connector-lowered client limit (e.g. an HTTP/2 peer’s max streams)', async () => {
+    const { pool, connector } = makePool({ clientLimit: 10, maxSize: 1 });
+    const first = await pool.acquire();
+    first.connection.ctx.setClientLimit(2);
+    const second = await pool.acquire();
+    const third = track(pool.acquire({ timeoutMs: 50 }));
+    await Promise.resolve();
+    expect(third.settled).toBe(false);
+    expect(pool.stats().connections[0]).toMatchObject({ clients: 2, clientLimit: 2 });
+    first.release();
+    await Promise.resolve();
+    expect((third.value as L).connection.id).toBe(second.connection.id);
+    second.release();
+    (third.value as L).release();
+    expect(connector.created).toBe(1);
+    await pool.close();
+  });
+});
+
+describe('waiting', () => {
+  it('serves waiters in FIFO order by direct hand-off on release', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    const order: number[] = [];
+    const waiters = [1, 2, 3].map((n) =>
+      pool.acquire().then((l) => {
+        order.push(n);
+        return l;
+      }),
+    );
+    held.release();
+    const first = await waiters[0]!;
+    first.release();
+    const second = await waiters[1]!;
+    second.release();
+    (await waiters[2]!).release();
+    expect(order).toEqual([1, 2, 3]);
+    expect(pool.stats().counters.createsStarted).toBe(1);
+    await pool.close();
+  });
+
+  it('a caller never waits for its own create: whatever frees first serves the head of the queue', async () => {
+    const { pool, connector } = makePool({ clientLimit: 1, maxSize: 2, growAt: 1 });
+    const held = await pool.acquire();
+    connector.createSteps.push({ kind: 'hold' });
+    const waiter = track(pool.acquire());
+    await Promise.resolve();
+    expect(pool.stats().opening).toBe(1);
+    held.release();
+    await Promise.resolve();
+    expect((waiter.value as L).connection.id).toBe(held.connection.id);
+    connector.releaseCreate();
+    await new Promise((r) => setImmediate(r));
+    expect(pool.stats()).toMatchObject({ ready: 2, idle: 1, waiting: 0 });
+    (waiter.value as L).release();
+    await pool.close();
+  });
+
+  it('fails a waiter at its deadline with ConnectionsExhaustedError saying every connection was busy', async () => {
+    const { pool, clock } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    const waiter = track(pool.acquire({ timeoutMs: 250 }));
+    await clock.advance(249);
+    expect(waiter.settled).toBe(false);
+    await clock.advance(1);
+    expect(waiter.error).toBeInstanceOf(ConnectionsExhaustedError);
+    expect(waiter.error).toMatchObject({ reason: 'all-busy', timeoutMs: 250, code: 'CONNECTIONS_EXHAUSTED', pool: 'test' });
+    expect(pool.stats()).toMatchObject({ waiting: 0, counters: { timeouts: 1 } });
+    held.release();
+    await pool.close();
+  });
+
+  it('each waiter keeps its own deadline, whatever order they were queued in', async () => {
+    const { pool, clock } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    const slow = track(pool.acquire({ timeoutMs: 300 }));
+    const fast = track(pool.acquire({ timeoutMs: 100 }));
+    await clock.advance(100);
+    expect([slow.settled, fast.settled]).toEqual([false, true]);
+    await clock.advance(200);
+    expect(slow.error).toBeInstanceOf(ConnectionsExhaustedError);
+    held.release();
+    await pool.close();
+  });
+
+  it('an aborted waiter leaves the queue at once with the signal’s reason and takes no slot', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    const ac = new AbortController();
+    const aborted = track(pool.acquire({ signal: ac.signal }));
+    const next = track(pool.acquire());
+    ac.abort(new Error('client went away'));
+    await Promise.resolve();
+    expect((aborted.error as Error).message).toBe('client went away');
+    expect(pool.stats().waiting).toBe(1);
+    held.release();
+    await Promise.resolve();
+    expect(next.value).toBeDefined();
+    (next.value as L).release();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { aborted: 1 } });
+    await pool.close();
+  });
+
+  it('rejects at once when the signal is already aborted', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    await expect(pool.acquire({ signal: AbortSignal.abort(new Error('gone')) })).rejects.toThrow('gone');
+    held.release();
+    await pool.close();
+  });
+
+  it('rejects past maxWaiting with QueueFullError', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1, maxWaiting: 1 });
+    const held = await pool.acquire();
+    const queued = track(pool.acquire());
+    await expect(pool.acquire()).rejects.toBeInstanceOf(QueueFullError);
+    held.release();
+    await Promise.resolve();
+    (queued.value as L).release();
+    await pool.close();
+  });
+});
+
+describe('opening connections', () => {
+  it('opens in parallel, as many creates as the waiters need, bounded by maxConcurrentCreates', async () => {
+    const { pool, connector } = makePool({ clientLimit: 2, maxSize: 10, maxConcurrentCreates: 3 });
+    for (let i = 0; i < 3; i++) connector.createSteps.push({ kind: 'hold' });
+    const waiters = Array.from({ length: 5 }, () => track(pool.acquire()));
+    await Promise.resolve();
+    expect(pool.stats().opening).toBe(3); // ceil(5 / 2) creates
+    expect(connector.heldCreates.length).toBe(3);
+    for (let i = 0; i < 3; i++) connector.releaseCreate();
+    await new Promise((r) => setImmediate(r));
+    expect(waiters.every((w) => w.value)).toBe(true);
+    waiters.forEach((w) => (w.value as L).release());
+    await pool.close();
+  });
+
+  it('grows before saturation: opens one more connection in the background past growAt', async () => {
+    const { pool, connector } = makePool({ clientLimit: 10, maxSize: 3, growAt: 0.5 });
+    const leases = await Promise.all(Array.from({ length: 5 }, () => pool.acquire()));
+    await new Promise((r) => setImmediate(r));
+    expect(connector.created).toBe(2);
+    expect(pool.stats()).toMatchObject({ ready: 2, waiting: 0 });
+    leases.forEach((l) => l.release());
+    await pool.close();
+  });
+
+  it('never opens more than maxSize connections', async () => {
+    const { pool, connector, clock } = makePool({ clientLimit: 1, maxSize: 3 });
+    const leases = Array.from({ length: 20 }, () => track(pool.acquire({ timeoutMs: 10 })));
+    await clock.advance(20);
+    expect(connector.created).toBe(3);
+    expect(leases.filter((l) => l.value).length).toBe(3);
+    expect(leases.filter((l) => l.error instanceof ConnectionsExhaustedError).length).toBe(17);
+    leases.forEach((l) => (l.value as L | undefined)?.release());
+    await pool.close();
+  });
+
+  it('acquire after close rejects at once with PoolClosedError', async () => {
+    const { pool } = makePool();
+    await pool.close();
+    await expect(pool.acquire()).rejects.toBeInstanceOf(PoolClosedError);
+    await expect(pool.use(() => 1)).rejects.toBeInstanceOf(PoolClosedError);
+  });
+});
