@@ -236,7 +236,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       clients: c.clients,
       clientLimit: c.limit,
       uses: c.uses,
-      ageMs: c.createdAt === 0 ? 0 : now - c.createdAt,
+      ageMs: c.state === 'opening' || c.state === 'establishing' ? 0 : now - c.createdAt,
       idleMs: c.clients === 0 && c.state === 'ready' ? now - c.idleSince : 0,
       validating: c.validating,
       rotating: c.rotating,
