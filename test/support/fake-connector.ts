@@ -35,6 +35,9 @@ export class FakeConnector implements Connector<FakeConnection> {
   readonly heldReadies: Held<boolean>[] = [];
   validateResult: boolean | Error = true;
   validateCalls = 0;
+  /** When set, validate() waits until the test calls releaseValidation(). */
+  holdValidation = false;
+  readonly heldValidations: Held<boolean>[] = [];
   fatal: (err: unknown) => boolean = () => false;
   #ids = 1;
 
@@ -78,8 +81,9 @@ export class FakeConnector implements Connector<FakeConnection> {
     this.live.delete(conn);
   }
 
-  validate(): boolean {
+  validate(): boolean | Promise<boolean> {
     this.validateCalls++;
+    if (this.holdValidation) return new Promise<boolean>((resolve, reject) => this.heldValidations.push({ resolve, reject }));
     if (this.validateResult instanceof Error) throw this.validateResult;
     return this.validateResult;
   }
@@ -94,6 +98,13 @@ export class FakeConnector implements Connector<FakeConnection> {
     if (!held) throw new Error('no held create');
     if (error === undefined) held.resolve(undefined);
     else held.reject(error);
+  }
+
+  releaseValidation(ok: boolean | Error = true): void {
+    const held = this.heldValidations.shift();
+    if (!held) throw new Error('no held validation');
+    if (ok instanceof Error) held.reject(ok);
+    else held.resolve(ok);
   }
 
   releaseReady(ok: boolean | Error = true): void {
