@@ -235,7 +235,7 @@ describe('refresh and close', () => {
   });
 
   it('close rejects queued waiters, lets leases finish within graceMs, then closes everything', async () => {
-    const { pool, connector, clock } = makePool({ clientLimit: 1, maxSize: 1 });
+    const { pool, connector } = makePool({ clientLimit: 1, maxSize: 1 });
     const held = await pool.acquire();
     const waiter = track(pool.acquire());
     const closed = track(pool.close({ graceMs: 1_000 }));

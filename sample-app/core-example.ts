@@ -1,0 +1,68 @@
+// The README's core example: a pool of HTTP/2 sessions, each shared by up to 100 requests.
+// Runs against a local HTTP/2 server, so it needs nothing else: `npm start`.
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { ConnectionPool, type Connector } from '../lib/index.js';
+
+/** Opens one HTTP/2 session to `origin`; ready once the peer's SETTINGS arrived. */
+export function http2Connector(origin: string): Connector<http2.ClientHttp2Session> {
+  return {
+    async create({ signal, retire }) {
+      const session = http2.connect(origin);
+      session.on('error', retire); // a broken session is retired, never thrown at callers
+      session.on('goaway', () => retire('GOAWAY'));
+      try {
+        await once(session, 'connect', { signal }); // rejects on 'error' or when the pool aborts
+      } catch (err) {
+        session.destroy();
+        throw err;
+      }
+      return session;
+    },
+    ready: async (session) => {
+      if (!session.remoteSettings) await once(session, 'remoteSettings');
+    },
+    close: (session) => new Promise<void>((resolve) => session.close(() => resolve())),
+    isFatal: (err) => (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_INVALID_SESSION',
+  };
+}
+
+/** GET `path` on a pooled session. */
+function get(session: http2.ClientHttp2Session, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':path': path });
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => resolve(body));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function main(requests = 500) {
+  const server = http2.createServer((req, res) => res.end(`hello ${req.url}`));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const pool = new ConnectionPool(http2Connector(origin), {
+    name: 'upstream',
+    maxSize: 4, // at most 4 sessions ...
+    clientLimit: 100, // ... each carrying up to 100 requests at once
+    maxIdleMs: 30_000,
+  });
+
+  const bodies = await Promise.all(
+    Array.from({ length: requests }, (_, i) => pool.use((session) => get(session, `/item/${i}`), { retry: { attempts: 2 } })),
+  );
+  const stats = pool.stats();
+  console.log(`${bodies.length} requests over ${stats.counters.opened} sessions; health ${stats.health}`);
+
+  await pool.close();
+  server.close();
+  return { bodies, stats };
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) await main();
