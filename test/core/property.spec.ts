@@ -48,7 +48,9 @@ interface Pending {
   done: boolean;
 }
 
-async function runSchedule(config: fc.Infer<typeof configArb>, ops: Op[]): Promise<void> {
+type Config = typeof configArb extends fc.Arbitrary<infer C> ? C : never;
+
+async function runSchedule(config: Config, ops: Op[]): Promise<void> {
   const minSize = Math.floor((config.maxSize * config.minSizeShare) / 100);
   const connector = new FakeConnector();
   const { pool, clock } = makePool(
