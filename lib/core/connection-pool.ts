@@ -178,8 +178,9 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         lease.release();
         return result;
       } catch (err) {
-        const retryable = attempt < attempts && (this.#isFatal(err) || retry?.retryOn?.(err) === true);
-        if (retryable || this.#isFatal(err)) lease.fail(err);
+        const fatal = this.#isFatal(err);
+        const retryable = attempt < attempts && (fatal || retry?.retryOn?.(err) === true);
+        if (retryable || fatal) lease.fail(err);
         else lease.release();
         if (!retryable) throw err;
         const base = retry?.baseDelayMs ?? 10;
@@ -406,25 +407,27 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#deadlineAt = Infinity;
     const now = this.options.clock.now();
     let next = Infinity;
+    let snapshot: PoolStats | undefined; // one per sweep: a snapshot costs O(connections)
     for (let w = this.#waiters.head; w !== null; ) {
       const following = w.next;
       if (w.deadline <= now) {
+        snapshot ??= this.stats(); // the pool as the deadline found it
         this.#waiters.remove(w);
         this.#settle(w);
         this.#counters.timeouts++;
-        w.reject(this.#exhausted(w.timeoutMs));
+        w.reject(this.#exhausted(w.timeoutMs, snapshot));
       } else if (w.deadline < next) next = w.deadline;
       w = following;
     }
     if (next !== Infinity) this.#armDeadline(next);
   }
 
-  #exhausted(timeoutMs: number): ConnectionsExhaustedError {
+  #exhausted(timeoutMs: number, snapshot: PoolStats): ConnectionsExhaustedError {
     let reason: ExhaustedReason = 'all-busy';
     if (this.#failureStreak > 0) reason = 'creates-failing';
     else if (this.#opening > 0 && this.#index.size === 0 && this.#clients === 0) reason = 'opening';
     const cause = reason === 'creates-failing' ? this.#lastCreateError : undefined;
-    return new ConnectionsExhaustedError(this.name, reason, timeoutMs, this.stats(), cause);
+    return new ConnectionsExhaustedError(this.name, reason, timeoutMs, snapshot, cause);
   }
 
   // ---- growth and creates ---------------------------------------------------------------------
@@ -533,10 +536,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   [fromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
     if ('retire' in change) {
       const reason = change.retire === undefined ? 'retired by its connector' : message(change.retire);
-      if (conn.state === 'opening' || conn.state === 'establishing') {
-        conn.retireRequested = true;
-        conn.retireReason = reason;
-      } else this.#retire(conn, reason, change.retire);
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = reason;
+      else this.#retire(conn, reason, change.retire);
       return;
     }
     const limit = Math.max(1, Math.min(this.options.clientLimit, Math.floor(change.limit) || 1));
@@ -568,7 +569,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     conn.replaces = null;
     if (old !== null) this.#retire(old, 'rotated: past its lifetime');
     if (this.#closed) this.#retire(conn, 'pool closed');
-    else if (conn.retireRequested) this.#retire(conn, conn.retireReason ?? 'retired by its connector');
+    else if (conn.retireOnReady !== undefined) this.#retire(conn, conn.retireOnReady);
     this.#dispatch();
   }
 
@@ -596,7 +597,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #retire(conn: SharedConnection<T>, reason: string, cause?: unknown): void {
     if (conn.state !== 'ready') return;
     conn.state = 'draining';
-    conn.retireReason = reason;
     this.#ready--;
     this.#capacity -= conn.limit;
     if (conn.rotating) {

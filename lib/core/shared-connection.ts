@@ -26,9 +26,8 @@ export class SharedConnection<T> {
   rotating = false;
   /** The connection this one replaces (rotation). */
   replaces: SharedConnection<T> | null = null;
-  /** ctx.retire() was called before the connection was ready. */
-  retireRequested = false;
-  retireReason: string | undefined = undefined;
+  /** Why ctx.retire() was called before the connection was ready; retired as soon as it is. */
+  retireOnReady: string | undefined = undefined;
 
   // Links of the index bucket this connection sits in (-1: in no bucket).
   bucket = -1;

@@ -204,6 +204,10 @@ describe('opening connections', () => {
     expect(connector.created).toBe(3);
     expect(leases.filter((l) => l.value).length).toBe(3);
     expect(leases.filter((l) => l.error instanceof ConnectionsExhaustedError).length).toBe(17);
+    // The 17 expire in one sweep and share one snapshot of the pool as the deadline found it.
+    const errors = leases.filter((l) => l.error).map((l) => l.error as ConnectionsExhaustedError);
+    expect(errors[0]!.stats).toMatchObject({ size: 3, clients: 3, waiting: 17, health: 'exhausted', counters: { timeouts: 0 } });
+    expect(errors.every((e) => e.stats === errors[0]!.stats)).toBe(true);
     leases.forEach((l) => (l.value as L | undefined)?.release());
     await pool.close();
   });

@@ -74,7 +74,7 @@ describe('opening and readiness', () => {
     connector.releaseCreate(); // the slow one lands late
     await flush();
     expect(connector.created).toBe(2);
-    expect([...connector.live].map((c) => c.id)).toEqual([(caller.value as L).connection.id]);
+    expect(connector.liveIds()).toEqual([(caller.value as L).connection.id]);
     (caller.value as L).release();
     await pool.close();
     expect(connector.live.size).toBe(0);
@@ -171,7 +171,7 @@ describe('idle expiry, lifetime and minSize', () => {
     lease.release();
     meanwhile.release();
     await flush();
-    expect([...connector.live].map((c) => c.id)).toEqual([2]);
+    expect(connector.liveIds()).toEqual([2]);
     next.release();
     await pool.close();
   });
@@ -229,7 +229,7 @@ describe('refresh and close', () => {
     expect(fresh.connection.id).toBe(3);
     held.release();
     await flush();
-    expect([...connector.live].map((c) => c.id)).toEqual([3]);
+    expect(connector.liveIds()).toEqual([3]);
     fresh.release();
     await pool.close();
   });

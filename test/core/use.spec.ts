@@ -137,7 +137,7 @@ describe('leases', () => {
     expect(c.connection.id).toBe(2);
     b.release();
     await flush();
-    expect([...connector.live].map((x) => x.id)).toEqual([2]);
+    expect(connector.liveIds()).toEqual([2]);
     c.release();
     await pool.close();
   });

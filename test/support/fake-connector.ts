@@ -92,6 +92,11 @@ export class FakeConnector implements Connector<FakeConnection> {
     return this.fatal(err);
   }
 
+  /** Ids of the connections made and not yet closed, oldest first. */
+  liveIds(): number[] {
+    return [...this.live].map((c) => c.id);
+  }
+
   /** Settles the oldest held create: with a new connection, or a failure. */
   releaseCreate(error?: unknown): void {
     const held = this.heldCreates.shift();
