@@ -4,3 +4,4 @@
  * @packageDocumentation
  */
 export * from './core/index.js';
+export * from './nest/index.js';

@@ -1,3 +1,10 @@
+import {
+  checkAcquireOptions,
+  checkUseOptions,
+  type AcquireOptions,
+  type CloseOptions,
+  type UseOptions,
+} from './call-options.js';
 import type { TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
 import type { Connector } from './connector.js';
@@ -5,7 +12,6 @@ import {
   ConnectionFailedError,
   ConnectionsExhaustedError,
   PoolClosedError,
-  PoolConfigError,
   PoolContextError,
   QueueFullError,
   type ExhaustedReason,
@@ -17,40 +23,6 @@ import { findScope, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
 import type { PoolCounters, PoolHealth, PoolStats } from './stats.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
-
-/** Options of one `acquire()`. */
-export interface AcquireOptions {
-  /** Deadline of this acquire, from the call to the lease. Default: the pool's `acquireTimeoutMs`. */
-  timeoutMs?: number;
-  /** Abort the wait. The acquire rejects with `signal.reason`. */
-  signal?: AbortSignal;
-}
-
-/** How `use()` retries when the callback fails. */
-export interface RetryOptions {
-  /** Total tries, the first included. Default 1 (no retry). */
-  attempts?: number;
-  /** Which errors to retry besides those the connector's `isFatal` accepts. */
-  retryOn?: (err: unknown) => boolean;
-  /** First delay between tries; doubles each time. Default 10. */
-  baseDelayMs?: number;
-  /** Most delay between tries. Default 1 000. */
-  maxDelayMs?: number;
-}
-
-/** Options of one `use()`. */
-export interface UseOptions extends AcquireOptions {
-  /** Retry on a broken connection: the failed one is retired, the next try gets another. */
-  retry?: RetryOptions;
-  /** `reuse` (default): inside a `use()` of this pool, run on its lease; `new`: always take a new one. */
-  propagation?: 'reuse' | 'new';
-}
-
-/** Options of `close()`. */
-export interface CloseOptions {
-  /** How long to let leases finish before closing their connections anyway. Default 10 000. */
-  graceMs?: number;
-}
 
 const noop = () => {};
 /** Most waiters dated by one clock read. */
@@ -148,7 +120,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
     if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     if (options !== undefined) {
-      const invalid = this.#checkAcquireOptions(options);
+      const invalid = checkAcquireOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);
     }
     // A queued waiter means no connection has room: never barge past it.
@@ -164,13 +136,14 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
    * connection, and a nested `use()` of this pool reuses the lease unless `propagation: 'new'`.
    */
   async use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
+    if (options !== undefined) {
+      const invalid = checkUseOptions(this.name, options);
+      if (invalid !== undefined) throw invalid;
+    }
     const outer = options?.propagation === 'new' ? undefined : findScope(this);
     if (outer !== undefined) return fn(outer.lease.connection as T);
     const retry = options?.retry;
     const attempts = retry?.attempts ?? 1;
-    if (!Number.isInteger(attempts) || attempts < 1) {
-      throw new PoolConfigError(this.name, 'retry.attempts', `must be a whole number of 1 or more, got ${attempts}`);
-    }
     for (let attempt = 1; ; attempt++) {
       const lease = await this.acquire(options);
       try {
@@ -189,7 +162,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     }
   }
 
-  /** Opens connections until `minSize` are open or opening; rejects with the first create failure. */
+  /** Opens connections until `minSize` are ready; rejects with the first create failure. */
   async warmup(): Promise<void> {
     if (this.#closed) throw new PoolClosedError(this.name);
     const { minSize, maxConcurrentCreates } = this.options;
@@ -201,6 +174,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const results = await Promise.allSettled(Array.from({ length: Math.max(0, lanes) }, lane));
     const failure = results.find((r) => r.status === 'rejected');
     if (failure) throw failure.reason;
+    // Top-ups started in the background as connections opened count as warm-up too.
+    await Promise.allSettled([...this.#pendingCreates]);
+    if (!this.#closed && this.#ready < minSize && this.#failureStreak > 0 && this.#lastCreateError !== undefined) {
+      throw this.#lastCreateError;
+    }
   }
 
   /** Retires every ready connection: they take no new clients and close once idle. */
@@ -311,17 +289,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#clients--;
     if (conn.clients === 0 && conn.state === 'draining') this.#closeConnection(conn);
     if (this.#clients === 0) this.#onIdle?.();
-  }
-
-  #checkAcquireOptions(options: AcquireOptions): PoolConfigError | undefined {
-    const { timeoutMs, signal } = options;
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs > 0))) {
-      return new PoolConfigError(this.name, 'acquire.timeoutMs', `must be a number above 0, got ${String(timeoutMs)}`);
-    }
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      return new PoolConfigError(this.name, 'acquire.signal', 'must be an AbortSignal');
-    }
-    return undefined;
   }
 
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
@@ -479,6 +446,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#all.add(conn);
     this.#opening++;
     this.#counters.createsStarted++;
+    this.#debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
 
     let settled = false;
     let finish!: (err?: unknown) => void;
@@ -616,6 +584,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const done = this.#closeValue(conn.value as T).then(() => {
       conn.state = 'closed';
       this.#all.delete(conn);
+      this.#debug(`connection ${conn.id} closed`);
       this.#fill();
     });
     this.#pendingCloses.add(done);
@@ -699,6 +668,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   async #shutdown(graceMs: number): Promise<void> {
     const clock = this.options.clock;
     this.#closed = true;
+    this.#debug(`closing: ${this.#clients} clients get up to ${graceMs} ms`);
     for (const t of [this.#reapTimer, this.#backoffTimer, this.#deadlineTimer]) if (t !== undefined) clock.clearTimeout(t);
     this.#deadlineAt = Infinity;
     for (let w = this.#waiters.shift(); w !== null; w = this.#waiters.shift()) {
@@ -720,6 +690,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     await Promise.race([Promise.allSettled([...this.#pendingCreates]), graceOver]);
     clock.clearTimeout(graceTimer);
     await Promise.all([...this.#pendingCloses]);
+    this.#debug('closed');
   }
 
   // ---- helpers --------------------------------------------------------------------------------

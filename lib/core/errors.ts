@@ -7,7 +7,8 @@ export type PoolErrorCode =
   | 'QUEUE_FULL'
   | 'CAPACITY_EXCEEDED'
   | 'KEY_LIMIT'
-  | 'POOL_CONTEXT';
+  | 'POOL_CONTEXT'
+  | 'POOL_NOT_FOUND';
 
 /** Base class of every error the pool raises. `code` is stable; `pool` names the pool. */
 export class PoolError extends Error {
@@ -111,6 +112,24 @@ export class PoolContextError extends PoolError {
       'POOL_CONTEXT',
       pool,
       `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() or a @UsePooled method`,
+    );
+  }
+}
+
+/** No open pool has this name: a `@UsePooled` method names a pool that was never registered. */
+export class PoolNotFoundError extends PoolError {
+  constructor(
+    pool: string,
+    /** Who asked, e.g. `CatsService.findAll`. */
+    readonly usedBy: string,
+    /** Names of the pools that are registered. */
+    readonly registered: readonly string[],
+  ) {
+    const known = registered.length === 0 ? 'no pool is registered' : `registered: ${registered.map((n) => `"${n}"`).join(', ')}`;
+    super(
+      'POOL_NOT_FOUND',
+      pool,
+      `pool "${pool}" used by ${usedBy} does not exist (${known}); add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`,
     );
   }
 }

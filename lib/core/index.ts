@@ -6,4 +6,5 @@ export * from './options.js';
 export * from './stats.js';
 export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';
-export { ConnectionPool, type AcquireOptions, type CloseOptions, type RetryOptions, type UseOptions } from './connection-pool.js';
+export * from './call-options.js';
+export { ConnectionPool } from './connection-pool.js';

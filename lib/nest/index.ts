@@ -1,0 +1,18 @@
+export { getPoolToken } from './tokens.js';
+export { InjectPool } from './inject-pool.decorator.js';
+export { UsePooled, type UsePooledOptions } from './use-pooled.decorator.js';
+export { PoolModule } from './pool.module.js';
+export type {
+  AsyncPoolDefinition,
+  ConnectorFactory,
+  ConnectorSource,
+  PoolDefinition,
+  PoolModuleAsyncOptions,
+  PoolModuleOptions,
+  PoolModuleSettings,
+  PoolSettingsFactory,
+  PooledOptions,
+} from './pool-module-options.js';
+export { PoolHealthIndicator, type PoolHealthCheckOptions, type PoolHealthDetails } from './pool-health.indicator.js';
+export { PoolErrorFilter, poolErrorResponse, type PoolErrorResponse } from './pool-error.filter.js';
+export { NestPoolLogger } from './nest-pool-logger.js';

@@ -1,0 +1,145 @@
+import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
+import { PoolConfigError, resolveOptions, type Connector, type PoolOptions } from '../core/index.js';
+
+/** A pool's options as the module takes them: the name comes from the pool's entry. */
+export type PooledOptions = Omit<PoolOptions, 'name'>;
+
+/** A connector made by a factory, which may inject providers. */
+export interface ConnectorFactory<T = unknown> {
+  useFactory: (...deps: never[]) => Connector<T> | Promise<Connector<T>>;
+  inject?: (InjectionToken | OptionalFactoryDependency)[];
+}
+
+/**
+ * Where a pool's connector comes from: a class (Nest makes it, injecting its constructor's
+ * dependencies), an instance, or a factory.
+ */
+export type ConnectorSource<T = unknown> = Type<Connector<T>> | Connector<T> | ConnectorFactory<T>;
+
+/** One pool of an async registration: its options come from the module's factory. */
+export interface AsyncPoolDefinition<T = unknown> {
+  /** Unique in the application; `getPoolToken(name)` and `@UsePooled(name)` use it. */
+  name: string;
+  connector: ConnectorSource<T>;
+}
+
+/** One pool of `PoolModule.forRoot()`. */
+export interface PoolDefinition<T = unknown> extends AsyncPoolDefinition<T> {
+  options?: PooledOptions;
+}
+
+/** Settings that may come from an async factory. */
+export interface PoolModuleSettings {
+  /** Options per pool name, for `forRootAsync`. `forRoot` takes them on each pool instead. */
+  pools?: Record<string, PooledOptions>;
+  /** Stop start-up when a pool cannot open its `minSize` connections. Default false: log and go on. */
+  failOnWarmupError?: boolean;
+  /** On application shutdown, how long leases get to finish before connections close. Default 10 000. */
+  shutdownGraceMs?: number;
+}
+
+/** What shapes the module itself, so never async. */
+interface StaticSettings {
+  /** Make the pools (and the health indicator) injectable in every module. Default false. */
+  isGlobal?: boolean;
+  /** Answer pool errors on HTTP with 429/503 and `Retry-After` (registers `PoolErrorFilter` app-wide). Default false. */
+  httpErrors?: boolean;
+  /** Modules whose providers the connectors or the factory inject. */
+  imports?: ModuleMetadata['imports'];
+}
+
+/** Options of `PoolModule.forRoot()`. */
+export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettings, 'pools'> {
+  pools: PoolDefinition[];
+}
+
+/** Makes {@link PoolModuleSettings} for `forRootAsync({ useClass })` or `useExisting`. */
+export interface PoolSettingsFactory {
+  createPoolSettings(): PoolModuleSettings | Promise<PoolModuleSettings>;
+}
+
+/** Options of `PoolModule.forRootAsync()`: pool names and connectors are static, their options async. */
+export interface PoolModuleAsyncOptions extends StaticSettings {
+  pools: AsyncPoolDefinition[];
+  useFactory?: (...deps: never[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
+  inject?: (InjectionToken | OptionalFactoryDependency)[];
+  useClass?: Type<PoolSettingsFactory>;
+  useExisting?: Type<PoolSettingsFactory>;
+}
+
+const MODULE = 'PoolModule';
+
+/** Checks the static part of a registration; throws {@link PoolConfigError} naming the field. */
+export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOptions, method: string): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new PoolConfigError(MODULE, method, 'takes an options object: { pools: [{ name, connector }] }');
+  }
+  if (!Array.isArray(options.pools) || options.pools.length === 0) {
+    throw new PoolConfigError(MODULE, `${method}.pools`, 'must list at least one pool: [{ name, connector }]');
+  }
+  const seen = new Set<string>();
+  options.pools.forEach((pool, i) => {
+    const name: unknown = pool?.name;
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new PoolConfigError(MODULE, `${method}.pools[${i}].name`, 'must be a non-empty string');
+    }
+    if (name === 'status') throw new PoolConfigError(name, 'name', 'is reserved by health checks; pick another name');
+    if (seen.has(name)) throw new PoolConfigError(name, 'name', `is listed twice in ${method}; give every pool its own name`);
+    seen.add(name);
+    checkConnectorSource(name, pool.connector);
+  });
+  for (const flag of ['isGlobal', 'httpErrors'] as const) checkFlag(options[flag], `${method}.${flag}`);
+}
+
+/** Checks the settings, after the async factory if there is one. */
+export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string): void {
+  if (typeof settings !== 'object' || settings === null) {
+    throw new PoolConfigError(MODULE, method, `settings must be an object, got ${settings === null ? 'null' : typeof settings}`);
+  }
+  checkFlag(settings.failOnWarmupError, 'failOnWarmupError');
+  const grace = settings.shutdownGraceMs;
+  if (grace !== undefined && !(typeof grace === 'number' && grace >= 0 && Number.isFinite(grace))) {
+    throw new PoolConfigError(MODULE, 'shutdownGraceMs', `must be a finite number of 0 or more, got ${String(grace)}`);
+  }
+  const pools: unknown = settings.pools ?? {};
+  if (typeof pools !== 'object' || pools === null) {
+    throw new PoolConfigError(MODULE, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');
+  }
+  for (const [name, options] of Object.entries(pools)) {
+    if (typeof options !== 'object' || options === null) {
+      throw new PoolConfigError(name, 'options', `must be an object, got ${options === null ? 'null' : typeof options}`);
+    }
+    if (!names.includes(name)) {
+      throw new PoolConfigError(name, 'pools', `has options but is not declared in ${method}({ pools }); declared: ${names.join(', ')}`);
+    }
+  }
+  // The pools would reject these at construction; checking here fails before any pool is made.
+  for (const name of names) resolveOptions({ ...settings.pools?.[name], name });
+}
+
+function checkFlag(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new PoolConfigError(MODULE, field, `must be true or false, got ${typeof value}`);
+  }
+}
+
+/** Whether a source is a factory (otherwise a class or an instance). */
+export function isConnectorFactory<T>(source: ConnectorSource<T>): source is ConnectorFactory<T> {
+  return typeof source === 'object' && source !== null && 'useFactory' in source;
+}
+
+function checkConnectorSource(name: string, source: unknown): void {
+  if (typeof source === 'function') return; // a class: Nest makes it, then the pool checks it
+  if (typeof source === 'object' && source !== null) {
+    if ('useFactory' in source) {
+      if (typeof source.useFactory !== 'function') throw new PoolConfigError(name, 'connector.useFactory', 'must be a function');
+      return;
+    }
+    if (typeof (source as { create?: unknown }).create === 'function') return;
+  }
+  throw new PoolConfigError(
+    name,
+    'connector',
+    'must be a connector class, an object with a create() method, or { useFactory, inject }',
+  );
+}

@@ -1,0 +1,118 @@
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { APP_FILTER, ModulesContainer } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
+import { ConnectionPool, PoolConfigError, type Connector } from '../core/index.js';
+import { NestPoolLogger } from './nest-pool-logger.js';
+import { poolDirectory } from './pool-directory.js';
+import { PoolErrorFilter } from './pool-error.filter.js';
+import { PoolHealthIndicator } from './pool-health.indicator.js';
+import { PoolLifecycle } from './pool-lifecycle.js';
+import {
+  checkRegistration,
+  checkSettings,
+  isConnectorFactory,
+  type AsyncPoolDefinition,
+  type PoolModuleAsyncOptions,
+  type PoolModuleOptions,
+  type PoolModuleSettings,
+  type PoolSettingsFactory,
+} from './pool-module-options.js';
+import { getConnectorToken, getPoolToken, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
+
+/**
+ * Registers pools of shared connections: one provider per pool (`@InjectPool(name)`), warm-up
+ * on start, graceful close on shutdown, `PoolHealthIndicator`, and optional HTTP error mapping.
+ */
+@Module({})
+export class PoolModule {
+  /** Registers pools whose options are known up front. */
+  static forRoot(options: PoolModuleOptions): DynamicModule {
+    checkRegistration(options, 'forRoot');
+    const { failOnWarmupError, shutdownGraceMs } = options;
+    const settings: PoolModuleSettings = {
+      pools: Object.fromEntries(options.pools.map((p) => [p.name, p.options ?? {}])),
+      failOnWarmupError,
+      shutdownGraceMs,
+    };
+    checkSettings(settings, names(options.pools), 'forRoot');
+    return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }]);
+  }
+
+  /** Registers pools whose options come from a factory (`useFactory`, `useClass` or `useExisting`). */
+  static forRootAsync(options: PoolModuleAsyncOptions): DynamicModule {
+    checkRegistration(options, 'forRootAsync');
+    const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
+    if (sources.length !== 1) {
+      throw new PoolConfigError('PoolModule', 'forRootAsync', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`);
+    }
+    const declared = names(options.pools);
+    const checked = async (settings: PoolModuleSettings | Promise<PoolModuleSettings>) => {
+      const resolved = await settings;
+      checkSettings(resolved, declared, 'forRootAsync');
+      return resolved;
+    };
+    const providers: Provider[] = [];
+    if (options.useFactory !== undefined) {
+      const factory = options.useFactory as (...deps: unknown[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
+      providers.push({ provide: POOL_MODULE_SETTINGS, useFactory: (...deps: unknown[]) => checked(factory(...deps)), inject: options.inject ?? [] });
+    } else {
+      const factoryClass = (options.useClass ?? options.useExisting)!;
+      if (options.useClass !== undefined) providers.push(options.useClass);
+      providers.push({
+        provide: POOL_MODULE_SETTINGS,
+        useFactory: (factory: PoolSettingsFactory) => checked(factory.createPoolSettings()),
+        inject: [factoryClass],
+      });
+    }
+    return assemble(options, providers);
+  }
+}
+
+function names(pools: readonly AsyncPoolDefinition[]): string[] {
+  return pools.map((p) => p.name);
+}
+
+function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[]): DynamicModule {
+  const poolTokens = options.pools.map((p) => getPoolToken(p.name));
+  const providers: Provider[] = [
+    ...settings,
+    ...options.pools.flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
+    { provide: MODULE_POOLS, useFactory: (...pools: ConnectionPool<unknown>[]) => pools, inject: poolTokens },
+    PoolLifecycle,
+    PoolHealthIndicator,
+  ];
+  if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
+  return {
+    module: PoolModule,
+    global: options.isGlobal === true,
+    imports: [...(options.imports ?? []), TerminusModule],
+    providers,
+    exports: [...poolTokens, PoolHealthIndicator],
+  };
+}
+
+function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
+  const provide = getConnectorToken(name);
+  if (typeof connector === 'function') return { provide, useClass: connector };
+  if (isConnectorFactory(connector)) {
+    return { provide, useFactory: connector.useFactory as (...deps: unknown[]) => unknown, inject: connector.inject ?? [] };
+  }
+  return { provide, useValue: connector };
+}
+
+function poolProvider(name: string): Provider {
+  return {
+    provide: getPoolToken(name),
+    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, ModulesContainer],
+    useFactory: (connector: Connector<unknown>, settings: PoolModuleSettings, app: ModulesContainer) => {
+      const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...settings.pools?.[name], name });
+      try {
+        poolDirectory.add(pool, app);
+      } catch (err) {
+        void pool.close({ graceMs: 0 });
+        throw err;
+      }
+      return pool;
+    },
+  };
+}

@@ -1,0 +1,15 @@
+/** The injection token of the pool named `name`: `@Inject(getPoolToken('db'))` or `moduleRef.get(...)`. */
+export function getPoolToken(name: string): string {
+  return `nestjs-shared-pool:${name}`;
+}
+
+/** @internal The settings of one `PoolModule` import, after its async factory ran. */
+export const POOL_MODULE_SETTINGS = Symbol('PoolModuleSettings');
+
+/** @internal The pools of one `PoolModule` import. */
+export const MODULE_POOLS = Symbol('PoolModulePools');
+
+/** @internal The connector of the pool named `name` within one `PoolModule` import. */
+export function getConnectorToken(name: string): string {
+  return `nestjs-shared-pool:${name}:connector`;
+}

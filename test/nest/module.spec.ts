@@ -1,0 +1,325 @@
+import { describe, expect, it } from '@jest/globals';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  ConnectionFailedError,
+  ConnectionPool,
+  getPoolToken,
+  InjectPool,
+  PoolConfigError,
+  PoolModule,
+  UsePooled,
+  type Connector,
+  type CreateContext,
+  type PoolModuleSettings,
+  type PoolSettingsFactory,
+} from '../../lib/index.js';
+import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
+import { boot, RecordingNestLogger } from '../support/nest.js';
+
+@Injectable()
+class Settings {
+  readonly dbMaxSize = 7;
+  readonly prefix = 'conf';
+}
+
+@Module({ providers: [Settings], exports: [Settings] })
+class SettingsModule {}
+
+/** A connector class with a dependency of its own, made by Nest. */
+@Injectable()
+class LabelledConnector implements Connector<string> {
+  #n = 0;
+  constructor(private readonly settings: Settings) {}
+  create(_ctx: CreateContext): string {
+    return `${this.settings.prefix}-${++this.#n}`;
+  }
+}
+
+@Injectable()
+class Repo {
+  constructor(
+    @InjectPool('db') readonly db: ConnectionPool<FakeConnection>,
+    @InjectPool('cache') readonly cache: ConnectionPool<FakeConnection>,
+  ) {}
+}
+
+@Injectable()
+class SettingsFactory implements PoolSettingsFactory {
+  createPoolSettings(): PoolModuleSettings {
+    return { pools: { db: { maxSize: 3 } } };
+  }
+}
+
+describe('PoolModule.forRoot', () => {
+  it('gives each pool its own provider, injectable by token and by @InjectPool, with its options', async () => {
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          pools: [
+            { name: 'db', connector: new FakeConnector(), options: { maxSize: 4, clientLimit: 1 } },
+            { name: 'cache', connector: new FakeConnector() },
+          ],
+        }),
+      ],
+      providers: [Repo],
+    });
+    const repo = moduleRef.get(Repo);
+    const db = moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken('db'));
+    expect(repo.db).toBe(db);
+    expect(db).toBeInstanceOf(ConnectionPool);
+    expect(db.options).toMatchObject({ name: 'db', maxSize: 4, clientLimit: 1 });
+    expect(repo.cache.name).toBe('cache');
+    expect(repo.cache).not.toBe(db);
+    expect(repo.cache.options.maxSize).toBe(10);
+  });
+
+  it('makes a connector class through DI, so it can inject providers of the modules it imports', async () => {
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ imports: [SettingsModule], pools: [{ name: 'labels', connector: LabelledConnector }] })],
+    });
+    const pool = moduleRef.get<ConnectionPool<string>>(getPoolToken('labels'));
+    await expect(pool.use((label) => label)).resolves.toBe('conf-1');
+  });
+
+  it('takes a connector factory with injected dependencies', async () => {
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          imports: [SettingsModule],
+          pools: [
+            {
+              name: 'made',
+              connector: {
+                inject: [Settings],
+                useFactory: async (settings: Settings) => ({ create: () => `${settings.prefix}:made` }),
+              },
+            },
+          ],
+        }),
+      ],
+    });
+    await expect(moduleRef.get<ConnectionPool<string>>(getPoolToken('made')).use((c) => c)).resolves.toBe('conf:made');
+  });
+
+  it('with isGlobal, lets a feature module that does not import it inject any pool', async () => {
+    @Injectable()
+    class Feature {
+      constructor(@InjectPool('db') readonly db: ConnectionPool<FakeConnection>) {}
+    }
+    @Module({ providers: [Feature], exports: [Feature] })
+    class FeatureModule {}
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ isGlobal: true, pools: [{ name: 'db', connector: new FakeConnector() }] }), FeatureModule],
+    });
+    expect(moduleRef.get(Feature).db.name).toBe('db');
+  });
+
+  it('without isGlobal, a feature module that does not import it cannot inject its pools', async () => {
+    @Injectable()
+    class Feature {
+      constructor(@InjectPool('db') readonly db: ConnectionPool<FakeConnection>) {}
+    }
+    @Module({ providers: [Feature] })
+    class FeatureModule {}
+    const compiling = Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] }), FeatureModule],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await expect(compiling).rejects.toThrow(/nestjs-shared-pool:db/);
+  });
+
+  it('says which pool is missing when a provider injects one that is not registered', async () => {
+    @Injectable()
+    class Lost {
+      constructor(@InjectPool('nope') readonly pool: ConnectionPool<unknown>) {}
+    }
+    const compiling = Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] })],
+      providers: [Lost],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await expect(compiling).rejects.toThrow(/nestjs-shared-pool:nope/);
+  });
+
+  it('rejects two pools of one name in one registration, naming the pool', () => {
+    const connector = new FakeConnector();
+    const register = () => PoolModule.forRoot({ pools: [{ name: 'db', connector }, { name: 'db', connector }] });
+    expect(register).toThrow(PoolConfigError);
+    expect(register).toThrow('pool "db": option "name" is listed twice in forRoot; give every pool its own name');
+  });
+
+  it('rejects two registrations of one pool name in one application', async () => {
+    const compiling = Test.createTestingModule({
+      imports: [
+        PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] }),
+        PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] }),
+      ],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await expect(compiling).rejects.toThrow('pool "db": option "name" is used by two pools of this application');
+  });
+
+  it('rejects bad registrations at once, saying what to change', () => {
+    const connector = new FakeConnector();
+    const cases: [() => unknown, string][] = [
+      [() => PoolModule.forRoot({ pools: [] }), 'option "forRoot.pools" must list at least one pool'],
+      [() => PoolModule.forRoot(undefined as never), 'option "forRoot" takes an options object'],
+      [() => PoolModule.forRoot({ pools: [{ name: '', connector }] }), 'option "forRoot.pools[0].name" must be a non-empty string'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'status', connector }] }), 'option "name" is reserved by health checks'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: {} as never }] }), 'pool "db": option "connector" must be a connector class'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: { useFactory: 3 } as never }] }), 'option "connector.useFactory" must be a function'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }), 'pool "db": option "maxSize" must be greater than 0'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }), 'option "shutdownGraceMs" must be a finite number of 0 or more'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }), 'option "forRoot.isGlobal" must be true or false'],
+      [() => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }), 'takes exactly one of useFactory, useClass or useExisting; got none'],
+      [
+        () => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }], useFactory: () => ({}), useClass: SettingsFactory }),
+        'got useFactory and useClass',
+      ],
+    ];
+    for (const [register, message] of cases) {
+      expect(register).toThrow(PoolConfigError);
+      expect(register).toThrow(message);
+    }
+  });
+});
+
+describe('PoolModule.forRootAsync', () => {
+  it('takes pool options from a factory with injected dependencies', async () => {
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRootAsync({
+          imports: [SettingsModule],
+          inject: [Settings],
+          pools: [{ name: 'db', connector: new FakeConnector() }],
+          useFactory: async (settings: Settings) => ({ pools: { db: { maxSize: settings.dbMaxSize } } }),
+        }),
+      ],
+    });
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).options.maxSize).toBe(7);
+  });
+
+  it('takes them from a class (useClass) or an existing provider (useExisting)', async () => {
+    const byClass = await boot({
+      imports: [PoolModule.forRootAsync({ pools: [{ name: 'db', connector: new FakeConnector() }], useClass: SettingsFactory })],
+    });
+    expect(byClass.get<ConnectionPool<unknown>>(getPoolToken('db')).options.maxSize).toBe(3);
+    await byClass.close();
+
+    @Module({ providers: [SettingsFactory], exports: [SettingsFactory] })
+    class FactoryModule {}
+    const byExisting = await boot({
+      imports: [
+        PoolModule.forRootAsync({ imports: [FactoryModule], pools: [{ name: 'db', connector: new FakeConnector() }], useExisting: SettingsFactory }),
+      ],
+    });
+    expect(byExisting.get<ConnectionPool<unknown>>(getPoolToken('db')).options.maxSize).toBe(3);
+  });
+
+  it('fails start-up with a clear error when the factory gives bad options', async () => {
+    const start = (settings: unknown) =>
+      Test.createTestingModule({
+        imports: [PoolModule.forRootAsync({ pools: [{ name: 'db', connector: new FakeConnector() }], useFactory: () => settings as PoolModuleSettings })],
+      })
+        .setLogger(new RecordingNestLogger())
+        .compile();
+    await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow('pool "db": option "clientLimit" must be a whole number, got 1.5');
+    await expect(start({ pools: { dbb: {} } })).rejects.toThrow('pool "dbb": option "pools" has options but is not declared in forRootAsync({ pools }); declared: db');
+    await expect(start(null)).rejects.toThrow('settings must be an object, got null');
+    await expect(start({ failOnWarmupError: 1 })).rejects.toThrow('option "failOnWarmupError" must be true or false');
+  });
+});
+
+describe('PoolModule life cycle', () => {
+  it('opens minSize connections before the application starts', async () => {
+    const connector = new FakeConnector();
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 3 } }] })] });
+    expect(connector.created).toBe(3);
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats().ready).toBe(3);
+  });
+
+  it('with failOnWarmupError, stops start-up when warm-up fails, and closes what it opened', async () => {
+    const connector = new FakeConnector();
+    const refused = { kind: 'fail', error: new Error('connect ECONNREFUSED 127.0.0.1:9') } as const;
+    connector.createSteps.push({ kind: 'ok' }, refused, refused, refused);
+    const moduleRef = await Test.createTestingModule({
+      imports: [PoolModule.forRoot({ failOnWarmupError: true, pools: [{ name: 'db', connector, options: { minSize: 2, maxConcurrentCreates: 1 } }] })],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    const error = await moduleRef.init().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect((error as Error).message).toContain('ECONNREFUSED');
+    const pool = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db'));
+    expect(pool.closed).toBe(true);
+    expect(connector.live.size).toBe(0);
+  });
+
+  it('without failOnWarmupError, starts anyway and logs a warning naming the pool', async () => {
+    const connector = new FakeConnector();
+    connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED') });
+    const logger = new RecordingNestLogger();
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 1 } }] })] }, logger);
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).closed).toBe(false);
+    expect(logger.lines).toContainEqual({
+      level: 'warn',
+      context: 'PoolModule',
+      message: expect.stringContaining('pool "db" could not open its minSize connections') as unknown as string,
+    });
+  });
+
+  it('closes every pool on application shutdown, letting leases finish', async () => {
+    const connector = new FakeConnector();
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ shutdownGraceMs: 5_000, pools: [{ name: 'db', connector, options: { minSize: 1 } }] })],
+    });
+    const pool = moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken('db'));
+    const lease = await pool.acquire();
+    const closing = moduleRef.close();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(pool.closed).toBe(true);
+    expect(connector.live.size).toBe(1);
+    lease.release();
+    await closing;
+    expect(connector.live.size).toBe(0);
+  });
+
+  it('logs through Nest with the pool name as context, lifecycle transitions at debug level', async () => {
+    const logger = new RecordingNestLogger();
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { minSize: 1 } }] })] }, logger);
+    await moduleRef.close();
+    const lines = logger.lines.filter((l) => l.context === 'pool:db');
+    expect(lines.map((l) => [l.level, l.message])).toEqual([
+      ['debug', 'pool "db": opening connection 1'],
+      ['debug', 'pool "db": connection 1 ready'],
+      ['debug', 'pool "db": closing: 0 clients get up to 10000 ms'],
+      ['debug', 'pool "db": connection 1 retired: refresh'],
+      ['debug', 'pool "db": connection 1 closed'],
+      ['debug', 'pool "db": closed'],
+    ]);
+  });
+
+  it('serves @UsePooled methods called while the application starts (onModuleInit)', async () => {
+    @Injectable()
+    class Loader {
+      loadedWith: number | undefined;
+      constructor(@Inject(getPoolToken('db')) private readonly db: ConnectionPool<FakeConnection>) {}
+      async onModuleInit(): Promise<void> {
+        this.loadedWith = await this.load();
+      }
+      @UsePooled('db')
+      async load(): Promise<number> {
+        return this.db.current.id;
+      }
+    }
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] })], providers: [Loader] });
+    expect(moduleRef.get(Loader).loadedWith).toBe(1);
+  });
+});
