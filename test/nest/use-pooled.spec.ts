@@ -1,0 +1,369 @@
+import { describe, expect, it } from '@jest/globals';
+import { Controller, Get, Inject, Injectable, Scope, SetMetadata } from '@nestjs/common';
+import { ContextIdFactory, Reflector, REQUEST } from '@nestjs/core';
+import { PATH_METADATA } from '@nestjs/common/constants.js';
+import { defer, firstValueFrom, interval, lastValueFrom, map, Observable, take, throwError, toArray } from 'rxjs';
+import {
+  ConnectionsExhaustedError,
+  getPoolToken,
+  PoolConfigError,
+  PoolModule,
+  PoolNotFoundError,
+  UsePooled,
+  type ConnectionPool,
+} from '../../lib/index.js';
+import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
+import { boot } from '../support/nest.js';
+
+const ROLE = 'role';
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+class Broken extends Error {}
+
+@Injectable()
+class Service {
+  readonly calls: string[] = [];
+  constructor(@Inject(getPoolToken('db')) readonly db: ConnectionPool<FakeConnection>) {}
+
+  @UsePooled('db')
+  async connectionId(): Promise<number> {
+    return this.db.current.id;
+  }
+
+  @UsePooled('db')
+  async whileHeld<R>(body: () => Promise<R>): Promise<R> {
+    return body();
+  }
+
+  @UsePooled('db')
+  async fails(error: Error): Promise<never> {
+    throw error;
+  }
+
+  @UsePooled('db')
+  async outer(): Promise<[number, number, number]> {
+    return [this.db.current.id, await this.connectionId(), this.db.stats().clients];
+  }
+
+  @UsePooled('db')
+  async outerWithFresh(): Promise<[number, number]> {
+    return [this.db.current.id, await this.fresh()];
+  }
+
+  @UsePooled('db', { propagation: 'new' })
+  async fresh(): Promise<number> {
+    return this.db.current.id;
+  }
+
+  @UsePooled('db', { timeoutMs: 30 })
+  async quick(): Promise<string> {
+    this.calls.push('quick');
+    return 'ran';
+  }
+
+  @UsePooled('db', { retry: { attempts: 2, baseDelayMs: 1 } })
+  async flaky(): Promise<number> {
+    const id = this.db.current.id;
+    if (this.calls.push('flaky') === 1) throw new Broken('socket hang up');
+    return id;
+  }
+
+  @UsePooled('db', { key: (userId: unknown) => `user:${String(userId)}` })
+  async forUser(userId: string): Promise<string> {
+    return `${userId} on ${this.db.current.id}`;
+  }
+
+  @UsePooled('db', { key: () => 42 as unknown as string })
+  async badKey(): Promise<string> {
+    this.calls.push('badKey');
+    return 'ran';
+  }
+
+  @UsePooled('db')
+  ticks(count: number): Observable<number> {
+    return interval(5).pipe(
+      take(count),
+      map(() => this.db.stats().clients),
+    );
+  }
+
+  @UsePooled('db')
+  connectionOf(): Observable<number> {
+    const id = this.db.current.id;
+    return defer(async () => id);
+  }
+
+  @UsePooled('db')
+  forever(): Observable<number> {
+    return interval(5);
+  }
+
+  @UsePooled('db')
+  streamFails(error: Error): Observable<never> {
+    return throwError(() => error);
+  }
+
+  @UsePooled('db')
+  undeclared() {
+    return defer(async () => 1);
+  }
+
+  @UsePooled('db')
+  async *rows(count: number): AsyncGenerator<[number, number]> {
+    try {
+      for (let i = 0; i < count; i++) {
+        await tick();
+        yield [this.db.current.id, this.db.stats().clients];
+      }
+    } finally {
+      this.calls.push('rows: finally');
+    }
+  }
+
+  @UsePooled('db')
+  async *rowsThenFail(error: Error): AsyncGenerator<number> {
+    yield 1;
+    throw error;
+  }
+
+  @UsePooled('ghost')
+  async haunted(): Promise<void> {}
+
+  @SetMetadata(ROLE, 'above')
+  @UsePooled('db')
+  async above(): Promise<void> {}
+
+  @UsePooled('db')
+  @SetMetadata(ROLE, 'below')
+  async below(): Promise<void> {}
+}
+
+@Controller('cats')
+class CatsController {
+  @UsePooled('db')
+  @Get('count')
+  async count(): Promise<number> {
+    return 1;
+  }
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class PerRequest {
+  constructor(
+    @Inject(REQUEST) private readonly request: { user: string },
+    @Inject(getPoolToken('db')) private readonly db: ConnectionPool<FakeConnection>,
+  ) {}
+
+  @UsePooled('db')
+  async whoAndWhere(): Promise<string> {
+    return `${this.request.user} on ${this.db.current.id}`;
+  }
+}
+
+async function setup(options = {}) {
+  const connector = new FakeConnector();
+  connector.fatal = (err) => err instanceof Broken;
+  const moduleRef = await boot({
+    imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { clientLimit: 1, maxSize: 2, ...options } }] })],
+    providers: [Service, PerRequest],
+    controllers: [CatsController],
+  });
+  const service = moduleRef.get(Service);
+  return { moduleRef, service, pool: service.db, connector };
+}
+
+describe('@UsePooled on async methods', () => {
+  it('checks a connection out for the body, readable as pool.current, and in afterwards', async () => {
+    const { service, pool } = await setup();
+    await expect(service.connectionId()).resolves.toBe(1);
+    let during = -1;
+    await service.whileHeld(async () => {
+      during = pool.stats().clients;
+    });
+    expect(during).toBe(1);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 2, released: 2 } });
+  });
+
+  it('checks it in when the body throws, and retires it when the error is fatal', async () => {
+    const { service, pool } = await setup();
+    await expect(service.fails(new Error('no such row'))).rejects.toThrow('no such row');
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 0 } });
+    await expect(service.fails(new Broken('socket hang up'))).rejects.toThrow('socket hang up');
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
+  });
+
+  it('reuses the lease in nested calls on the same pool, unless propagation is new', async () => {
+    const { service } = await setup();
+    await expect(service.outer()).resolves.toEqual([1, 1, 1]);
+    await expect(service.outerWithFresh()).resolves.toEqual([1, 2]);
+  });
+
+  it('gives up after timeoutMs when every connection is busy, without running the body', async () => {
+    const { service, pool } = await setup({ maxSize: 1 });
+    const lease = await pool.acquire();
+    await expect(service.quick()).rejects.toBeInstanceOf(ConnectionsExhaustedError);
+    expect(service.calls).toEqual([]);
+    lease.release();
+    await expect(service.quick()).resolves.toBe('ran');
+  });
+
+  it('retries on a fatal error with another connection', async () => {
+    const { service, pool } = await setup();
+    await expect(service.flaky()).resolves.toBe(2);
+    expect(pool.stats().counters.retired).toBe(1);
+  });
+
+  it('passes the admission key from the arguments, and rejects a key that is not a string', async () => {
+    const { service, pool } = await setup();
+    await expect(service.forUser('ann')).resolves.toBe('ann on 1');
+    await expect(service.badKey()).rejects.toThrow('pool "db": option "acquire.key" must be a non-empty string, got number');
+    expect(service.calls).toEqual([]);
+    expect(pool.stats().clients).toBe(0);
+  });
+
+  it('keeps `this`, the name and every other decorator metadata', async () => {
+    const { service, moduleRef } = await setup();
+    const reflector = moduleRef.get(Reflector);
+    expect(reflector.get(ROLE, Service.prototype.above)).toBe('above');
+    expect(reflector.get(ROLE, Service.prototype.below)).toBe('below');
+    expect(Service.prototype.below.name).toBe('below');
+    expect(Reflect.getMetadata(PATH_METADATA, CatsController.prototype.count)).toBe('count');
+    await expect(service.connectionId.call(service)).resolves.toBe(1);
+  });
+
+  it('works in request-scoped providers', async () => {
+    const { moduleRef } = await setup();
+    const contextId = ContextIdFactory.create();
+    moduleRef.registerRequestByContextId({ user: 'ann' }, contextId);
+    const perRequest = await moduleRef.resolve(PerRequest, contextId);
+    await expect(perRequest.whoAndWhere()).resolves.toBe('ann on 1');
+  });
+
+  it('names the pool and the method when the pool does not exist', async () => {
+    const { service } = await setup();
+    const error = await service.haunted().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PoolNotFoundError);
+    expect((error as Error).message).toBe(
+      `pool "ghost" used by Service.haunted does not exist (registered: "db"); add { name: 'ghost', connector } to PoolModule.forRoot({ pools }) or fix the name`,
+    );
+  });
+});
+
+describe('@UsePooled on Observable methods', () => {
+  it('holds the lease until the stream completes', async () => {
+    const { service, pool } = await setup();
+    await expect(lastValueFrom(service.ticks(3).pipe(toArray()))).resolves.toEqual([1, 1, 1]);
+    expect(pool.stats().clients).toBe(0);
+  });
+
+  it('runs the method inside the scope, so it can read pool.current', async () => {
+    const { service } = await setup();
+    await expect(firstValueFrom(service.connectionOf())).resolves.toBe(1);
+  });
+
+  it('checks the lease in when the subscriber unsubscribes', async () => {
+    const { service, pool } = await setup();
+    await expect(firstValueFrom(service.forever())).resolves.toBe(0);
+    expect(pool.stats().clients).toBe(0);
+    const sub = service.forever().subscribe();
+    await tick(20);
+    expect(pool.stats().clients).toBe(1);
+    sub.unsubscribe();
+    await tick();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 2, released: 2 } });
+  });
+
+  it('gives up the wait when unsubscribed before a connection is free', async () => {
+    const { service, pool } = await setup({ maxSize: 1 });
+    const lease = await pool.acquire();
+    const sub = service.forever().subscribe();
+    await tick();
+    expect(pool.stats().waiting).toBe(1);
+    sub.unsubscribe();
+    await tick();
+    expect(pool.stats()).toMatchObject({ waiting: 0, clients: 1 });
+    lease.release();
+    expect(pool.stats().clients).toBe(0);
+  });
+
+  it('checks the lease in on error, retiring the connection when the error is fatal', async () => {
+    const { service, pool } = await setup();
+    await expect(lastValueFrom(service.streamFails(new Broken('reset')))).rejects.toThrow('reset');
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
+  });
+
+  it('refuses an Observable from a method that does not declare it, saying what to change', async () => {
+    const { service, pool } = await setup();
+    await expect(service.undeclared()).rejects.toThrow(
+      'Service.undeclared returned an Observable but does not declare it; declare its return type as Observable<...>',
+    );
+    expect(pool.stats().clients).toBe(0);
+  });
+});
+
+describe('@UsePooled on async generator methods', () => {
+  it('holds the lease for the whole iteration, with pool.current in the body', async () => {
+    const { service, pool } = await setup();
+    const rows: [number, number][] = [];
+    for await (const row of service.rows(3)) rows.push(row);
+    expect(rows).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]);
+    expect(pool.stats().clients).toBe(0);
+    expect(service.calls).toEqual(['rows: finally']);
+  });
+
+  it('checks the lease in when the iteration is abandoned, after the method cleaned up', async () => {
+    const { service, pool } = await setup();
+    for await (const row of service.rows(100)) {
+      expect(row).toEqual([1, 1]);
+      break;
+    }
+    expect(service.calls).toEqual(['rows: finally']);
+    expect(pool.stats().clients).toBe(0);
+
+    const rows = service.rows(100);
+    await rows.next();
+    await rows.return(undefined);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 2, released: 2 } });
+  });
+
+  it('checks the lease in when the method throws mid-iteration', async () => {
+    const { service, pool } = await setup();
+    const seen: number[] = [];
+    const consume = async () => {
+      for await (const n of service.rowsThenFail(new Broken('gone'))) seen.push(n);
+    };
+    await expect(consume()).rejects.toThrow('gone');
+    expect(seen).toEqual([1]);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
+  });
+});
+
+describe('@UsePooled options', () => {
+  it('are checked where the decorator is written', () => {
+    expect(() => UsePooled('')).toThrow('option "@UsePooled(name)" must be a non-empty string naming a pool');
+    expect(() => UsePooled('db', { timeoutMs: -5 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got -5');
+    expect(() => UsePooled('db', { propagation: 'sometimes' as never })).toThrow(`option "propagation" must be 'reuse' or 'new'`);
+    expect(() => UsePooled('db', { retry: { attempts: 0 } })).toThrow('option "retry.attempts" must be a whole number of 1 or more');
+    expect(() => UsePooled('db', { key: 'user' as never })).toThrow(PoolConfigError);
+  });
+
+  it('refuse retry on a stream method', () => {
+    const decorate = UsePooled('db', { retry: { attempts: 2 } });
+    class Streams {
+      async *rows(): AsyncGenerator<number> {}
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(Streams.prototype, 'rows')!;
+    expect(() => decorate(Streams.prototype, 'rows', descriptor)).toThrow(
+      'cannot apply to Streams.rows: it returns a stream, which cannot be re-run once it has emitted',
+    );
+  });
+
+  it('refuse anything but a method', () => {
+    const descriptor = { get: () => 1 } as PropertyDescriptor;
+    expect(() => UsePooled('db')(class Thing {}.prototype, 'size', descriptor)).toThrow('decorates methods only; Thing.size is not a method');
+  });
+});
