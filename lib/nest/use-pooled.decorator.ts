@@ -101,7 +101,7 @@ function wrapPromise(method: Method, call: PooledCall): Method {
         throw new PoolConfigError(
           call.pool,
           '@UsePooled',
-          `${call.where} returned an Observable but does not declare it; declare its return type as Observable<...> so the lease is held until the stream ends`,
+          `${call.where} returned an Observable but does not declare it; declare its return type as Observable<...> (with Observable imported as a value, not with import type) so the lease is held until the stream ends`,
         );
       }
       return result;

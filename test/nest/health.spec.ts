@@ -1,0 +1,50 @@
+import { describe, expect, it } from '@jest/globals';
+import { TerminusModule } from '@nestjs/terminus';
+import { PoolHealthIndicator, PoolModule, getPoolToken, type ConnectionPool } from '../../lib/index.js';
+import { FakeConnector } from '../support/fake-connector.js';
+import { boot } from '../support/nest.js';
+
+describe('PoolHealthIndicator', () => {
+  async function setup() {
+    const failing = new FakeConnector();
+    for (let i = 0; i < 20; i++) failing.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED 10.0.0.9:5432') });
+    const moduleRef = await boot({
+      imports: [
+        TerminusModule,
+        PoolModule.forRoot({
+          pools: [
+            { name: 'db', connector: new FakeConnector(), options: { maxSize: 1, clientLimit: 4 } },
+            { name: 'pg', connector: failing, options: { maxSize: 1, clientLimit: 1, acquireTimeoutMs: 20 } },
+          ],
+        }),
+      ],
+    });
+    return { indicator: moduleRef.get(PoolHealthIndicator), moduleRef };
+  }
+
+  it('reports only the pools named, and a name no pool has as missing and down', async () => {
+    const { indicator } = await setup();
+    expect(indicator.isHealthy('db-only', { pools: ['db'] })).toEqual({
+      'db-only': {
+        status: 'up',
+        db: { health: 'healthy', size: 0, ready: 0, maxSize: 1, clients: 0, clientLimit: 4, utilization: 0, waiting: 0, lastError: null },
+      },
+    });
+    expect(indicator.isHealthy('typo', { pools: ['bd'] })).toEqual({
+      typo: {
+        status: 'down',
+        bd: { health: 'missing', size: 0, ready: 0, maxSize: 0, clients: 0, clientLimit: 0, utilization: 0, waiting: 0, lastError: 'no pool named "bd" in this application' },
+      },
+    });
+  });
+
+  it('is down with the last error when a pool cannot connect, and the worst pool sets the status', async () => {
+    const { indicator, moduleRef } = await setup();
+    const pg = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('pg'));
+    await expect(pg.acquire()).rejects.toThrow('no connection within 20 ms');
+    const result = indicator.isHealthy('pools');
+    expect(result.pools.status).toBe('down');
+    expect(result.pools.db).toMatchObject({ health: 'healthy' });
+    expect(result.pools.pg).toMatchObject({ health: 'failing', ready: 0, lastError: expect.stringContaining('ECONNREFUSED 10.0.0.9:5432') });
+  });
+});
