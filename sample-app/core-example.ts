@@ -3,43 +3,8 @@
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { ConnectionPool, type Connector } from '../lib/index.js';
-
-/** Opens one HTTP/2 session to `origin`; ready once the peer's SETTINGS arrived. */
-export function http2Connector(origin: string): Connector<http2.ClientHttp2Session> {
-  return {
-    async create({ signal, retire }) {
-      const session = http2.connect(origin);
-      session.on('error', retire); // a broken session is retired, never thrown at callers
-      session.on('goaway', () => retire('GOAWAY'));
-      try {
-        await once(session, 'connect', { signal }); // rejects on 'error' or when the pool aborts
-      } catch (err) {
-        session.destroy();
-        throw err;
-      }
-      return session;
-    },
-    ready: async (session) => {
-      if (!session.remoteSettings) await once(session, 'remoteSettings');
-    },
-    close: (session) => new Promise<void>((resolve) => session.close(() => resolve())),
-    isFatal: (err) => (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_INVALID_SESSION',
-  };
-}
-
-/** GET `path` on a pooled session. */
-function get(session: http2.ClientHttp2Session, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':path': path });
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { ConnectionPool } from '../lib/index.js';
+import { get, http2Connector } from './http2-connector.js';
 
 export async function main(requests = 500) {
   const server = http2.createServer((req, res) => res.end(`hello ${req.url}`));

@@ -6,5 +6,5 @@ export * from './options.js';
 export * from './stats.js';
 export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';
-export * from './call-options.js';
+export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';
 export { ConnectionPool } from './connection-pool.js';

@@ -1,6 +1,6 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
+import { checkUseOptions } from '../core/call-options.js';
 import {
-  checkUseOptions,
   PoolConfigError,
   PoolNotFoundError,
   type ConnectionPool,

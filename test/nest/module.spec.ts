@@ -31,7 +31,7 @@ class SettingsModule {}
 class LabelledConnector implements Connector<string> {
   #n = 0;
   constructor(private readonly settings: Settings) {}
-  create(_ctx: CreateContext): string {
+  async create(_ctx: CreateContext): Promise<string> {
     return `${this.settings.prefix}-${++this.#n}`;
   }
 }
@@ -92,7 +92,7 @@ describe('PoolModule.forRoot', () => {
               name: 'made',
               connector: {
                 inject: [Settings],
-                useFactory: async (settings: Settings) => ({ create: () => `${settings.prefix}:made` }),
+                useFactory: async (settings: Settings) => ({ create: async () => `${settings.prefix}:made` }),
               },
             },
           ],
