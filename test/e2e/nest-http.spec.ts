@@ -145,11 +145,14 @@ describe.each([
   it('reports /health up, degraded and down, in full', async () => {
     await get(base, '/items/warm');
     const up = { pools: { status: 'up', db: healthy } };
-    expect(await get(base, '/health')).toMatchObject({ status: 200, body: { status: 'ok', info: up, error: {}, details: up } });
+    expect(await get(base, '/health')).toMatchObject({ status: 200 });
+    expect((await get(base, '/health')).body).toEqual({ status: 'ok', info: up, error: {}, details: up });
 
     await hold(7);
     const degraded = { pools: { status: 'degraded', db: { ...healthy, health: 'degraded', size: 2, ready: 2, clients: 7, utilization: 0.7 } } };
-    expect(await get(base, '/health')).toMatchObject({ status: 200, body: { status: 'degraded', info: degraded, error: {}, details: degraded } });
+    const partly = await get(base, '/health');
+    expect(partly.status).toBe(200);
+    expect(partly.body).toEqual({ status: 'degraded', info: degraded, error: {}, details: degraded });
 
     await hold(3);
     const down = { pools: { status: 'down', db: { ...healthy, health: 'exhausted', size: 2, ready: 2, clients: 10, utilization: 1 } } };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ArgumentsHost } from '@nestjs/common';
+import { Controller, Get, UseFilters, type ArgumentsHost } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
 import {
   CapacityExceededError,
   ConnectionFailedError,
@@ -12,6 +13,7 @@ import {
   poolErrorResponse,
   QueueFullError,
 } from '../../lib/index.js';
+import { RecordingNestLogger } from '../support/nest.js';
 
 describe('poolErrorResponse', () => {
   it('answers a per-key limit with 429 and Retry-After in whole seconds, rounded up', () => {
@@ -60,5 +62,37 @@ describe('PoolErrorFilter', () => {
     const filter = new PoolErrorFilter({} as HttpAdapterHost);
     const error = new PoolClosedError('api');
     expect(() => filter.catch(error, { getType: () => 'rpc' } as unknown as ArgumentsHost)).toThrow(error);
+  });
+});
+
+describe('PoolErrorFilter without httpErrors', () => {
+  @Controller()
+  class ClosedController {
+    @Get('filtered')
+    @UseFilters(PoolErrorFilter)
+    filtered(): never {
+      throw new PoolClosedError('db');
+    }
+
+    @Get('unfiltered')
+    unfiltered(): never {
+      throw new PoolClosedError('db');
+    }
+  }
+
+  it('maps errors of the routes it is put on with @UseFilters', async () => {
+    const moduleRef = await Test.createTestingModule({ controllers: [ClosedController] }).setLogger(new RecordingNestLogger()).compile();
+    const app = moduleRef.createNestApplication();
+    await app.listen(0, '127.0.0.1');
+    try {
+      const base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+      const filtered = await fetch(`${base}/filtered`);
+      expect(filtered.status).toBe(503);
+      expect(filtered.headers.get('retry-after')).toBe('1');
+      expect(await filtered.json()).toMatchObject({ code: 'POOL_CLOSED', pool: 'db' });
+      expect((await fetch(`${base}/unfiltered`)).status).toBe(500);
+    } finally {
+      await app.close();
+    }
   });
 });
