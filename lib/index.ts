@@ -4,4 +4,5 @@
  * @packageDocumentation
  */
 export * from './core/index.js';
+export * from './limits/index.js';
 export * from './nest/index.js';

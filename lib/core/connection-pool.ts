@@ -17,7 +17,8 @@ import {
   type ExhaustedReason,
 } from './errors.js';
 import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
-import { checkin, Lease, type LeaseOwner } from './lease.js';
+import type { AdmissionLimiter } from './admission.js';
+import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
@@ -42,6 +43,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** The pool's options after defaults. */
   readonly options: ResolvedOptions;
   readonly #connector: Connector<T>;
+  readonly #limiter: AdmissionLimiter | undefined;
   readonly #index: ConnectionIndex<T>;
   /** Every connection from its create until it is closed. */
   readonly #all = new Set<SharedConnection<T>>();
@@ -91,6 +93,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     this.options = resolveOptions(options, connector);
     this.#connector = connector;
+    this.#limiter = this.options.limiter;
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#scheduleReap();
@@ -123,12 +126,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       const invalid = checkAcquireOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);
     }
-    // A queued waiter means no connection has room: never barge past it.
-    if (this.#waiters.length === 0) {
-      const conn = this.#pick();
-      if (conn !== null) return Promise.resolve(this.#checkout(conn));
-    }
-    return this.#wait(options);
+    if (this.#limiter !== undefined) return this.#admitThenAcquire(this.#limiter, options);
+    return this.#acquireConnection(options);
   }
 
   /**
@@ -240,10 +239,38 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       closed: this.#closed,
       counters: { ...this.#counters },
       connections,
+      ...(this.#limiter === undefined ? {} : { admission: this.#limiter.stats() }),
     };
   }
 
   // ---- checkout / checkin -------------------------------------------------------------------
+
+  /** Step 1 of 3 is to take a ready connection; else wait (the wait starts creates). */
+  #acquireConnection(options: AcquireOptions | undefined): Promise<Lease<T>> {
+    // A queued waiter means no connection has room: never barge past it.
+    if (this.#waiters.length === 0) {
+      const conn = this.#pick();
+      if (conn !== null) return Promise.resolve(this.#checkout(conn));
+    }
+    return this.#wait(options);
+  }
+
+  /** The limiter admits first; the connection's wait gets what is left of the same deadline. */
+  async #admitThenAcquire(limiter: AdmissionLimiter, options: AcquireOptions | undefined): Promise<Lease<T>> {
+    const clock = this.options.clock;
+    const started = clock.now();
+    const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
+    const admission = await limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: options?.signal });
+    try {
+      const left = Math.max(1, timeoutMs - (clock.now() - started));
+      const lease = await this.#acquireConnection({ signal: options?.signal, timeoutMs: left });
+      lease[admitted](admission);
+      return lease;
+    } catch (err) {
+      admission.release();
+      throw err;
+    }
+  }
 
   /** The best connection with room, validating (out of band) any that sat idle too long. */
   #pick(): SharedConnection<T> | null {
@@ -695,9 +722,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   // ---- helpers --------------------------------------------------------------------------------
 
+  /** Clients per slot, or the limiter's utilization if higher. */
   #utilization(): number {
     const o = this.options;
-    return this.#clients / (o.maxSize * o.clientLimit);
+    const own = this.#clients / (o.maxSize * o.clientLimit);
+    return this.#limiter === undefined ? own : Math.max(own, this.#limiter.stats().utilization);
   }
 
   #isFatal(err: unknown): boolean {

@@ -8,7 +8,8 @@ export type PoolErrorCode =
   | 'CAPACITY_EXCEEDED'
   | 'KEY_LIMIT'
   | 'POOL_CONTEXT'
-  | 'POOL_NOT_FOUND';
+  | 'POOL_NOT_FOUND'
+  | 'LEASE_LOST';
 
 /** Base class of every error the pool raises. `code` is stable; `pool` names the pool. */
 export class PoolError extends Error {
@@ -82,14 +83,27 @@ export class QueueFullError extends PoolError {
   }
 }
 
-/** The global admission limit is reached (HTTP 503). */
+/** Why a global admission was refused. */
+export type CapacityReason = 'limit' | 'quarantine' | 'unavailable';
+
+/**
+ * The global admission limit is reached (HTTP 503). `reason`: `limit` (every slot is held),
+ * `quarantine` (Redis restarted; live holders are re-registering), or `unavailable` (Redis is
+ * unreachable and the limiter fails closed).
+ */
 export class CapacityExceededError extends PoolError {
   constructor(
     pool: string,
     readonly limit: number,
     readonly retryAfterMs: number,
+    readonly reason: CapacityReason = 'limit',
   ) {
-    super('CAPACITY_EXCEEDED', pool, `pool "${pool}": the global limit of ${limit} concurrent leases is reached; retry later`);
+    const why = {
+      limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
+      quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
+      unavailable: 'Redis is unreachable and the limiter fails closed; retry later',
+    }[reason];
+    super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`);
   }
 }
 
@@ -131,5 +145,16 @@ export class PoolNotFoundError extends PoolError {
       pool,
       `pool "${pool}" used by ${usedBy} does not exist (${known}); add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`,
     );
+  }
+}
+
+/** The admission limiter lost a held lease (its TTL lapsed, or Redis forgot it): stop the work. */
+export class LeaseLostError extends PoolError {
+  constructor(
+    pool: string,
+    readonly leaseId: string,
+    why: string,
+  ) {
+    super('LEASE_LOST', pool, `pool "${pool}": admission lease ${leaseId} was lost (${why}); stop its work, the slot may be given to another caller`);
   }
 }

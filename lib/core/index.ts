@@ -8,3 +8,4 @@ export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';
 export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';
 export { ConnectionPool } from './connection-pool.js';
+export type * from './admission.js';

@@ -1,12 +1,18 @@
+import type { Admission } from './admission.js';
 import type { SharedConnection } from './shared-connection.js';
 
 /** @internal The pool's side of a lease. */
 export const checkin = Symbol('checkin');
 
+/** @internal Ties the limiter's admission to a lease, released with it. */
+export const admitted = Symbol('admitted');
+
 /** @internal */
 export interface LeaseOwner<T> {
   [checkin](conn: SharedConnection<T>, failure: unknown, failed: boolean): void;
 }
+
+const neverAborted = new AbortController().signal;
 
 /**
  * One caller's claim on a connection, from `acquire()` to `release()` (or `fail()`).
@@ -16,6 +22,7 @@ export class Lease<T> {
   #owner: LeaseOwner<T>;
   #conn: SharedConnection<T>;
   #done = false;
+  #admission: Admission | undefined;
 
   /** @internal Leases come from `pool.acquire()`. */
   constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>) {
@@ -33,6 +40,19 @@ export class Lease<T> {
     return this.#conn.id;
   }
 
+  /**
+   * Aborted when the pool's admission limiter lost this lease's slot (a Redis lease whose TTL
+   * lapsed): the work should stop. Never aborted without a limiter.
+   */
+  get signal(): AbortSignal {
+    return this.#admission?.signal ?? neverAborted;
+  }
+
+  /** @internal */
+  [admitted](admission: Admission): void {
+    this.#admission = admission;
+  }
+
   /** Whether `release()` or `fail()` was called. */
   get released(): boolean {
     return this.#done;
@@ -43,6 +63,7 @@ export class Lease<T> {
     if (this.#done) return;
     this.#done = true;
     this.#owner[checkin](this.#conn, undefined, false);
+    this.#admission?.release();
   }
 
   /** Gives the connection back and retires it: it takes no new clients and closes once idle. */
@@ -50,6 +71,7 @@ export class Lease<T> {
     if (this.#done) return;
     this.#done = true;
     this.#owner[checkin](this.#conn, err, true);
+    this.#admission?.release();
   }
 
   [Symbol.dispose](): void {

@@ -1,4 +1,5 @@
 import { systemClock, type Clock } from './clock.js';
+import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
@@ -56,6 +57,8 @@ export interface PoolOptions {
   clock?: Clock;
   /** Logger. Default: warnings and errors to the console. */
   logger?: PoolLogger;
+  /** Admission limits checked before every checkout (`LocalLimiter`, `RedisLimiter`). Default: none. */
+  limiter?: AdmissionLimiter;
 }
 
 /** Options after defaults and validation. */
@@ -80,6 +83,7 @@ export interface ResolvedOptions {
   readonly health: Required<HealthThresholds>;
   readonly clock: Clock;
   readonly logger: PoolLogger;
+  readonly limiter: AdmissionLimiter | undefined;
 }
 
 type Check = (value: number) => string | undefined;
@@ -154,6 +158,11 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     throw new PoolConfigError(name, 'logger', 'must have warn() and error()');
   }
 
+  const limiter = options.limiter;
+  if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
+    throw new PoolConfigError(name, 'limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
+  }
+
   return {
     name,
     maxSize,
@@ -175,5 +184,6 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     health: { degraded, critical },
     clock,
     logger,
+    limiter,
   };
 }

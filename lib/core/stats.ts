@@ -1,3 +1,4 @@
+import type { AdmissionStats } from './admission.js';
 import type { ConnectionState } from './shared-connection.js';
 
 /** A pool's health, from its utilization and whether it can open connections. */
@@ -42,7 +43,7 @@ export interface PoolCounters {
 export interface PoolStats {
   name: string;
   health: PoolHealth;
-  /** Clients in use / (maxSize × clientLimit). */
+  /** Clients in use / (maxSize × clientLimit), or the admission limiter's utilization if higher. */
   utilization: number;
   maxSize: number;
   minSize: number;
@@ -64,4 +65,6 @@ export interface PoolStats {
   closed: boolean;
   counters: PoolCounters;
   connections: ConnectionStats[];
+  /** The admission limiter's report, when the pool has one. */
+  admission?: AdmissionStats;
 }

@@ -1,0 +1,47 @@
+import type { PoolHealth } from './stats.js';
+
+/** What a pool asks its limiter for before it checks a connection out. */
+export interface AdmissionRequest {
+  /** The asking pool, for errors. */
+  pool: string;
+  /** The admission key (user, tenant); required when the limiter has a per-key limit. */
+  key?: string;
+  /** How long the caller may wait for a slot, if the limiter waits at all. */
+  timeoutMs: number;
+  /** Aborts the wait. */
+  signal?: AbortSignal;
+}
+
+/** One admitted lease of a limiter. */
+export interface Admission {
+  /** Gives the slot back. Calling it again does nothing. */
+  release(): void;
+  /** Aborted, with a reason, when the limiter lost this lease (say its TTL lapsed): stop the work. */
+  readonly signal: AbortSignal;
+}
+
+/** What every limiter reports; limiters add their own fields. */
+export interface AdmissionStats {
+  /** `local`, `redis`, or a degraded mode such as `fallback`. */
+  mode: string;
+  /** Leases held against the global limit (across instances, when the limiter is shared). */
+  used: number;
+  /** The global limit; `Infinity` when there is none. */
+  limit: number;
+  /** `used / limit`. */
+  utilization: number;
+  health: PoolHealth;
+}
+
+/**
+ * Admits leases before a connection is checked out: a global and a per-key concurrency limit
+ * (`LocalLimiter`, `RedisLimiter`). A pool with a limiter counts its utilization in its health.
+ */
+export interface AdmissionLimiter {
+  /**
+   * Takes a slot, or rejects with `CapacityExceededError` (global limit) or `KeyLimitError`
+   * (per-key limit), at once or after waiting up to `timeoutMs`.
+   */
+  admit(request: AdmissionRequest): Promise<Admission>;
+  stats(): AdmissionStats;
+}

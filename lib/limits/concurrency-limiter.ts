@@ -1,0 +1,37 @@
+import type { AdmissionLimiter, AdmissionStats } from '../core/index.js';
+
+/** Running totals of a limiter. */
+export interface LimiterCounters {
+  admitted: number;
+  released: number;
+  /** Refused by the global limit (or a quarantine, or fail-closed). */
+  refusedGlobal: number;
+  /** Refused by the per-key limit. */
+  refusedKey: number;
+  /** Held leases the limiter lost (TTL lapsed, Redis forgot them). */
+  lost: number;
+}
+
+/** A limiter's report: `pool.stats().admission` and the Terminus indicator show it. */
+export interface LimiterStats extends AdmissionStats {
+  /** `local`; or for Redis: `redis`, `quarantine` (after a restart), `unreachable` (within `fallbackAfterMs`), `fallback`, `fail-closed`. */
+  mode: string;
+  perKey: number;
+  /** Leases this process holds. */
+  held: number;
+  /** Callers waiting for a slot in this process. */
+  waiting: number;
+  counters: LimiterCounters;
+}
+
+/**
+ * Admission limits shared by one or more pools: a global limit on concurrent leases and a
+ * fairness limit per key. `LocalLimiter` counts in process; `RedisLimiter` across instances.
+ */
+export interface ConcurrencyLimiter extends AdmissionLimiter {
+  stats(): LimiterStats;
+  /** Connects (Redis) and starts background work. Resolves even when Redis is down (see fallback). */
+  start(): Promise<void>;
+  /** Stops background work and gives back what it holds. */
+  close(): Promise<void>;
+}

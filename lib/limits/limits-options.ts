@@ -1,0 +1,97 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { PoolConfigError, type Clock, type PoolHealth, type PoolLogger } from '../core/index.js';
+
+/** Limits every limiter takes. */
+export interface LimitOptions {
+  /** Most leases at once (across every instance, for a Redis limiter). Default: no limit. */
+  global?: number;
+  /** Most leases at once per key (user, tenant). A key is then required. Default: no limit. */
+  perKey?: number;
+  /**
+   * Let a refused caller wait for a slot until its deadline instead of failing at once.
+   * Default false: fail at once (the caller gets 429/503 and retries).
+   */
+  wait?: boolean;
+  /** `retryAfterMs` of the errors (the HTTP `Retry-After`). Default 1 000. */
+  retryAfterMs?: number;
+  /** Name in errors and logs. Default `'limits'`. */
+  name?: string;
+  clock?: Clock;
+  logger?: PoolLogger;
+}
+
+/** How a Redis limiter reaches Redis and behaves when it cannot. */
+export interface RedisLimitOptions {
+  /** `redis://host:port/db`. One of `url`, `client` or `options`. */
+  url?: string;
+  /** An ioredis client to copy the connection settings from (it is duplicated, never used or closed). */
+  client?: Redis;
+  /** ioredis options. */
+  options?: RedisOptions;
+  /** Prefix of every key, inside a hash tag so Redis Cluster keeps them on one slot. Default `'nsp'`. */
+  namespace?: string;
+  /** A lease lives this long unless its holder's heartbeat refreshes it; a crashed holder's slots free within it. Default 5 000. */
+  leaseTtlMs?: number;
+  /** How often held leases are refreshed, in one call. Default a third of `leaseTtlMs`. */
+  heartbeatMs?: number;
+  /** Bound on one Redis command. Default 1 000. */
+  commandTimeoutMs?: number;
+  /** After a Redis restart or failover, pause admissions for one TTL while live holders re-register. Default true. */
+  restartProtection?: boolean;
+  /** When Redis is unreachable: `local` (limits per instance, see `instances`) or `fail-closed` (refuse). Default `local`. */
+  fallback?: 'local' | 'fail-closed';
+  /** How long Redis must be unreachable before the fallback applies; admissions are refused until then. Default 2 000. */
+  fallbackAfterMs?: number;
+  /**
+   * Instances sharing the limits, for the fallback's share (`floor(limit / instances)`, at least 1).
+   * Default: the number of instances that heartbeated within the last TTL (at least 1).
+   */
+  instances?: number;
+  /** Backstop poll of waiting callers, jittered ±50 %. Default 100. */
+  pollMs?: number;
+}
+
+/** Options after defaults. */
+export interface ResolvedLimits {
+  readonly name: string;
+  readonly global: number;
+  readonly perKey: number;
+  readonly wait: boolean;
+  readonly retryAfterMs: number;
+}
+
+function positiveInteger(name: string, field: string, value: unknown): number {
+  if (value === undefined) return Infinity;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new PoolConfigError(name, field, `must be a whole number of 1 or more, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
+export function resolveLimits(options: LimitOptions): ResolvedLimits {
+  if (typeof options !== 'object' || options === null) throw new PoolConfigError('limits', 'limits', 'must be an object');
+  const name = options.name ?? 'limits';
+  const retryAfterMs = options.retryAfterMs ?? 1_000;
+  if (typeof retryAfterMs !== 'number' || !(retryAfterMs > 0) || !Number.isFinite(retryAfterMs)) {
+    throw new PoolConfigError(name, 'limits.retryAfterMs', `must be a finite number above 0, got ${String(retryAfterMs)}`);
+  }
+  if (options.wait !== undefined && typeof options.wait !== 'boolean') {
+    throw new PoolConfigError(name, 'limits.wait', `must be true or false, got ${typeof options.wait}`);
+  }
+  return {
+    name,
+    global: positiveInteger(name, 'limits.global', options.global),
+    perKey: positiveInteger(name, 'limits.perKey', options.perKey),
+    wait: options.wait ?? false,
+    retryAfterMs,
+  };
+}
+
+/** Seed 002's states: below 70 % healthy, below 90 % degraded, below 100 % critical, else exhausted. */
+export function limitHealth(utilization: number): PoolHealth {
+  if (utilization >= 1) return 'exhausted';
+  if (utilization >= 0.9) return 'critical';
+  if (utilization >= 0.7) return 'degraded';
+  return 'healthy';
+}

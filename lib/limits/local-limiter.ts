@@ -1,0 +1,79 @@
+import { systemClock, type Admission, type AdmissionRequest } from '../core/index.js';
+import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
+import { limitHealth, resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
+import { keyOf, neverLost, refusalError } from './refusals.js';
+import { SlotCounts } from './slot-counts.js';
+import { SlotWaiters } from './slot-waiters.js';
+
+/** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
+export class LocalLimiter implements ConcurrencyLimiter {
+  readonly limits: ResolvedLimits;
+  readonly #counts = new SlotCounts();
+  readonly #waiters: SlotWaiters<Admission>;
+  readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+
+  constructor(options: LimitOptions = {}) {
+    this.limits = resolveLimits(options);
+    this.#waiters = new SlotWaiters(options.clock ?? systemClock);
+  }
+
+  admit(request: AdmissionRequest): Promise<Admission> {
+    let key: string | undefined;
+    try {
+      key = keyOf(request, this.limits);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const refusal = this.#counts.take(key, this.limits.global, this.limits.perKey);
+    if (refusal === null) return Promise.resolve(this.#admitted(key));
+    if (refusal === 'global') this.#counters.refusedGlobal++;
+    else this.#counters.refusedKey++;
+    if (!this.limits.wait || !(request.timeoutMs > 0)) return Promise.reject(refusalError(refusal, request, this.limits));
+    return this.#waiters.wait(request, () => refusalError(refusal, request, this.limits));
+  }
+
+  stats(): LimiterStats {
+    const { global, perKey } = this.limits;
+    const utilization = global === Infinity ? 0 : this.#counts.used / global;
+    return {
+      mode: 'local',
+      used: this.#counts.used,
+      limit: global,
+      perKey,
+      utilization,
+      health: limitHealth(utilization),
+      held: this.#counts.used,
+      waiting: this.#waiters.length,
+      counters: { ...this.#counters },
+    };
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  #admitted(key: string | undefined): Admission {
+    this.#counters.admitted++;
+    let released = false;
+    return {
+      signal: neverLost,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#counts.give(key);
+        this.#counters.released++;
+        this.#serveWaiters();
+      },
+    };
+  }
+
+  /** First come, first served: a waiter whose key is full does not block the others. */
+  #serveWaiters(): void {
+    for (const w of this.#waiters.snapshot()) {
+      const key = w.request.key;
+      const refusal = this.#counts.take(key, this.limits.global, this.limits.perKey);
+      if (refusal === 'global') return;
+      if (refusal === null) w.resolve(this.#admitted(key));
+    }
+  }
+}

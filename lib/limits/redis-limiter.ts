@@ -1,0 +1,484 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis, RedisOptions } from 'ioredis';
+import {
+  CapacityExceededError,
+  consoleLogger,
+  KeyLimitError,
+  LeaseLostError,
+  PoolClosedError,
+  PoolConfigError,
+  systemClock,
+  type Admission,
+  type AdmissionRequest,
+  type Clock,
+  type PoolLogger,
+  type TimerHandle,
+} from '../core/index.js';
+import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
+import { limitHealth, resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
+import { acquireScript, heartbeatScript, releaseScript } from './redis-scripts.js';
+import { keyOf, refusalError } from './refusals.js';
+import { SlotCounts } from './slot-counts.js';
+import { SlotWaiters } from './slot-waiters.js';
+
+/** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
+export interface RedisLimiterOptions extends LimitOptions {
+  redis: RedisLimitOptions;
+}
+
+/** A lease this process holds. */
+interface Held {
+  readonly id: string;
+  readonly key: string | undefined;
+  /** The key's sorted set, or the global set when there is no key. */
+  readonly keySet: string;
+  readonly pool: string;
+  /** Admitted by Redis (false: admitted under the local fallback, to be registered when Redis is back). */
+  viaRedis: boolean;
+  readonly lost: AbortController;
+}
+
+/** The Redis settings after defaults. */
+interface RedisSettings {
+  readonly namespace: string;
+  readonly ttlMs: number;
+  readonly heartbeatMs: number;
+  readonly commandTimeoutMs: number;
+  readonly protect: boolean;
+  readonly fallback: 'local' | 'fail-closed';
+  readonly fallbackAfterMs: number;
+  readonly instances: number | undefined;
+  readonly pollMs: number;
+}
+
+type Outcome = Admission | Error;
+
+/**
+ * Admission limits shared by every instance through Redis (ioredis). Each admission and each
+ * release is one atomic Lua call; held leases carry a TTL that one batched heartbeat refreshes,
+ * so a crashed instance's slots come back within a TTL. After a Redis restart or failover,
+ * admissions pause for one TTL while live holders re-register. When Redis is unreachable,
+ * commands fail fast and, after `fallbackAfterMs`, the limiter falls back to this instance's
+ * share of the limits (or refuses, with `fallback: 'fail-closed'`), returning to Redis by itself.
+ */
+export class RedisLimiter implements ConcurrencyLimiter {
+  readonly limits: ResolvedLimits;
+  readonly #settings: RedisSettings;
+  readonly #connection: RedisLimitOptions;
+  readonly #clock: Clock;
+  readonly #logger: PoolLogger;
+  readonly #instance = randomUUID().slice(0, 8);
+  #nextLease = 1;
+
+  #redis: Redis | undefined;
+  #subscriber: Redis | undefined;
+  readonly #held = new Map<string, Held>();
+  /** Every lease this process holds, however admitted: the fallback limits count these. */
+  readonly #local = new SlotCounts();
+  readonly #waiters: SlotWaiters<Admission>;
+  /** The latest refusal of each waiting request: what it gets at its deadline. */
+  readonly #refusals = new WeakMap<AdmissionRequest, Error>();
+  readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+
+  /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
+  #used = 0;
+  #instancesSeen = 1;
+  #quietUntil = 0;
+  /** When Redis became unreachable; undefined while it answers. */
+  #downSince: number | undefined;
+  #lastError: string | undefined;
+  #heartbeatTimer: TimerHandle | undefined;
+  #pollTimer: TimerHandle | undefined;
+  #beating = false;
+  #serving = false;
+  #closed = false;
+
+  constructor(options: RedisLimiterOptions) {
+    this.limits = resolveLimits(options);
+    this.#connection = options.redis;
+    this.#settings = resolveRedis(this.limits.name, options.redis);
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? consoleLogger;
+    this.#waiters = new SlotWaiters(this.#clock);
+  }
+
+  /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
+  async start(): Promise<void> {
+    if (this.#redis !== undefined) return;
+    const redis = await this.#connect();
+    this.#redis = redis;
+    redis.on('error', (err: Error) => this.#down(err));
+    redis.on('ready', () => void this.#heartbeat());
+    try {
+      await withTimeout(redis.connect(), this.#settings.commandTimeoutMs * 2, 'connect');
+      await this.#heartbeat();
+    } catch (err) {
+      this.#down(err);
+    }
+    this.#scheduleHeartbeat();
+  }
+
+  admit(request: AdmissionRequest): Promise<Admission> {
+    if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
+    if (this.#redis === undefined) {
+      return Promise.reject(new PoolConfigError(this.limits.name, 'limiter', 'is not started: call start() (PoolModule does) before admitting'));
+    }
+    return this.#admit(request);
+  }
+
+  stats(): LimiterStats {
+    const mode = this.#mode();
+    const used = mode === 'fallback' ? this.#local.used : this.#used;
+    const limit = this.limits.global;
+    const utilization = limit === Infinity ? 0 : used / limit;
+    return {
+      mode,
+      used,
+      limit,
+      perKey: this.limits.perKey,
+      utilization,
+      health: limitHealth(utilization),
+      held: this.#local.used,
+      waiting: this.#waiters.length,
+      counters: { ...this.#counters },
+      ...(this.#lastError === undefined ? {} : { lastError: this.#lastError }),
+    };
+  }
+
+  /** Stops the heartbeat, refuses waiters, gives back held leases and disconnects. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of [this.#heartbeatTimer, this.#pollTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    this.#waiters.rejectAll(new PoolClosedError(this.limits.name));
+    const redis = this.#redis;
+    if (redis !== undefined && this.#downSince === undefined) {
+      await Promise.allSettled([...this.#held.values()].map((h) => this.#releaseInRedis(redis, h)));
+    }
+    await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
+  }
+
+  // ---- admission ------------------------------------------------------------------------------
+
+  async #admit(request: AdmissionRequest): Promise<Admission> {
+    const key = keyOf(request, this.limits);
+    const outcome = await this.#try(request, key);
+    if (!(outcome instanceof Error)) return outcome;
+    if (!this.limits.wait || !(request.timeoutMs > 0)) throw outcome;
+    this.#listen();
+    this.#refusals.set(request, outcome);
+    const waiting = this.#waiters.wait(request, () => this.#refusals.get(request) ?? outcome);
+    this.#schedulePoll();
+    return waiting;
+  }
+
+  /** One attempt: an admission, or the error that refused it. */
+  async #try(request: AdmissionRequest, key: string | undefined): Promise<Outcome> {
+    const redis = this.#redis!;
+    if (this.#downSince === undefined) {
+      const id = `${this.#instance}:${this.#nextLease++}`;
+      const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
+      const { global, perKey } = this.limits;
+      try {
+        const reply = (await acquireScript.run(
+          redis,
+          [this.#globalSet(), this.#meta(), keySet],
+          [id, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0'],
+        )) as [number, number, number];
+        this.#up();
+        const [status, used, quietMs] = reply;
+        this.#used = used;
+        if (status === 1) return this.#admitted({ id, key, keySet, pool: request.pool, viaRedis: true, lost: new AbortController() });
+        this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
+        if (status === -3) {
+          this.#quietUntil = this.#clock.now() + quietMs;
+          return new CapacityExceededError(request.pool, this.limits.global, quietMs, 'quarantine');
+        }
+        return refusalError(status === -1 ? 'global' : 'key', request, this.limits);
+      } catch (err) {
+        this.#down(err);
+      }
+    }
+    return this.#tryWhileDown(request, key);
+  }
+
+  #tryWhileDown(request: AdmissionRequest, key: string | undefined): Outcome {
+    const mode = this.#mode();
+    if (mode !== 'fallback') {
+      this.#counters.refusedGlobal++;
+      const left = mode === 'unreachable' ? this.#downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
+      return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable');
+    }
+    const refusal = this.#local.take(key, this.#share(this.limits.global), this.#share(this.limits.perKey));
+    if (refusal !== null) {
+      this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
+      return refusalError(refusal, request, this.limits);
+    }
+    const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
+    const id = `${this.#instance}:${this.#nextLease++}`;
+    return this.#admitted({ id, key, keySet, pool: request.pool, viaRedis: false, lost: new AbortController() }, true);
+  }
+
+  /** Records a held lease. `counted`: the local counts already include it (fallback admissions). */
+  #admitted(held: Held, counted = false): Admission {
+    if (!counted) this.#local.take(held.key, Infinity, Infinity);
+    this.#held.set(held.id, held);
+    this.#counters.admitted++;
+    let released = false;
+    return {
+      signal: held.lost.signal,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#held.delete(held.id);
+        this.#local.give(held.key);
+        this.#counters.released++;
+        const redis = this.#redis;
+        if (redis !== undefined && this.#downSince === undefined && !this.#closed) void this.#releaseInRedis(redis, held);
+        if (this.#waiters.length > 0) void this.#serve();
+      },
+    };
+  }
+
+  async #releaseInRedis(redis: Redis, held: Held): Promise<void> {
+    try {
+      this.#used = (await releaseScript.run(redis, [this.#globalSet(), held.keySet], [held.id, this.#channel()])) as number;
+    } catch (err) {
+      this.#down(err); // the lease expires by itself within a TTL
+    }
+  }
+
+  // ---- waiting --------------------------------------------------------------------------------
+
+  /** Tries the waiters in arrival order; stops at the first global refusal. */
+  async #serve(): Promise<void> {
+    if (this.#serving || this.#closed) return;
+    this.#serving = true;
+    try {
+      for (const w of this.#waiters.snapshot()) {
+        const outcome = await this.#try(w.request, w.request.key);
+        if (!(outcome instanceof Error)) {
+          // The waiter may have timed out during the call: then nobody would hold the lease.
+          if (this.#waiters.has(w)) w.resolve(outcome);
+          else outcome.release();
+          continue;
+        }
+        this.#refusals.set(w.request, outcome);
+        if (!(outcome instanceof KeyLimitError)) break;
+      }
+    } finally {
+      this.#serving = false;
+    }
+  }
+
+  /** Wakes waiters on every instance's release (pub/sub); the poll is the backstop. */
+  #listen(): void {
+    if (this.#subscriber !== undefined || this.#redis === undefined) return;
+    const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false });
+    this.#subscriber = sub;
+    sub.on('error', () => {}); // the main connection reports outages
+    sub.on('message', () => void this.#serve());
+    sub.subscribe(this.#channel()).catch(() => {});
+  }
+
+  #schedulePoll(): void {
+    if (this.#pollTimer !== undefined || this.#closed) return;
+    const delay = this.#settings.pollMs * (0.5 + Math.random());
+    this.#pollTimer = this.#clock.setTimeout(() => {
+      this.#pollTimer = undefined;
+      void this.#serve().finally(() => {
+        if (this.#waiters.length > 0) this.#schedulePoll();
+      });
+    }, delay);
+  }
+
+  // ---- heartbeat and Redis health -------------------------------------------------------------
+
+  #scheduleHeartbeat(): void {
+    if (this.#closed) return;
+    this.#heartbeatTimer = this.#clock.setTimeout(() => {
+      void this.#heartbeat().finally(() => this.#scheduleHeartbeat());
+    }, this.#settings.heartbeatMs);
+  }
+
+  /** One call refreshes every held lease, registers fallback ones, and learns which were lost. */
+  async #heartbeat(): Promise<void> {
+    const redis = this.#redis;
+    if (redis === undefined || this.#beating || this.#closed) return;
+    this.#beating = true;
+    const held = [...this.#held.values()];
+    try {
+      const reply = (await heartbeatScript.run(
+        redis,
+        [this.#globalSet(), this.#meta(), this.#instancesSet(), ...held.map((h) => h.keySet)],
+        [this.#settings.ttlMs, this.#settings.protect ? '1' : '0', this.#instance, ...held.flatMap((h) => [h.id, h.viaRedis ? 'h' : 'r'])],
+      )) as (number | string)[];
+      this.#up();
+      const [used, instances, quietMs, ...lost] = reply;
+      this.#used = Number(used);
+      this.#instancesSeen = Math.max(1, Number(instances));
+      this.#quietUntil = this.#clock.now() + Number(quietMs);
+      for (const h of held) h.viaRedis = true;
+      for (const id of lost) this.#lose(String(id));
+    } catch (err) {
+      this.#down(err);
+    } finally {
+      this.#beating = false;
+    }
+    if (this.#waiters.length > 0) void this.#serve();
+  }
+
+  #lose(id: string): void {
+    const held = this.#held.get(id);
+    if (held === undefined) return;
+    this.#held.delete(id); // it still counts locally until its holder releases it
+    this.#counters.lost++;
+    const error = new LeaseLostError(held.pool, id, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+    this.#logger.warn(error.message);
+    held.lost.abort(error);
+  }
+
+  #down(err: unknown): void {
+    this.#lastError = err instanceof Error ? err.message : String(err);
+    if (this.#downSince !== undefined || this.#closed) return;
+    this.#downSince = this.#clock.now();
+    const { fallback, fallbackAfterMs } = this.#settings;
+    this.#logger.warn(
+      `limiter "${this.limits.name}": Redis is unreachable (${this.#lastError}); admissions are refused for ${fallbackAfterMs} ms, ` +
+        (fallback === 'local' ? 'then limited per instance until Redis is back' : 'and after that too (fail-closed)'),
+    );
+  }
+
+  #up(): void {
+    if (this.#downSince === undefined) return;
+    this.#downSince = undefined;
+    this.#lastError = undefined;
+    this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
+    void this.#heartbeat(); // registers what was admitted meanwhile
+  }
+
+  #mode(): string {
+    const now = this.#clock.now();
+    if (this.#downSince === undefined) return now < this.#quietUntil ? 'quarantine' : 'redis';
+    if (now - this.#downSince < this.#settings.fallbackAfterMs) return 'unreachable';
+    return this.#settings.fallback === 'local' ? 'fallback' : 'fail-closed';
+  }
+
+  /** This instance's share of a limit while Redis is unreachable. */
+  #share(limit: number): number {
+    if (limit === Infinity) return Infinity;
+    return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#instancesSeen)));
+  }
+
+  async #connect(): Promise<Redis> {
+    const { url, client, options } = this.#connection;
+    // Fail fast: no offline queue, no retries per command; reconnect in the background.
+    const failFast: RedisOptions = {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: this.#settings.commandTimeoutMs,
+      disconnectTimeout: this.#settings.commandTimeoutMs,
+      retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
+    };
+    if (client !== undefined) return client.duplicate(failFast);
+    let RedisClient: typeof Redis;
+    try {
+      ({ Redis: RedisClient } = await import('ioredis'));
+    } catch {
+      throw new PoolConfigError(this.limits.name, 'limits.redis', 'needs the ioredis package: npm install ioredis');
+    }
+    return url === undefined ? new RedisClient({ ...options, ...failFast }) : new RedisClient(url, { ...options, ...failFast });
+  }
+
+  #globalSet(): string {
+    return `{${this.#settings.namespace}}:g`;
+  }
+
+  #keySet(key: string): string {
+    return `{${this.#settings.namespace}}:k:${key}`;
+  }
+
+  #meta(): string {
+    return `{${this.#settings.namespace}}:meta`;
+  }
+
+  #instancesSet(): string {
+    return `{${this.#settings.namespace}}:i`;
+  }
+
+  #channel(): string {
+    return `{${this.#settings.namespace}}:released`;
+  }
+}
+
+function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
+  if (typeof r !== 'object' || r === null) throw new PoolConfigError(name, 'limits.redis', 'must be an object: { url } or { client }');
+  const given = (['url', 'client', 'options'] as const).filter((k) => r[k] !== undefined);
+  if (given.length === 0) throw new PoolConfigError(name, 'limits.redis', 'needs one of url, client or options');
+  if (r.url !== undefined) {
+    let protocol = '';
+    try {
+      protocol = new URL(r.url).protocol;
+    } catch {
+      // reported below
+    }
+    if (protocol !== 'redis:' && protocol !== 'rediss:') {
+      throw new PoolConfigError(name, 'limits.redis.url', `must be a redis:// or rediss:// URL, got ${JSON.stringify(r.url)}`);
+    }
+  }
+  const ms = (field: keyof RedisLimitOptions, fallback: number, min = 1): number => {
+    const v = r[field] ?? fallback;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) {
+      throw new PoolConfigError(name, `limits.redis.${field}`, `must be a finite number of ${min} or more, got ${String(v)}`);
+    }
+    return v;
+  };
+  const ttlMs = ms('leaseTtlMs', 5_000, 10);
+  const heartbeatMs = ms('heartbeatMs', ttlMs / 3);
+  if (heartbeatMs >= ttlMs) throw new PoolConfigError(name, 'limits.redis.heartbeatMs', `(${heartbeatMs}) must be below leaseTtlMs (${ttlMs})`);
+  const fallback = r.fallback ?? 'local';
+  if (fallback !== 'local' && fallback !== 'fail-closed') {
+    throw new PoolConfigError(name, 'limits.redis.fallback', `must be 'local' or 'fail-closed', got ${String(fallback)}`);
+  }
+  const namespace = r.namespace ?? 'nsp';
+  if (typeof namespace !== 'string' || namespace.length === 0 || /[{}]/.test(namespace)) {
+    throw new PoolConfigError(name, 'limits.redis.namespace', 'must be a non-empty string without { or }');
+  }
+  if (r.instances !== undefined && !(Number.isInteger(r.instances) && r.instances >= 1)) {
+    throw new PoolConfigError(name, 'limits.redis.instances', `must be a whole number of 1 or more, got ${String(r.instances)}`);
+  }
+  return {
+    namespace,
+    ttlMs,
+    heartbeatMs,
+    commandTimeoutMs: ms('commandTimeoutMs', 1_000),
+    protect: r.restartProtection ?? true,
+    fallback,
+    fallbackAfterMs: ms('fallbackAfterMs', 2_000, 0),
+    instances: r.instances,
+    pollMs: ms('pollMs', 100),
+  };
+}
+
+function withTimeout<V>(promise: Promise<V>, ms: number, what: string): Promise<V> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** QUIT when connected (a clean close); otherwise stop reconnecting and drop the socket. */
+async function hangUp(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') {
+    try {
+      await redis.quit();
+      return;
+    } catch {
+      // fall through
+    }
+  }
+  redis.disconnect();
+}

@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+// Every decision runs in one script, atomically, on the server's clock (TIME), so instances with
+// skewed clocks agree. Leases are sorted-set members scored by their expiry in server ms.
+
+const PRELUDE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- A new server run id (restart, failover, or a namespace never used) starts a quarantine of one
+-- TTL, in which only holders re-register: Redis may have forgotten leases that are still held.
+local function quiet_until(meta, now, ttl, protect)
+  if protect ~= '1' then return 0 end
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+  if redis.call('HGET', meta, 'run_id') ~= run then
+    redis.call('HSET', meta, 'run_id', run, 'quiet_until', now + ttl)
+    return now + ttl
+  end
+  return tonumber(redis.call('HGET', meta, 'quiet_until') or '0')
+end
+`;
+
+/**
+ * KEYS: global set, meta hash, key set (or the global set again when there is no key).
+ * ARGV: lease id, ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0').
+ * Returns { 1, used } admitted; { -1, used } global limit; { -2, used } key limit; { -3, used, ms } quarantine.
+ */
+const ACQUIRE = `${PRELUDE}
+local now = now_ms()
+local ttl = tonumber(ARGV[2])
+local quiet = quiet_until(KEYS[2], now, ttl, ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local used = redis.call('ZCARD', KEYS[1])
+if now < quiet then return { -3, used, quiet - now } end
+local glimit = tonumber(ARGV[3])
+if glimit >= 0 and used >= glimit then return { -1, used, 0 } end
+if KEYS[3] ~= KEYS[1] then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  local klimit = tonumber(ARGV[4])
+  if klimit >= 0 and redis.call('ZCARD', KEYS[3]) >= klimit then return { -2, used, 0 } end
+  redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ttl * 2)
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+return { 1, used + 1, 0 }
+`;
+
+/**
+ * KEYS: global set, key set (or the global set again). ARGV: lease id, channel.
+ * Returns the leases left. Publishes so that waiting callers on every instance try again.
+ */
+const RELEASE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', KEYS[1], ARGV[1])
+if KEYS[2] ~= KEYS[1] then redis.call('ZREM', KEYS[2], ARGV[1]) end
+redis.call('PUBLISH', ARGV[2], '1')
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])
+`;
+
+/**
+ * KEYS: global set, meta hash, instances set, then one key set per lease (the global set when none).
+ * ARGV: ttl ms, protect, instance id, then per lease: id, 'h' (held through Redis) or 'r' (register:
+ * admitted while Redis was unreachable).
+ * Refreshes every lease that is still there; re-adds those Redis forgot during a quarantine, and
+ * those to register; reports the rest as lost.
+ * Returns { used, live instances, quarantine ms left, lost ids... }.
+ */
+const HEARTBEAT = `${PRELUDE}
+local now = now_ms()
+local ttl = tonumber(ARGV[1])
+local quiet = quiet_until(KEYS[2], now, ttl, ARGV[2])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local lost = {}
+for i = 4, #KEYS do
+  local id = ARGV[4 + (i - 4) * 2]
+  local mode = ARGV[5 + (i - 4) * 2]
+  local score = redis.call('ZSCORE', KEYS[1], id)
+  if (score and tonumber(score) > now) or now < quiet or mode == 'r' then
+    redis.call('ZADD', KEYS[1], now + ttl, id)
+    if KEYS[i] ~= KEYS[1] then
+      redis.call('ZADD', KEYS[i], now + ttl, id)
+      redis.call('PEXPIRE', KEYS[i], ttl * 2)
+    end
+  else
+    redis.call('ZREM', KEYS[1], id)
+    if KEYS[i] ~= KEYS[1] then redis.call('ZREM', KEYS[i], id) end
+    lost[#lost + 1] = id
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local reply = { redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
+for _, id in ipairs(lost) do reply[#reply + 1] = id end
+return reply
+`;
+
+/** A Lua script run by its SHA; reloaded when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH). */
+export class RedisScript {
+  readonly #sha: string;
+
+  constructor(readonly source: string) {
+    this.#sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.#sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
+
+export const acquireScript = new RedisScript(ACQUIRE);
+export const releaseScript = new RedisScript(RELEASE);
+export const heartbeatScript = new RedisScript(HEARTBEAT);

@@ -1,0 +1,30 @@
+import { CapacityExceededError, KeyLimitError, PoolConfigError, type AdmissionRequest } from '../core/index.js';
+import type { ResolvedLimits } from './limits-options.js';
+import type { Refusal } from './slot-counts.js';
+
+/** The request's key, checked: a non-empty string, required when there is a per-key limit. */
+export function keyOf(request: AdmissionRequest, limits: ResolvedLimits): string | undefined {
+  const { key, pool } = request;
+  if (key === undefined) {
+    if (limits.perKey === Infinity) return undefined;
+    throw new PoolConfigError(
+      pool,
+      'acquire.key',
+      `is required: the limiter "${limits.name}" allows ${limits.perKey} leases per key; pass { key } to acquire() or use(), or key() to @UsePooled`,
+    );
+  }
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new PoolConfigError(pool, 'acquire.key', `must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);
+  }
+  return key;
+}
+
+/** The error for a refused admission. */
+export function refusalError(refusal: Exclude<Refusal, null>, request: AdmissionRequest, limits: ResolvedLimits): Error {
+  return refusal === 'global'
+    ? new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs)
+    : new KeyLimitError(request.pool, request.key!, limits.perKey, limits.retryAfterMs);
+}
+
+/** A signal that never aborts, for leases that cannot be lost. */
+export const neverLost: AbortSignal = new AbortController().signal;

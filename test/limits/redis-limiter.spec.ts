@@ -1,0 +1,178 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  CapacityExceededError,
+  KeyLimitError,
+  LeaseLostError,
+  PoolConfigError,
+  RedisLimiter,
+  type Admission,
+  type RedisLimiterOptions,
+} from '../../lib/index.js';
+import { RecordingLogger } from '../support/harness.js';
+import { inspector, namespace, REDIS_URL, started } from '../support/redis.js';
+import { VirtualClock } from '../support/virtual-clock.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ask = (key?: string, timeoutMs = 0) => ({ pool: 'api', key, timeoutMs });
+
+function limiter(ns: string, options: Partial<RedisLimiterOptions> = {}, redis: RedisLimiterOptions['redis'] = {}) {
+  return started(
+    new RedisLimiter({
+      logger: new RecordingLogger(),
+      ...options,
+      redis: { url: REDIS_URL, namespace: ns, restartProtection: false, leaseTtlMs: 1_000, ...redis },
+    }),
+  );
+}
+
+describe('RedisLimiter on a real Redis', () => {
+  it('admits exactly up to the global limit, and again after a release', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 3 });
+    const b = await limiter(ns, { global: 3 });
+    const held = [await a.admit(ask()), await b.admit(ask()), await a.admit(ask())];
+    await expect(b.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
+    await expect(a.admit(ask())).rejects.toThrow('pool "api": the global limit of 3 concurrent leases is reached; retry later');
+    held[0].release();
+    await sleep(20);
+    const again = await b.admit(ask());
+    expect(await inspector().zcard(`{${ns}}:g`)).toBe(3);
+    again.release();
+    held[1].release();
+    held[2].release();
+    await sleep(20);
+    expect(await inspector().zcard(`{${ns}}:g`)).toBe(0);
+    expect(a.stats()).toMatchObject({ mode: 'redis', limit: 3, held: 0, counters: { admitted: 2, released: 2, refusedGlobal: 1 } });
+  });
+
+  it('keeps per-key limits apart: one key full does not block another', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { perKey: 2 });
+    await a.admit(ask('ann'));
+    await a.admit(ask('ann'));
+    const refused = await a.admit(ask('ann')).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(KeyLimitError);
+    expect(refused).toMatchObject({ key: 'ann', limit: 2, retryAfterMs: 1_000 });
+    await expect(a.admit(ask('bob'))).resolves.toBeDefined();
+    expect(await inspector().zcard(`{${ns}}:k:ann`)).toBe(2);
+    expect(await inspector().zcard(`{${ns}}:k:bob`)).toBe(1);
+  });
+
+  it('gives every admission a fresh lease id', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 10 });
+    for (let i = 0; i < 3; i++) (await a.admit(ask())).release();
+    const held = [await a.admit(ask()), await a.admit(ask())];
+    const members = await inspector().zrange(`{${ns}}:g`, 0, '-1');
+    expect(new Set(members).size).toBe(2);
+    expect(held).toHaveLength(2);
+  });
+
+  it('keeps a held lease alive past its TTL with the heartbeat', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 1 }, { leaseTtlMs: 300, heartbeatMs: 100 });
+    const b = await limiter(ns, { global: 1 }, { leaseTtlMs: 300, heartbeatMs: 100 });
+    const lease = await a.admit(ask());
+    for (let i = 0; i < 5; i++) {
+      await sleep(200);
+      await expect(b.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
+    }
+    expect(lease.signal.aborted).toBe(false);
+  });
+
+  it('frees the slots of a holder that stopped (no heartbeat) within one TTL', async () => {
+    const ns = namespace();
+    const frozen = new VirtualClock(); // its heartbeat never fires: a crashed instance
+    const a = await limiter(ns, { global: 2, clock: frozen }, { leaseTtlMs: 300 });
+    const b = await limiter(ns, { global: 2 }, { leaseTtlMs: 300, heartbeatMs: 100 });
+    await a.admit(ask());
+    await a.admit(ask());
+    await expect(b.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
+    await sleep(350);
+    await expect(b.admit(ask())).resolves.toBeDefined();
+  });
+
+  it('tells a holder whose lease lapsed: the lease signal aborts with LeaseLostError', async () => {
+    const ns = namespace();
+    const clock = new VirtualClock();
+    const logger = new RecordingLogger();
+    const a = await limiter(ns, { global: 1, clock, logger }, { leaseTtlMs: 200, heartbeatMs: 50 });
+    const lease: Admission = await a.admit(ask());
+    await sleep(250); // the TTL lapses in Redis: the heartbeat was late
+    clock.advance(50);
+    for (let i = 0; i < 50 && !lease.signal.aborted; i++) await sleep(10);
+    expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(a.stats().counters.lost).toBe(1);
+    expect(logger.warnings[0]).toMatch(/admission lease .* was lost/);
+    lease.release();
+    expect(a.stats().held).toBe(0);
+  });
+
+  it('survives a flushed script cache (NOSCRIPT)', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 5 });
+    (await a.admit(ask())).release();
+    await inspector().script('FLUSH');
+    await expect(a.admit(ask())).resolves.toBeDefined();
+  });
+
+  it('after a restart (new run id), refuses admissions for one TTL while holders re-register', async () => {
+    const ns = namespace();
+    const redis = inspector();
+    const a = await limiter(ns, { global: 2 }, { leaseTtlMs: 400, heartbeatMs: 100, restartProtection: true });
+    await sleep(450); // a namespace never used starts with a quarantine too
+    const held = await a.admit(ask());
+    // What a restart without persistence looks like: another run id, and the leases gone.
+    await redis.hset(`{${ns}}:meta`, 'run_id', 'a-previous-run');
+    await redis.del(`{${ns}}:g`);
+    const refused = await a.admit(ask()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CapacityExceededError);
+    expect(refused).toMatchObject({ reason: 'quarantine' });
+    expect(a.stats().mode).toBe('quarantine');
+    await sleep(150); // a heartbeat re-registers the lease still held
+    expect(await redis.zcard(`{${ns}}:g`)).toBe(1);
+    await sleep(350);
+    await expect(a.admit(ask())).resolves.toBeDefined();
+    await expect(a.admit(ask())).rejects.toMatchObject({ reason: 'limit' });
+    expect(held.signal.aborted).toBe(false);
+  });
+
+  it('lets a refused caller wait for a slot, woken by a release on another instance', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 1, wait: true }, { pollMs: 5_000 });
+    const b = await limiter(ns, { global: 1, wait: true }, { pollMs: 5_000 });
+    const first = await a.admit(ask());
+    const begun = Date.now();
+    const waiting = b.admit(ask(undefined, 2_000));
+    await sleep(100);
+    first.release();
+    await expect(waiting).resolves.toBeDefined();
+    expect(Date.now() - begun).toBeLessThan(1_000); // pub/sub, not the 5 s poll
+    await expect(b.admit(ask(undefined, 50))).rejects.toBeInstanceOf(CapacityExceededError);
+  });
+
+  it('rejects bad input clearly', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { perKey: 2 });
+    await expect(a.admit(ask())).rejects.toThrow('option "acquire.key" is required: the limiter "limits" allows 2 leases per key');
+    await expect(a.admit({ pool: 'api', key: 7 as unknown as string, timeoutMs: 0 })).rejects.toBeInstanceOf(PoolConfigError);
+    const make = (o: Partial<RedisLimiterOptions>) => () => new RedisLimiter({ redis: { url: REDIS_URL }, ...o });
+    expect(make({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
+    expect(make({ perKey: -1 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got -1');
+    expect(make({ redis: { url: 'localhost:6379' } })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
+    expect(make({ redis: {} })).toThrow('option "limits.redis" needs one of url, client or options');
+    expect(make({ redis: { url: REDIS_URL, leaseTtlMs: 100, heartbeatMs: 100 } })).toThrow('must be below leaseTtlMs');
+  });
+
+  it('starts against an unreachable Redis without hanging, then serves under local limits', async () => {
+    const a = await limiter(namespace(), { global: 4, perKey: 2 }, { url: 'redis://127.0.0.1:1', fallbackAfterMs: 200, commandTimeoutMs: 200, instances: 2 });
+    expect(a.stats().mode).toBe('unreachable');
+    await expect(a.admit(ask('ann'))).rejects.toMatchObject({ reason: 'unavailable' });
+    await sleep(220);
+    expect(a.stats().mode).toBe('fallback');
+    await a.admit(ask('ann')); // this instance's share: 4 / 2 = 2 globally, 2 / 2 = 1 per key
+    await expect(a.admit(ask('ann'))).rejects.toBeInstanceOf(KeyLimitError);
+    await a.admit(ask('bob'));
+    await expect(a.admit(ask('cy'))).rejects.toBeInstanceOf(CapacityExceededError);
+  });
+});
