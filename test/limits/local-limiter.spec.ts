@@ -1,0 +1,108 @@
+import { describe, expect, it } from '@jest/globals';
+import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type AdmissionLimiter } from '../../lib/index.js';
+import { FakeConnector } from '../support/fake-connector.js';
+import { makePool, track } from '../support/harness.js';
+import { VirtualClock } from '../support/virtual-clock.js';
+
+const ask = (key?: string, timeoutMs = 0) => ({ pool: 'api', key, timeoutMs });
+
+describe('LocalLimiter', () => {
+  it('admits up to the global limit, then refuses with CapacityExceededError', async () => {
+    const limiter = new LocalLimiter({ global: 2, retryAfterMs: 1_500 });
+    const a = await limiter.admit(ask());
+    await limiter.admit(ask());
+    const refused = await limiter.admit(ask()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CapacityExceededError);
+    expect(refused).toMatchObject({ limit: 2, retryAfterMs: 1_500, reason: 'limit', code: 'CAPACITY_EXCEEDED' });
+    a.release();
+    a.release(); // idempotent
+    await expect(limiter.admit(ask())).resolves.toBeDefined();
+    expect(limiter.stats()).toMatchObject({ mode: 'local', used: 2, limit: 2, utilization: 1, health: 'exhausted', counters: { admitted: 3, released: 1, refusedGlobal: 1 } });
+  });
+
+  it('limits each key on its own', async () => {
+    const limiter = new LocalLimiter({ perKey: 1 });
+    await limiter.admit(ask('ann'));
+    await expect(limiter.admit(ask('ann'))).rejects.toBeInstanceOf(KeyLimitError);
+    await expect(limiter.admit(ask('bob'))).resolves.toBeDefined();
+  });
+
+  it('reports seed 002 health states from utilization', async () => {
+    const limiter = new LocalLimiter({ global: 10 });
+    const healths = [];
+    for (let i = 0; i < 10; i++) {
+      await limiter.admit(ask());
+      healths.push(limiter.stats().health);
+    }
+    expect(healths).toEqual(['healthy', 'healthy', 'healthy', 'healthy', 'healthy', 'healthy', 'degraded', 'degraded', 'critical', 'exhausted']);
+  });
+
+  it('with wait, hands a freed slot to waiters in arrival order, skipping those whose key is full', async () => {
+    const clock = new VirtualClock();
+    const limiter = new LocalLimiter({ global: 2, perKey: 1, wait: true, clock });
+    const ann = await limiter.admit(ask('ann'));
+    const bob = await limiter.admit(ask('bob'));
+    const ann2 = track(limiter.admit(ask('ann', 1_000)));
+    const cy = track(limiter.admit(ask('cy', 1_000)));
+    bob.release();
+    await Promise.resolve();
+    expect(ann2.settled).toBe(false); // ann still holds her one slot
+    expect(cy.settled).toBe(true);
+    ann.release();
+    await Promise.resolve();
+    expect(ann2.settled).toBe(true);
+    const late = track(limiter.admit(ask('dee', 100)));
+    await clock.advance(100);
+    expect(late.error).toBeInstanceOf(CapacityExceededError);
+    expect(limiter.stats().waiting).toBe(0);
+  });
+
+  it('rejects a missing or bad key and bad limits, saying what to change', async () => {
+    const limiter = new LocalLimiter({ perKey: 3 });
+    await expect(limiter.admit(ask())).rejects.toThrow('pool "api": option "acquire.key" is required: the limiter "limits" allows 3 leases per key');
+    await expect(limiter.admit(ask(''))).rejects.toBeInstanceOf(PoolConfigError);
+    expect(() => new LocalLimiter({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
+    expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got 2.5');
+    expect(() => new LocalLimiter({ wait: 'yes' as never })).toThrow('option "limits.wait" must be true or false');
+  });
+});
+
+describe('a pool with a limiter', () => {
+  it('admits before checking out, and gives the slot back with the lease', async () => {
+    const limiter = new LocalLimiter({ global: 2, perKey: 1 });
+    const { pool } = makePool({ limiter, clientLimit: 10 }, new FakeConnector());
+    const a = await pool.acquire({ key: 'ann' });
+    await expect(pool.acquire({ key: 'ann' })).rejects.toBeInstanceOf(KeyLimitError);
+    const b = await pool.use(async () => pool.stats(), { key: 'bob' });
+    expect(b).toMatchObject({ clients: 2, admission: { used: 2 } });
+    await expect(pool.acquire()).rejects.toThrow('option "acquire.key" is required');
+    a.release();
+    expect(limiter.stats().used).toBe(0);
+    expect(pool.stats()).toMatchObject({ clients: 0, admission: { mode: 'local', used: 0, limit: 2 } });
+  });
+
+  it('counts the limiter in its health: the higher utilization wins', async () => {
+    const limiter = new LocalLimiter({ global: 4 });
+    const { pool } = makePool({ limiter, maxSize: 10, clientLimit: 100 });
+    for (let i = 0; i < 3; i++) await pool.acquire();
+    expect(pool.stats()).toMatchObject({ utilization: 0.75, health: 'degraded' });
+  });
+
+  it('gives the slot back when no connection comes in time', async () => {
+    const limiter = new LocalLimiter({ global: 5 });
+    const { pool, clock } = makePool({ limiter, maxSize: 1, clientLimit: 1 });
+    const held = await pool.acquire();
+    const waiting = track(pool.acquire({ timeoutMs: 50 }));
+    await new Promise((r) => setImmediate(r));
+    expect(limiter.stats().used).toBe(2);
+    await clock.advance(60);
+    expect(waiting.error).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED' });
+    expect(limiter.stats().used).toBe(1);
+    held.release();
+    expect(limiter.stats().used).toBe(0);
+  });
+
+  it('rejects a limiter without admit() and stats()', () => {
+    expect(() => makePool({ limiter: {} as AdmissionLimiter })).toThrow('option "limiter" must have admit() and stats()');
+  });
+});
