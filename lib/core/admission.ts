@@ -14,6 +14,8 @@ export interface AdmissionRequest {
 
 /** One admitted lease of a limiter. */
 export interface Admission {
+  /** The lease's id, fresh for every admission. */
+  readonly id: string;
   /** Gives the slot back. Calling it again does nothing. */
   release(): void;
   /** Aborted, with a reason, when the limiter lost this lease (say its TTL lapsed): stop the work. */

@@ -56,6 +56,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
     this.#counters.admitted++;
     let released = false;
     return {
+      id: `local:${this.#counters.admitted}`,
       signal: neverLost,
       release: () => {
         if (released) return;

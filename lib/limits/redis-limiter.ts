@@ -226,6 +226,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#counters.admitted++;
     let released = false;
     return {
+      id: held.id,
       signal: held.lost.signal,
       release: () => {
         if (released) return;

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CapacityExceededError, KeyLimitError, RedisLimiter, type Admission } from '../../lib/index.js';
+import { RecordingLogger } from '../support/harness.js';
+import { inspector, namespace, started } from '../support/redis.js';
+import { RedisServer } from '../support/redis-server.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ask = (key: string) => ({ pool: 'api', key, timeoutMs: 0 });
+
+async function until(what: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}
+
+describe('RedisLimiter when Redis goes away and comes back', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('serves under local limits while Redis is down, then shares the limits again, leaking nothing', async () => {
+    const ns = namespace(server.url);
+    const logger = new RecordingLogger();
+    const make = () =>
+      started(
+        new RedisLimiter({
+          global: 4,
+          perKey: 2,
+          logger,
+          redis: { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 150, fallbackAfterMs: 300, commandTimeoutMs: 200, instances: 2 },
+        }),
+      );
+    const [a, b] = [await make(), await make()];
+    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis'); // first use of a namespace: one TTL of quarantine
+    const held: Admission[] = [await a.admit(ask('ann')), await a.admit(ask('bob'))];
+
+    await server.stop();
+    await until(() => a.stats().mode === 'unreachable');
+    await expect(b.admit(ask('cy'))).rejects.toMatchObject({ reason: 'unavailable' });
+    await until(() => b.stats().mode === 'fallback');
+    // Each instance gets its share: 4 / 2 = 2 leases, 2 / 2 = 1 per key. a already holds 2.
+    await expect(a.admit(ask('dee'))).rejects.toBeInstanceOf(CapacityExceededError);
+    held.push(await b.admit(ask('cy')));
+    await expect(b.admit(ask('cy'))).rejects.toBeInstanceOf(KeyLimitError);
+    held.push(await b.admit(ask('dee')));
+    expect(b.stats()).toMatchObject({ mode: 'fallback', held: 2, used: 2 });
+
+    await server.start();
+    // Back: a restarted Redis means a quarantine, in which both instances register what they hold.
+    await until(() => a.stats().mode !== 'fallback' && b.stats().mode !== 'fallback');
+    const redis = inspector(server.url);
+    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
+    expect(await redis.zcard(`{${ns}}:g`)).toBe(4);
+    await expect(a.admit(ask('eve'))).rejects.toMatchObject({ reason: 'limit' });
+
+    for (const lease of held) lease.release();
+    await sleep(100);
+    expect(await redis.zcard(`{${ns}}:g`)).toBe(0);
+    expect([a.stats().held, b.stats().held]).toEqual([0, 0]);
+    expect(held.some((l) => l.signal.aborted)).toBe(false);
+    expect(logger.warnings.some((w) => w.includes('Redis is unreachable'))).toBe(true);
+    expect(logger.warnings.some((w) => w.includes('Redis is reachable again'))).toBe(true);
+  });
+});
