@@ -16,7 +16,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js'],
-    languageOptions: { globals: { console: 'readonly', process: 'readonly' } },
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { console: 'readonly', process: 'readonly', setTimeout: 'readonly' } },
   },
 );

@@ -69,6 +69,7 @@ async function run(server: RedisServer, protect: boolean): Promise<Run> {
 
     // SIGKILL one instance while it holds leases; its leases must leave Redis within a TTL.
     const victim = procs[3];
+    for (let i = 0; i < 250 && openLeases(readLog(dir, 3)).length < 3; i++) await sleep(20);
     const killedAt = now();
     victim.kill('SIGKILL');
     await once(victim, 'exit');
