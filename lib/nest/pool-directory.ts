@@ -10,11 +10,19 @@ interface Entry {
  * Every pool the `PoolModule` made in this process, by name. `@UsePooled` looks pools up here at
  * call time, so a decorated method needs no injected field and works in any provider.
  *
- * Several applications in one process (tests do this) may each have a pool of the same name: a
- * lookup takes the most recently made one that is still open.
+ * Several applications in one process (tests do this) may each have a pool of the same name. A
+ * call on an instance that Nest made for an application uses that application's pool; other
+ * callers (request-scoped instances, objects Nest did not make) get the newest open one.
  */
 class PoolDirectory {
   readonly #byName = new Map<string, Entry[]>();
+  /** Which application made each provider and controller instance. */
+  readonly #apps = new WeakMap<object, object>();
+
+  /** Records that `app` made `instance`, so its decorated methods use `app`'s pools. */
+  claim(instance: object, app: object): void {
+    this.#apps.set(instance, app);
+  }
 
   /** Adds a pool made by `app`; a second open pool of the same name in the same app is an error. */
   add(pool: ConnectionPool<unknown>, app: object): void {
@@ -32,12 +40,19 @@ class PoolDirectory {
     else this.#byName.delete(pool.name);
   }
 
-  /** The newest open pool named `name`. */
-  find(name: string): ConnectionPool<unknown> | undefined {
+  /** The open pool named `name` of the application that made `caller`, else the newest open one. */
+  find(name: string, caller?: unknown): ConnectionPool<unknown> | undefined {
     const entries = this.#byName.get(name);
     if (entries === undefined) return undefined;
-    for (let i = entries.length - 1; i >= 0; i--) if (!entries[i].pool.closed) return entries[i].pool;
-    return undefined;
+    const app = typeof caller === 'object' && caller !== null ? this.#apps.get(caller) : undefined;
+    let newest: ConnectionPool<unknown> | undefined;
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const { pool, app: owner } = entries[i];
+      if (pool.closed) continue;
+      if (owner === app) return pool;
+      newest ??= pool;
+    }
+    return newest;
   }
 
   /** Names of the open pools. */

@@ -23,6 +23,8 @@ export interface PoolHealthDetails {
   utilization: number;
   waiting: number;
   lastError: string | null;
+  /** The pool's admission limiter, when it has one. */
+  admission?: { mode: string; used: number; limit: number | null; utilization: number };
 }
 
 type Status = 'up' | 'degraded' | 'down';
@@ -35,10 +37,15 @@ const STATUS: Record<PoolHealthDetails['health'], Status> = {
   missing: 'down',
 };
 const RANK: Record<Status, number> = { up: 0, degraded: 1, down: 2 };
+const worse = (a: Status, b: Status): Status => (RANK[b] > RANK[a] ? b : a);
+/** Limits that are only approximate (Redis away, or re-registering) degrade; refusing everything is down. */
+const ADMISSION_STATUS: Record<string, Status> = { quarantine: 'degraded', unreachable: 'degraded', fallback: 'degraded', 'fail-closed': 'down' };
 
 /**
  * Terminus health indicator of the pools: `healthy` is up, `degraded` and `critical` are
- * degraded (still serving), `exhausted` and `failing` are down. The worst pool sets the status.
+ * degraded (still serving), `exhausted` and `failing` are down. A limiter that is not sharing its
+ * limits through Redis right now (quarantine, unreachable, fallback) makes it degraded, one that
+ * fails closed down. The worst pool sets the status.
  *
  * ```ts
  * this.health.check([() => this.pools.isHealthy('pools')]);
@@ -60,7 +67,8 @@ export class PoolHealthIndicator {
       const pool = pools.find((p) => p.name === name);
       const row = pool === undefined ? missing(name) : report(pool.stats());
       details[name] = row;
-      if (RANK[STATUS[row.health]] > RANK[status]) status = STATUS[row.health];
+      const rowStatus = worse(STATUS[row.health], row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode] ?? 'up');
+      status = worse(status, rowStatus);
     }
     const session = this.indicators.check(key);
     if (status === 'up') return session.up(details);
@@ -70,6 +78,8 @@ export class PoolHealthIndicator {
 }
 
 function report(s: PoolStats): PoolHealthDetails {
+  const a = s.admission;
+  const admission = a === undefined ? {} : { admission: { mode: a.mode, used: a.used, limit: a.limit === Infinity ? null : a.limit, utilization: round(a.utilization) } };
   return {
     health: s.health,
     size: s.size,
@@ -77,11 +87,14 @@ function report(s: PoolStats): PoolHealthDetails {
     maxSize: s.maxSize,
     clients: s.clients,
     clientLimit: s.clientLimit,
-    utilization: Math.round(s.utilization * 1e4) / 1e4,
+    utilization: round(s.utilization),
     waiting: s.waiting,
     lastError: s.lastError ?? null,
+    ...admission,
   };
 }
+
+const round = (u: number) => Math.round(u * 1e4) / 1e4;
 
 function missing(name: string): PoolHealthDetails {
   const zero = { size: 0, ready: 0, maxSize: 0, clients: 0, clientLimit: 0, utilization: 0, waiting: 0 };

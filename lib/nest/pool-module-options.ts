@@ -1,8 +1,16 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
 import { PoolConfigError, resolveOptions, type Connector, type PoolOptions } from '../core/index.js';
+import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
+import { makeLimiter } from './module-limiters.js';
+
+/** Admission limits as the module takes them: settings (Redis when `redis` is set), or a limiter you made. */
+export type LimitsConfig = (Omit<LimitOptions, 'clock' | 'logger' | 'name'> & { redis?: RedisLimitOptions }) | ConcurrencyLimiter;
 
 /** A pool's options as the module takes them: the name comes from the pool's entry. */
-export type PooledOptions = Omit<PoolOptions, 'name'>;
+export interface PooledOptions extends Omit<PoolOptions, 'name' | 'limiter'> {
+  /** Admission limits of this pool alone (else the registration's `limits`, if any). */
+  limits?: LimitsConfig;
+}
 
 /** A connector made by a factory, which may inject providers. */
 export interface ConnectorFactory<T = unknown> {
@@ -32,6 +40,8 @@ export interface PoolDefinition<T = unknown> extends AsyncPoolDefinition<T> {
 export interface PoolModuleSettings {
   /** Options per pool name, for `forRootAsync`. `forRoot` takes them on each pool instead. */
   pools?: Record<string, PooledOptions>;
+  /** Admission limits shared by every pool of this registration that has none of its own. */
+  limits?: LimitsConfig;
   /** Stop start-up when a pool cannot open its `minSize` connections. Default false: log and go on. */
   failOnWarmupError?: boolean;
   /** On application shutdown, how long leases get to finish before connections close. Default 10 000. */
@@ -114,7 +124,19 @@ export function checkSettings(settings: PoolModuleSettings, names: readonly stri
     }
   }
   // The pools would reject these at construction; checking here fails before any pool is made.
-  for (const name of names) resolveOptions({ ...settings.pools?.[name], name });
+  for (const name of names) {
+    const { limits, ...options } = settings.pools?.[name] ?? {};
+    resolveOptions({ ...options, name });
+    if (limits !== undefined) checkLimits(limits, `pools.${name}.limits`);
+  }
+  if (settings.limits !== undefined) checkLimits(settings.limits, 'limits');
+}
+
+function checkLimits(limits: unknown, field: string): void {
+  if (typeof limits !== 'object' || limits === null) {
+    throw new PoolConfigError(MODULE, field, 'must be { global?, perKey?, wait?, redis? } or a limiter (LocalLimiter, RedisLimiter)');
+  }
+  makeLimiter(limits as LimitsConfig, field); // constructing checks every field; nothing connects yet
 }
 
 function checkFlag(value: unknown, field: string): void {

@@ -17,7 +17,8 @@ import {
   type PoolModuleSettings,
   type PoolSettingsFactory,
 } from './pool-module-options.js';
-import { getConnectorToken, getPoolToken, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
+import { ModuleLimiters } from './module-limiters.js';
+import { getConnectorToken, getPoolToken, MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
 /**
  * Registers pools of shared connections: one provider per pool (`@InjectPool(name)`), warm-up
@@ -28,11 +29,12 @@ export class PoolModule {
   /** Registers pools whose options are known up front. */
   static forRoot(options: PoolModuleOptions): DynamicModule {
     checkRegistration(options, 'forRoot');
-    const { failOnWarmupError, shutdownGraceMs } = options;
+    const { failOnWarmupError, shutdownGraceMs, limits } = options;
     const settings: PoolModuleSettings = {
       pools: Object.fromEntries(options.pools.map((p) => [p.name, p.options ?? {}])),
       failOnWarmupError,
       shutdownGraceMs,
+      limits,
     };
     checkSettings(settings, names(options.pools), 'forRoot');
     return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }]);
@@ -77,6 +79,7 @@ function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings:
   const providers: Provider[] = [
     ...settings,
     ...options.pools.flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
+    { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => ModuleLimiters.create(settings), inject: [POOL_MODULE_SETTINGS] },
     { provide: MODULE_POOLS, useFactory: (...pools: ConnectionPool<unknown>[]) => pools, inject: poolTokens },
     PoolLifecycle,
     PoolHealthIndicator,
@@ -103,9 +106,11 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
 function poolProvider(name: string): Provider {
   return {
     provide: getPoolToken(name),
-    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, ModulesContainer],
-    useFactory: (connector: Connector<unknown>, settings: PoolModuleSettings, app: ModulesContainer) => {
-      const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...settings.pools?.[name], name });
+    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, ModulesContainer],
+    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, app: ModulesContainer) => {
+      const { limits, ...options } = settings.pools?.[name] ?? {};
+      const limiter = await limiters.forPool(name, limits);
+      const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...options, name, limiter });
       try {
         poolDirectory.add(pool, app);
       } catch (err) {

@@ -13,3 +13,6 @@ export const MODULE_POOLS = Symbol('PoolModulePools');
 export function getConnectorToken(name: string): string {
   return `nestjs-shared-pool:${name}:connector`;
 }
+
+/** @internal The limiters of one `PoolModule` import. */
+export const MODULE_LIMITERS = Symbol('PoolModuleLimiters');

@@ -72,8 +72,8 @@ class PooledCall {
     readonly options: UsePooledOptions,
   ) {}
 
-  find(): ConnectionPool<unknown> {
-    const pool = poolDirectory.find(this.pool);
+  find(caller: unknown): ConnectionPool<unknown> {
+    const pool = poolDirectory.find(this.pool, caller);
     if (pool === undefined) throw new PoolNotFoundError(this.pool, this.where, poolDirectory.names());
     return pool;
   }
@@ -94,7 +94,7 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
 
 function wrapPromise(method: Method, call: PooledCall): Method {
   return async function (this: unknown, ...args: unknown[]) {
-    const pool = call.find();
+    const pool = call.find(this);
     return pool.use(() => {
       const result = method.apply(this, args);
       if (isObservable(result)) {
@@ -125,7 +125,7 @@ function wrapObservable(method: Method, call: PooledCall): Method {
         );
       };
       const start = async () => {
-        scope = await holdScope(call.find(), call.useOptions(args, abort.signal));
+        scope = await holdScope(call.find(this), call.useOptions(args, abort.signal));
         if (subscriber.closed) return end();
         try {
           const source = scope.run(() => method.apply(this, args));
@@ -155,7 +155,7 @@ function wrapObservable(method: Method, call: PooledCall): Method {
 
 function wrapGenerator(method: Method, call: PooledCall): Method {
   return async function* (this: unknown, ...args: unknown[]) {
-    const scope = await holdScope(call.find(), call.useOptions(args));
+    const scope = await holdScope(call.find(this), call.useOptions(args));
     let failure: { error: unknown } | undefined;
     try {
       const it = scope.run(() => method.apply(this, args)) as AsyncGenerator<unknown, unknown, unknown>;

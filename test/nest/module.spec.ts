@@ -323,3 +323,54 @@ describe('PoolModule life cycle', () => {
     expect(moduleRef.get(Loader).loadedWith).toBe(1);
   });
 });
+
+describe('PoolModule limits', () => {
+  it('shares the registration limits among its pools, unless a pool has its own', async () => {
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          limits: { global: 2 },
+          pools: [
+            { name: 'a', connector: new FakeConnector() },
+            { name: 'b', connector: new FakeConnector() },
+            { name: 'c', connector: new FakeConnector(), options: { limits: { perKey: 1 } } },
+          ],
+        }),
+      ],
+    });
+    const [a, b, c] = ['a', 'b', 'c'].map((n) => moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken(n)));
+    const held = [await a.acquire(), await b.acquire()];
+    await expect(a.acquire()).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', limit: 2 });
+    held.push(await c.acquire({ key: 'ann' }));
+    await expect(c.acquire({ key: 'ann' })).rejects.toMatchObject({ code: 'KEY_LIMIT' });
+    expect(a.stats().admission).toMatchObject({ mode: 'local', used: 2, limit: 2 });
+    expect(c.stats().admission).toMatchObject({ mode: 'local', used: 1, perKey: 1 });
+    for (const lease of held) lease.release();
+    expect(a.stats().admission).toMatchObject({ used: 0 });
+  });
+
+  it('rejects bad limits at registration', () => {
+    const connector = new FakeConnector();
+    expect(() => PoolModule.forRoot({ limits: { global: 0 }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
+    expect(() => PoolModule.forRoot({ limits: { redis: { url: 'nope' } }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
+    expect(() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { limits: 5 as never } }] })).toThrow('option "pools.db.limits" must be { global?, perKey?, wait?, redis? } or a limiter');
+  });
+});
+
+describe('several applications in one process', () => {
+  it('run decorated methods on the pool of the application that made the instance', async () => {
+    @Injectable()
+    class Which {
+      constructor(@Inject(getPoolToken('db')) private readonly db: ConnectionPool<string>) {}
+      @UsePooled('db')
+      async label(): Promise<string> {
+        return this.db.current;
+      }
+    }
+    const app = (label: string) => boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: { create: async () => label } }] })], providers: [Which] });
+    const first = await app('first');
+    const second = await app('second');
+    await expect(first.get(Which).label()).resolves.toBe('first');
+    await expect(second.get(Which).label()).resolves.toBe('second');
+  });
+});

@@ -1,0 +1,51 @@
+import { LocalLimiter, RedisLimiter, type ConcurrencyLimiter } from '../limits/index.js';
+import { NestPoolLogger } from './nest-pool-logger.js';
+import type { LimitsConfig, PoolModuleSettings } from './pool-module-options.js';
+
+function isLimiter(config: LimitsConfig): config is ConcurrencyLimiter {
+  return typeof (config as ConcurrencyLimiter).admit === 'function';
+}
+
+/** Builds a limiter from settings (Redis when `redis` is set); a limiter you made is used as is. */
+export function makeLimiter(config: LimitsConfig, name: string): ConcurrencyLimiter {
+  if (isLimiter(config)) return config;
+  const { redis, ...limits } = config;
+  const logger = new NestPoolLogger(name);
+  return redis === undefined ? new LocalLimiter({ ...limits, name, logger }) : new RedisLimiter({ ...limits, name, logger, redis });
+}
+
+/** The limiters of one `PoolModule` import: the shared one and each pool's own. It closes those it made. */
+export class ModuleLimiters {
+  readonly #made: ConcurrencyLimiter[] = [];
+
+  #shared: ConcurrencyLimiter | undefined;
+
+  static async create(settings: PoolModuleSettings): Promise<ModuleLimiters> {
+    const limiters = new ModuleLimiters();
+    if (settings.limits !== undefined) limiters.#shared = await limiters.#start(settings.limits, 'limits');
+    return limiters;
+  }
+
+  /** The limiter shared by the pools without limits of their own. */
+  get shared(): ConcurrencyLimiter | undefined {
+    return this.#shared;
+  }
+
+  /** The limiter of pool `name`: its own if configured, else the shared one. */
+  async forPool(name: string, config: LimitsConfig | undefined): Promise<ConcurrencyLimiter | undefined> {
+    return config === undefined ? this.#shared : this.#start(config, `${name}:limits`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#made.splice(0).map((l) => l.close()));
+  }
+
+  async #start(config: LimitsConfig, name: string): Promise<ConcurrencyLimiter> {
+    const limiter = makeLimiter(config, name);
+    if (limiter !== config) {
+      this.#made.push(limiter);
+      await limiter.start();
+    }
+    return limiter;
+  }
+}
