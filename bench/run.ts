@@ -9,7 +9,8 @@ import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import genericPool from 'generic-pool';
 import tarn from 'tarn';
-import { ConnectionPool, type Connector } from '../lib/index.js';
+import { Redis } from 'ioredis';
+import { ConnectionPool, LocalLimiter, RedisLimiter, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
 
 type Resource = { id: number };
 /** Acquire, hold for one microtask, release: the same loop for every pool. */
@@ -176,6 +177,69 @@ async function memory() {
   return { growthBytes: after - before, perConnectionBytes: perConnection };
 }
 
+/** Calls of EVALSHA and EVAL the server has served so far. */
+async function scriptCalls(redis: Redis): Promise<number> {
+  const stats = await redis.info('commandstats');
+  let calls = 0;
+  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
+  return calls;
+}
+
+/** Admission rate and latency through a limiter: `concurrency` workers admit, await once, release. */
+async function admissions(limiter: ConcurrencyLimiter, concurrency: number, total: number) {
+  const per = Math.ceil(total / concurrency);
+  const samples = new Float64Array(per * concurrency);
+  let n = 0;
+  const worker = async (w: number) => {
+    for (let i = 0; i < per; i++) {
+      const t0 = performance.now();
+      const admission = await limiter.admit({ pool: 'bench', key: `user-${w % 100}`, timeoutMs: 0 });
+      samples[n++] = performance.now() - t0;
+      await undefined;
+      admission.release();
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
+  const seconds = (performance.now() - start) / 1000;
+  samples.sort();
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]! * 1000;
+  return { rate: samples.length / seconds, p50us: at(0.5), p99us: at(0.99) };
+}
+
+/** Round trips per admission and per release through RedisLimiter on loopback, and both limiters' rates. */
+async function limiterBench() {
+  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const namespace = `bench-${Date.now()}`;
+  const redis = new Redis(url);
+  // Round trips: a heartbeat far apart so none falls in the count (restart protection does not change the trips).
+  const counted = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace: `${namespace}-rt`, leaseTtlMs: 60_000, restartProtection: false } });
+  await counted.start();
+  const n = 2_000;
+  const before = await scriptCalls(redis);
+  const held = [];
+  for (let i = 0; i < n; i++) held.push(await counted.admit({ pool: 'bench', key: `user-${i % 100}`, timeoutMs: 0 }));
+  const afterAdmit = await scriptCalls(redis);
+  for (const a of held) a.release();
+  while (counted.stats().used > 0) await sleep(10); // releases are sent without waiting for their reply
+  const afterRelease = await scriptCalls(redis);
+  await counted.close();
+  const roundTrips = { perAdmit: (afterAdmit - before) / n, perRelease: (afterRelease - afterAdmit) / n };
+
+  // Rate and latency with the defaults (restart protection on).
+  const limiter = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace, leaseTtlMs: 1_000 } });
+  await limiter.start();
+  while (limiter.stats().mode !== 'redis') await sleep(50); // a new namespace starts with one TTL of quarantine
+  const redisRun = await admissions(limiter, 50, 50_000);
+  await limiter.close();
+  const keys = await redis.keys(`{${namespace}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+  const local = new LocalLimiter({ global: 100_000, perKey: 1_000 });
+  const localRun = await admissions(local, 50, 1_000_000);
+  return { roundTrips, redis: redisRun, local: localRun };
+}
+
 async function main() {
   if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
   const results: Record<string, unknown> = {
@@ -241,6 +305,12 @@ async function main() {
   for (const [n, bytes] of Object.entries(mem.perConnectionBytes)) {
     rows.push([`memory: ${Number(n).toLocaleString('en')} idle connections`, 'bookkeeping per connection', `${bytes.toFixed(0)} B`, 'target < 1 KiB']);
   }
+
+  const lim = await limiterBench();
+  results.limiters = lim;
+  rows.push(['RedisLimiter, loopback', 'round trips per admission / release', `${lim.roundTrips.perAdmit.toFixed(2)} / ${lim.roundTrips.perRelease.toFixed(2)}`, 'target 1 / 1']);
+  rows.push(['RedisLimiter, loopback, 50 workers', 'leases per second', fmt(lim.redis.rate), `p50 ${lim.redis.p50us.toFixed(0)} µs, p99 ${lim.redis.p99us.toFixed(0)} µs`]);
+  rows.push(['LocalLimiter, 50 workers', 'leases per second', fmt(lim.local.rate), `p50 ${lim.local.p50us.toFixed(1)} µs, p99 ${lim.local.p99us.toFixed(1)} µs`]);
 
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join(' | '));

@@ -89,7 +89,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #lastError: string | undefined;
   #heartbeatTimer: TimerHandle | undefined;
   #pollTimer: TimerHandle | undefined;
-  #beating = false;
+  #beat: Promise<void> | undefined;
   #serving = false;
   #closed = false;
 
@@ -302,11 +302,16 @@ export class RedisLimiter implements ConcurrencyLimiter {
     }, this.#settings.heartbeatMs);
   }
 
+  /** One heartbeat at a time: a caller during one in flight waits for that one. */
+  #heartbeat(): Promise<void> {
+    this.#beat ??= this.#beatOnce().finally(() => (this.#beat = undefined));
+    return this.#beat;
+  }
+
   /** One call refreshes every held lease, registers fallback ones, and learns which were lost. */
-  async #heartbeat(): Promise<void> {
+  async #beatOnce(): Promise<void> {
     const redis = this.#redis;
-    if (redis === undefined || this.#beating || this.#closed) return;
-    this.#beating = true;
+    if (redis === undefined || this.#closed) return;
     const held = [...this.#held.values()];
     try {
       const reply = (await heartbeatScript.run(
@@ -323,8 +328,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
       for (const id of lost) this.#lose(String(id));
     } catch (err) {
       this.#down(err);
-    } finally {
-      this.#beating = false;
     }
     if (this.#waiters.length > 0) void this.#serve();
   }
