@@ -329,29 +329,30 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       return Promise.reject(new QueueFullError(this.name, this.options.maxWaiting));
     }
     return new Promise<Lease<T>>((resolve, reject) => {
-      const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs, signal);
+      const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs);
       this.#waiters.push(w);
       const unstamped = this.#unstamped.push(w);
       if (unstamped === 1) setImmediate(this.#stamp);
       else if (unstamped >= STAMP_BATCH) this.#stamp();
       if (signal !== undefined) {
-        w.onAbort = () => {
+        const listener = () => {
           this.#waiters.remove(w);
           this.#counters.aborted++;
-          w.onAbort = null;
+          w.abort = null;
           reject(signal.reason);
         };
-        signal.addEventListener('abort', w.onAbort, { once: true });
+        w.abort = { signal, listener };
+        signal.addEventListener('abort', listener, { once: true });
       }
-      this.#fill();
+      if (this.#canCreate()) this.#fill();
     });
   }
 
   /** Unhooks a waiter leaving the queue. */
   #settle(w: Waiter<Lease<T>>): void {
-    if (w.onAbort !== null) {
-      w.signal!.removeEventListener('abort', w.onAbort);
-      w.onAbort = null;
+    if (w.abort !== null) {
+      w.abort.signal.removeEventListener('abort', w.abort.listener);
+      w.abort = null;
     }
   }
 

@@ -1,9 +1,16 @@
+/** The abort listener of a waiter that has a signal. */
+export interface AbortHook {
+  readonly signal: AbortSignal;
+  readonly listener: () => void;
+}
+
 /** A caller queued for a connection. Links make removal O(1). */
 export class Waiter<L> {
   prev: Waiter<L> | null = null;
   next: Waiter<L> | null = null;
   queued = false;
-  onAbort: (() => void) | null = null;
+  /** Set only for callers with a signal, so the common waiter stays small. */
+  abort: AbortHook | null = null;
   /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
   deadline = Infinity;
 
@@ -11,7 +18,6 @@ export class Waiter<L> {
     readonly resolve: (lease: L) => void,
     readonly reject: (err: unknown) => void,
     readonly timeoutMs: number,
-    readonly signal: AbortSignal | undefined,
   ) {}
 }
 
