@@ -5,4 +5,5 @@
  */
 export * from './core/index.js';
 export * from './limits/index.js';
+export * from './connectors/index.js';
 export * from './nest/index.js';

@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { ClientHttp2Session } from 'node:http2';
+import { ConnectionPool, Http2SessionConnector, http2Request } from '../../lib/index.js';
+import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const open: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  for (const thing of open.splice(0).reverse()) await thing.close();
+});
+
+async function setup(upstreamOptions: Parameters<typeof startCloudUpstream>[0], poolOptions = {}) {
+  const upstream: CloudUpstream = await startCloudUpstream({ handshakeDelayMs: 20, ...upstreamOptions });
+  open.push(upstream);
+  const pool = new ConnectionPool(new Http2SessionConnector(upstream.url), { name: 'upstream', maxSize: 10, clientLimit: 100, ...poolOptions });
+  open.push({ close: () => pool.close({ graceMs: 1_000 }) });
+  const get = (path: string) => pool.use(async (session: ClientHttp2Session) => {
+    const res = await http2Request(session, { ':path': path });
+    return JSON.parse(res.body.toString()) as { path: string };
+  });
+  return { upstream, pool, get };
+}
+
+describe('Http2SessionConnector', () => {
+  it('never lets more callers share a session than the peer allows streams', async () => {
+    const { pool, get, upstream } = await setup({ maxConcurrentStreams: 5, responseDelayMs: 30 });
+    const bodies = await Promise.all(Array.from({ length: 15 }, (_, i) => get(`/r/${i}`)));
+    expect(bodies.map((b) => b.path)).toEqual(Array.from({ length: 15 }, (_, i) => `/r/${i}`));
+    const stats = pool.stats();
+    expect(stats.connections.every((c) => c.clientLimit === 5)).toBe(true);
+    expect(stats.counters.opened).toBeGreaterThanOrEqual(3);
+    expect(upstream.sessionsOpened).toBe(stats.counters.opened);
+  });
+
+  it('retires sessions on GOAWAY: requests in flight finish, the next ones open a new session', async () => {
+    const { pool, get, upstream } = await setup({ responseDelayMs: 50 });
+    await get('/warm');
+    const inFlight = Promise.all([get('/a'), get('/b')]);
+    await sleep(10);
+    upstream.goawayAll();
+    await expect(inFlight).resolves.toHaveLength(2);
+    await expect(get('/after')).resolves.toEqual(expect.objectContaining({ path: '/after' }));
+    expect(pool.stats().counters).toMatchObject({ opened: 2, retired: 1 });
+  });
+
+  it('reopens transparently after the peer drops idle sessions', async () => {
+    const { pool, get, upstream } = await setup({ idleTimeoutMs: 100 });
+    await get('/first');
+    await sleep(250); // the upstream sends GOAWAY and closes the idle session
+    expect(upstream.sessionsOpen).toBe(0);
+    await expect(get('/second')).resolves.toEqual(expect.objectContaining({ path: '/second' }));
+    expect(pool.stats().counters).toMatchObject({ opened: 2, retired: 1, createFailures: 0 });
+  });
+
+  it('answers a validation PING on a live session, and fails it on a closed one', async () => {
+    const { pool } = await setup({});
+    const connector = new Http2SessionConnector('http://127.0.0.1:1');
+    const lease = await pool.acquire();
+    const session = lease.connection;
+    await expect(connector.validate(session)).resolves.toBe(true);
+    lease.release();
+    await connector.close(session);
+    await expect(connector.validate(session)).resolves.toBe(false);
+  });
+
+  it('rejects an origin that is not an http(s) URL', () => {
+    expect(() => new Http2SessionConnector('localhost:8443')).toThrow('origin must be an https:// or http:// URL, got "localhost:8443"');
+  });
+
+  it('fails the create (no session handed out) when nothing listens', async () => {
+    const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300 });
+    open.push({ close: () => pool.close() });
+    await expect(pool.acquire()).rejects.toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
+    expect(pool.stats().lastError).toContain('ECONNREFUSED');
+  });
+});
