@@ -1,0 +1,24 @@
+// What the sample app connects to. Every service has an embedded default; an environment
+// variable switches it to a real one.
+
+export interface SampleConfig {
+  /** Azure Storage connection string (Azurite's when embedded). */
+  blobConnectionString: string;
+  /** The HTTP/2 API the `upstream` pool talks to. */
+  upstreamUrl: string;
+  /** Redis for the `redis` pool and the shared limits; none: no `redis` pool, limits in process. */
+  redisUrl: string | undefined;
+  /** PostgreSQL for the `pg` pool; none: no `pg` pool. */
+  databaseUrl: string | undefined;
+  /** Concurrent upstream calls per user (`x-user-id`). */
+  perUserLimit: number;
+}
+
+/** Azurite's well-known development account. */
+export function azuriteConnectionString(blobEndpoint: string): string {
+  return (
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;' +
+    'AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
+    `BlobEndpoint=${blobEndpoint}/devstoreaccount1;`
+  );
+}

@@ -1,0 +1,66 @@
+// The connectors of the sample app's pools: each says how to open, check and close one client.
+import { ContainerClient } from '@azure/storage-blob';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import type { Connector } from 'nestjs-shared-pool';
+
+/**
+ * Azure Blob `ContainerClient`s. One client serves many callers at once (its HTTP pipeline
+ * multiplexes them), so the pool shares each one; `ready()` makes a real round trip (and creates
+ * the container), as seed 000's Cosmos example does.
+ */
+export function blobContainerConnector(connectionString: string, container: string): Connector<ContainerClient> {
+  return {
+    create: async () => new ContainerClient(connectionString, container),
+    ready: async (client) => {
+      await client.createIfNotExists();
+    },
+    validate: (client) => client.exists(),
+    isFatal: (err) => ['ECONNRESET', 'ECONNREFUSED'].includes((err as NodeJS.ErrnoException)?.code ?? ''),
+  };
+}
+
+/** ioredis clients; one client pipelines many callers' commands. */
+export function redisConnector(url: string): Connector<Redis> {
+  return {
+    async create(ctx) {
+      const client = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
+      client.on('error', (err: Error) => ctx.retire(err.message));
+      client.on('end', () => ctx.retire('connection ended'));
+      await client.connect();
+      return client;
+    },
+    ready: async (client) => {
+      await client.ping();
+    },
+    validate: (client) => client.status === 'ready',
+    close: async (client) => {
+      await client.quit().catch(() => client.disconnect());
+    },
+    isFatal: (err) => err instanceof Error && /Connection is closed|ECONNRESET|Stream isn't writeable/.test(err.message),
+  };
+}
+
+/** PostgreSQL clients from `pg`: one query at a time each, so the pool runs them with clientLimit 1. */
+export function pgConnector(connectionString: string): Connector<pg.Client> {
+  return {
+    async create(ctx) {
+      const client = new pg.Client({ connectionString });
+      client.on('error', (err: Error) => ctx.retire(err.message)); // an idle client's error never crashes the process
+      await client.connect();
+      return client;
+    },
+    ready: async (client) => {
+      await client.query('SELECT 1');
+    },
+    validate: (client) => client.query('SELECT 1').then(
+      () => true,
+      () => false,
+    ),
+    close: (client) => client.end(),
+    isFatal: (err) => {
+      const code = (err as { code?: string })?.code;
+      return code === '57P01' || code === 'ECONNRESET' || (err instanceof Error && /Connection terminated/.test(err.message));
+    },
+  };
+}

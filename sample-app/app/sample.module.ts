@@ -1,0 +1,55 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { Http2SessionConnector, PoolModule, type PoolDefinition } from 'nestjs-shared-pool';
+import type { SampleConfig } from './config.js';
+import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
+import { CountersController } from './counters.controller.js';
+import { FilesController } from './files.controller.js';
+import { HealthController } from './health.controller.js';
+import { NotesController } from './notes.controller.js';
+import { POOL_NAMES, PoolsController } from './pools.controller.js';
+import { UpstreamController } from './upstream.controller.js';
+
+/** The sample app: one pool per service, the Redis and PostgreSQL ones only when configured. */
+@Module({})
+export class SampleModule {
+  static register(config: SampleConfig): DynamicModule {
+    const pools: PoolDefinition[] = [
+      {
+        name: 'blob',
+        connector: blobContainerConnector(config.blobConnectionString, 'sample-files'),
+        options: { maxSize: 4, clientLimit: 100, minSize: 1 },
+      },
+      {
+        name: 'upstream',
+        connector: new Http2SessionConnector(config.upstreamUrl),
+        options: {
+          maxSize: 8,
+          clientLimit: 100, // lowered to the peer's max concurrent streams
+          minSize: 1,
+          maxIdleMs: 20_000, // below the upstream's idle timeout
+          limits: {
+            global: 400,
+            perKey: config.perUserLimit,
+            ...(config.redisUrl === undefined ? {} : { redis: { url: config.redisUrl, namespace: 'sample-upstream', leaseTtlMs: 3_000 } }),
+          },
+        },
+      },
+    ];
+    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, PoolsController, HealthController];
+    if (config.redisUrl !== undefined) {
+      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 2, clientLimit: 50 } });
+      controllers.push(CountersController);
+    }
+    if (config.databaseUrl !== undefined) {
+      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, clientLimit: 1, minSize: 1 } });
+      controllers.push(NotesController);
+    }
+    return {
+      module: SampleModule,
+      imports: [TerminusModule, PoolModule.forRoot({ pools, httpErrors: true, shutdownGraceMs: 5_000 })],
+      controllers,
+      providers: [{ provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
+    };
+  }
+}
