@@ -4,7 +4,7 @@
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication, LogLevel } from '@nestjs/common';
 import { startAzurite } from './azurite.js';
-import { startCloudUpstream } from './cloud-upstream.js';
+import { startCloudUpstream, type CloudUpstreamOptions } from './cloud-upstream.js';
 import { azuriteConnectionString, type SampleConfig } from './app/config.js';
 import { SampleModule } from './app/sample.module.js';
 
@@ -16,7 +16,15 @@ export interface RunningSample {
   close(): Promise<void>;
 }
 
-export async function startSample(options: { port?: number; env?: NodeJS.ProcessEnv; logger?: false | LogLevel[] } = {}): Promise<RunningSample> {
+export interface SampleOptions {
+  port?: number;
+  env?: NodeJS.ProcessEnv;
+  logger?: false | LogLevel[];
+  /** Settings of the embedded upstream (when UPSTREAM_URL is not set). */
+  upstream?: CloudUpstreamOptions;
+}
+
+export async function startSample(options: SampleOptions = {}): Promise<RunningSample> {
   const env = options.env ?? process.env;
   const stops: (() => Promise<void>)[] = [];
   try {
@@ -28,7 +36,7 @@ export async function startSample(options: { port?: number; env?: NodeJS.Process
     }
     let upstreamUrl = env.UPSTREAM_URL;
     if (upstreamUrl === undefined) {
-      const upstream = await startCloudUpstream({ handshakeDelayMs: 150, maxConcurrentStreams: 50, idleTimeoutMs: 30_000 });
+      const upstream = await startCloudUpstream({ handshakeDelayMs: 150, maxConcurrentStreams: 50, idleTimeoutMs: 30_000, ...options.upstream });
       stops.push(() => upstream.close());
       upstreamUrl = upstream.url;
     }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import type { ClientHttp2Session } from 'node:http2';
 import { ConnectionPool, Http2SessionConnector, http2Request } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
+import { RecordingLogger } from '../support/harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const open: { close(): Promise<unknown> }[] = [];
@@ -68,9 +69,11 @@ describe('Http2SessionConnector', () => {
   });
 
   it('fails the create (no session handed out) when nothing listens', async () => {
-    const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300 });
+    const logger = new RecordingLogger();
+    const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300, logger });
     open.push({ close: () => pool.close() });
     await expect(pool.acquire()).rejects.toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
     expect(pool.stats().lastError).toContain('ECONNREFUSED');
+    expect(logger.warnings[0]).toContain('ECONNREFUSED');
   });
 });

@@ -1,0 +1,87 @@
+// `npm run load [url] [seconds] [concurrency]`: drives the running sample app with concurrent
+// requests and prints what pooling did: requests served, latency, connections opened per pool.
+interface PoolRow {
+  counters: { opened: number; acquired: number };
+}
+
+const url = process.argv[2] ?? process.env.SAMPLE_URL ?? 'http://127.0.0.1:3000';
+const seconds = Number(process.argv[3] ?? 5);
+const concurrency = Number(process.argv[4] ?? 50);
+
+interface Tally {
+  served: number;
+  tooMany: number;
+  unavailable: number;
+  failed: number;
+  latencies: number[];
+}
+
+async function pools(): Promise<Record<string, PoolRow>> {
+  const res = await fetch(`${url}/pools`);
+  if (!res.ok) throw new Error(`GET ${url}/pools answered ${res.status}`);
+  return (await res.json()) as Record<string, PoolRow>;
+}
+
+/** One request per pool in turn; users vary so the per-user limit shows. */
+function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
+  const json = (body: unknown): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const all: Record<string, (i: number) => [string, RequestInit]> = {
+    upstream: (i) => [`/upstream/${i % 100}`, { headers: { 'x-user-id': `user-${i % 3}` } }],
+    blob: (i) => (i % 2 === 0 ? [`/files/load-${i % 20}.txt`, json({ content: `load ${i}` })] : [`/files/load-${(i + 1) % 20}.txt`, {}]),
+    redis: (i) => [`/counters/load-${i % 5}`, { method: 'POST' }],
+    pg: (i) => (i % 4 === 0 ? ['/notes', { ...json({ text: `load ${i}` }), method: 'POST' }] : ['/notes', {}]),
+  };
+  return names.filter((n) => n in all).map((n) => all[n]);
+}
+
+async function main(): Promise<void> {
+  const before = await pools();
+  const names = Object.keys(before);
+  const kinds = requests(names);
+  const tally = new Map<string, Tally>(kinds.map((_, k) => [names[k], { served: 0, tooMany: 0, unavailable: 0, failed: 0, latencies: [] }]));
+  const end = Date.now() + seconds * 1_000;
+  let n = 0;
+  const worker = async () => {
+    while (Date.now() < end) {
+      const i = n++;
+      const kind = i % kinds.length;
+      const [path, init] = kinds[kind](i);
+      const t = tally.get(names[kind])!;
+      const start = performance.now();
+      try {
+        const res = await fetch(`${url}${path}`, init);
+        await res.arrayBuffer();
+        if (res.status === 429) t.tooMany++;
+        else if (res.status === 503) t.unavailable++;
+        else if (res.status >= 400 && !(res.status === 404 && path.startsWith('/files/'))) t.failed++;
+        else {
+          t.served++;
+          t.latencies.push(performance.now() - start);
+        }
+      } catch {
+        t.failed++;
+      }
+    }
+  };
+  console.log(`${concurrency} concurrent clients for ${seconds} s against ${url} ...`);
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const after = await pools();
+
+  const pct = (xs: number[], q: number) => (xs.length === 0 ? 0 : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
+  const rows = [['pool', 'served', 'p50 ms', 'p99 ms', '429', '503', 'errors', 'connections opened', 'leases']];
+  for (const name of names) {
+    const t = tally.get(name);
+    if (t === undefined) continue;
+    const opened = after[name].counters.opened - before[name].counters.opened;
+    const leases = after[name].counters.acquired - before[name].counters.acquired;
+    rows.push([name, String(t.served), pct(t.latencies, 0.5).toFixed(1), pct(t.latencies, 0.99).toFixed(1), String(t.tooMany), String(t.unavailable), String(t.failed), String(opened), String(leases)]);
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  for (const r of rows) console.log(r.map((cell, c) => cell.padStart(widths[c])).join('  '));
+  console.log('\nconnections opened: new connections during the run; leases: checkouts they served.');
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startSample, type RunningSample } from '../../sample-app/main.js';
+import { REDIS_URL } from '../support/redis.js';
+
+// The sample app on real services: Azurite (embedded), the HTTP/2 upstream (embedded, with a short
+// idle timeout), the machine's Redis and PostgreSQL.
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sockets and servers open in this process. */
+const netHandles = () => process.getActiveResourcesInfo().filter((r) => /TCP|Pipe|Server/i.test(r)).length;
+
+describe('the sample app on real services', () => {
+  let sample: RunningSample;
+  let handlesBefore: number;
+  const call = async (path: string, init?: RequestInit) => {
+    const res = await fetch(`${sample.url}${path}`, init);
+    return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+  };
+  const json = (method: string, body: unknown): RequestInit => ({ method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  beforeAll(async () => {
+    handlesBefore = netHandles();
+    sample = await startSample({ port: 0, logger: false, env: { REDIS_URL, DATABASE_URL, PER_USER_LIMIT: '3' }, upstream: { idleTimeoutMs: 400, handshakeDelayMs: 30 } });
+    // A namespace the limiter never used starts with one TTL of quarantine.
+    for (let i = 0; i < 100; i++) {
+      const pools = (await call('/pools')).body as { upstream: { admission: { mode: string } } };
+      if (pools.upstream.admission.mode === 'redis') break;
+      await sleep(100);
+    }
+  }, 30_000);
+
+  afterAll(async () => {
+    await sample?.close();
+  });
+
+  it('stores and reads files in blob storage', async () => {
+    expect(await call('/files/hello.txt', json('PUT', { content: 'hi there' }))).toMatchObject({ status: 200, body: { name: 'hello.txt', bytes: 8 } });
+    expect(await call('/files/hello.txt')).toMatchObject({ status: 200, body: { name: 'hello.txt', content: 'hi there' } });
+    expect((await call('/files')).body.files).toContain('hello.txt');
+    expect(await call('/files/missing.txt')).toMatchObject({ status: 404 });
+    expect(await call('/files/bad.txt', json('PUT', { content: 7 }))).toMatchObject({ status: 400, body: { message: 'send JSON: { "content": "some text" }' } });
+  });
+
+  it('proxies over pooled HTTP/2 sessions, limited per user', async () => {
+    expect(await call('/upstream/42', { headers: { 'x-user-id': 'ann' } })).toMatchObject({ status: 200, body: { status: 200, upstream: { path: '/items/42' } } });
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => fetch(`${sample.url}/upstream/${i}`, { headers: { 'x-user-id': 'bob' } })));
+    const statuses = burst.map((r) => r.status);
+    expect(statuses).toContain(200);
+    expect(statuses).toContain(429);
+    const refused = burst.find((r) => r.status === 429)!;
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({ code: 'KEY_LIMIT', pool: 'upstream' });
+    await Promise.all(burst.map((r) => r.arrayBuffer().catch(() => undefined)));
+  });
+
+  it('keeps serving after the upstream drops idle sessions: they are retired and reopened', async () => {
+    await call('/upstream/before', { headers: { 'x-user-id': 'cy' } });
+    const before = ((await call('/pools')).body.upstream as { counters: { retired: number; opened: number } }).counters;
+    await sleep(700); // past the upstream's idle timeout: it sends GOAWAY and closes
+    expect(await call('/upstream/after', { headers: { 'x-user-id': 'cy' } })).toMatchObject({ status: 200 });
+    const after = ((await call('/pools')).body.upstream as { counters: { retired: number; opened: number; createFailures: number } }).counters;
+    expect(after.retired).toBeGreaterThan(before.retired);
+    expect(after.opened).toBeGreaterThan(before.opened);
+  });
+
+  it('counts on Redis and keeps notes in PostgreSQL', async () => {
+    const name = `c${Date.now()}`;
+    await call(`/counters/${name}`, { method: 'POST' });
+    expect(await call(`/counters/${name}`, { method: 'POST' })).toMatchObject({ status: 201, body: { name, value: 2 } });
+    expect(await call(`/counters/${name}`)).toMatchObject({ status: 200, body: { name, value: 2 } });
+    const text = `note ${Date.now()}`;
+    const added = await call('/notes', json('POST', { text }));
+    expect(added).toMatchObject({ status: 201, body: { text } });
+    expect((await call('/notes')).body.notes).toContainEqual({ id: added.body.id, text });
+  });
+
+  it('reports every pool in /health and /pools', async () => {
+    const health = await call('/health');
+    expect(health.status).toBe(200);
+    const pools = (health.body.details as { pools: Record<string, unknown> }).pools;
+    expect(Object.keys(pools).sort()).toEqual(['blob', 'pg', 'redis', 'status', 'upstream']);
+    expect(pools.status).toBe('up');
+    const stats = (await call('/pools')).body as Record<string, { clients: number; admission: { mode: string } | null; clientLimit: number }>;
+    expect(Object.keys(stats)).toEqual(['blob', 'upstream', 'redis', 'pg']);
+    expect(stats.pg.clientLimit).toBe(1);
+    expect(stats.upstream.admission).toMatchObject({ mode: 'redis', limit: 400, perKey: 3 });
+    expect(Object.values(stats).every((s) => s.clients === 0)).toBe(true);
+  });
+
+  it('closes everything on shutdown: no socket or server left open', async () => {
+    await sample.close();
+    await sleep(100);
+    expect(netHandles()).toBeLessThanOrEqual(handlesBefore);
+  });
+});
