@@ -1,5 +1,5 @@
 // The README's core example: a pool of HTTP/2 sessions, each shared by up to 100 requests.
-// Runs against a local HTTP/2 server, so it needs nothing else: `npm start`.
+// Runs against a local HTTP/2 server, so it needs nothing else: `npm run example`.
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';

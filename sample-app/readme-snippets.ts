@@ -1,0 +1,49 @@
+// Code the README shows in short excerpts; test/e2e/readme-snippets.spec.ts runs all of it.
+import { Injectable, Module } from '@nestjs/common';
+import type { ClientHttp2Session } from 'node:http2';
+import { Http2SessionConnector, http2Request, InjectPool, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+
+export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
+  const lease = await pool.acquire({ timeoutMs: 2_000, signal });
+  try {
+    return await http2Request(lease.connection, { ':path': '/status' });
+  } finally {
+    lease.release(); // idempotent; lease.fail(err) retires a broken connection
+  }
+  // or: await using lease = await pool.acquire();
+}
+
+@Injectable()
+export class AppConfig {
+  readonly upstreamUrl = process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443';
+  readonly upstreamPoolSize = Number(process.env.UPSTREAM_POOL_SIZE ?? 4);
+}
+
+@Module({ providers: [AppConfig], exports: [AppConfig] })
+export class AppConfigModule {}
+
+export const asyncRegistration = PoolModule.forRootAsync({
+  imports: [AppConfigModule],
+  inject: [AppConfig],
+  pools: [{ name: 'upstream', connector: { inject: [AppConfig], useFactory: (config: AppConfig) => new Http2SessionConnector(config.upstreamUrl) } }],
+  useFactory: (config: AppConfig) => ({ pools: { upstream: { maxSize: config.upstreamPoolSize } } }),
+});
+
+export function limitedRegistration(llmUrl: string) {
+  return PoolModule.forRoot({
+    httpErrors: true, // past the per-key limit: 429; past the global one: 503; both with Retry-After
+    limits: { global: 1000, perKey: 5, redis: { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } },
+    pools: [{ name: 'llm', connector: new Http2SessionConnector(llmUrl) }],
+  });
+}
+
+@Injectable()
+export class Completions {
+  constructor(@InjectPool('llm') private readonly llm: ConnectionPool<ClientHttp2Session>) {}
+
+  @UsePooled('llm', { key: (userId: unknown) => String(userId) }) // the admission key, from the arguments
+  async complete(userId: string, prompt: string): Promise<string> {
+    const res = await http2Request(this.llm.current, { ':method': 'POST', ':path': `/complete?user=${userId}` }, prompt);
+    return res.body.toString();
+  }
+}

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import type { ClientHttp2Session } from 'node:http2';
+import { Test } from '@nestjs/testing';
+import { ConnectionPool, getPoolToken, Http2SessionConnector, PoolModule } from '../../lib/index.js';
+import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
+import { CatalogService } from '../../sample-app/quick-start/catalog.js';
+import { asyncRegistration, Completions, leaseByHand, limitedRegistration } from '../../sample-app/readme-snippets.js';
+import { RecordingNestLogger } from '../support/nest.js';
+
+const root = new URL('../../', import.meta.url);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Every ```ts block of the README, with the file its first line names. */
+function readmeBlocks(): { file: string; excerpt: boolean; code: string; header: string }[] {
+  const readme = readFileSync(new URL('README.md', root), 'utf8');
+  return [...readme.matchAll(/```ts\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
+    const header = /^\/\/ ((?:sample-app|test|lib)\/\S+)( \(excerpt\))?$/.exec(m[1]);
+    return { header: m[1], file: header?.[1] ?? '', excerpt: header?.[2] !== undefined, code: m[2] };
+  });
+}
+
+describe('the README code', () => {
+  it('comes from files that tests run: each block names its file and matches it', () => {
+    const blocks = readmeBlocks();
+    expect(blocks.length).toBeGreaterThan(8);
+    for (const { file, excerpt, code, header } of blocks) {
+      expect({ header, named: file !== '' }).toEqual({ header, named: true });
+      const source = readFileSync(new URL(file, root), 'utf8');
+      if (excerpt) expect(source).toContain(code);
+      else expect(code).toBe(source);
+    }
+  });
+});
+
+describe('the README excerpts, run', () => {
+  let upstream: CloudUpstream;
+  beforeAll(async () => {
+    upstream = await startCloudUpstream({ handshakeDelayMs: 10 });
+  });
+  afterAll(async () => {
+    await upstream.close();
+  });
+
+  it('a lease by hand', async () => {
+    const pool = new ConnectionPool(new Http2SessionConnector(upstream.url), { name: 'upstream' });
+    const res = await leaseByHand(pool, new AbortController().signal);
+    expect(res.status).toBe(200);
+    expect(pool.stats().clients).toBe(0);
+    await pool.close();
+  });
+
+  it('async registration from a config provider', async () => {
+    process.env.UPSTREAM_URL = upstream.url;
+    process.env.UPSTREAM_POOL_SIZE = '3';
+    try {
+      const moduleRef = await Test.createTestingModule({ imports: [asyncRegistration] }).setLogger(new RecordingNestLogger()).compile();
+      await moduleRef.init();
+      const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('upstream'));
+      expect(pool.options.maxSize).toBe(3);
+      await expect(leaseByHand(pool, new AbortController().signal)).resolves.toMatchObject({ status: 200 });
+      await moduleRef.close();
+    } finally {
+      delete process.env.UPSTREAM_URL;
+      delete process.env.UPSTREAM_POOL_SIZE;
+    }
+  });
+
+  it('limits on Redis with the key from the arguments', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [limitedRegistration(upstream.url)], providers: [Completions] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await moduleRef.init();
+    const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
+    for (let i = 0; i < 120 && pool.stats().admission?.mode !== 'redis'; i++) await sleep(50); // first use of a namespace: one TTL
+    await expect(moduleRef.get(Completions).complete('ann', 'hello')).resolves.toContain('/complete?user=ann');
+    expect(pool.stats().admission).toMatchObject({ mode: 'redis', limit: 1000, perKey: 5, held: 0 });
+    await moduleRef.close();
+  }, 15_000);
+
+  // The README's testing example, as a test.
+  it('a service tested against a local server', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector(upstream.url) }] })],
+      providers: [CatalogService],
+    }).compile();
+    await moduleRef.init(); // warm-up runs here
+    await expect(moduleRef.get(CatalogService).item('7')).resolves.toContain('/items/7');
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('upstream')).stats().clients).toBe(0); // no lease leaked
+    await moduleRef.close(); // closes every pool
+  });
+});
