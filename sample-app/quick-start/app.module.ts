@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { PoolModule } from 'nestjs-shared-pool';
-import { http2Connector } from '../http2-connector.js';
+import { Http2SessionConnector, PoolModule } from 'nestjs-shared-pool';
 import { CatalogController, CatalogService } from './catalog.js';
 import { HealthController } from './health.controller.js';
 
@@ -14,8 +13,8 @@ import { HealthController } from './health.controller.js';
       pools: [
         {
           name: 'upstream',
-          connector: http2Connector(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443'),
-          options: { minSize: 1, maxSize: 4, clientLimit: 100 }, // 4 sessions × 100 streams each
+          connector: new Http2SessionConnector(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443'),
+          options: { minSize: 1, maxSize: 4, clientLimit: 100 }, // 4 sessions × up to 100 streams each
         },
       ],
     }),

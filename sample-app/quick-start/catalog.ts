@@ -1,7 +1,6 @@
 import { Controller, Get, Injectable, Param } from '@nestjs/common';
 import type { ClientHttp2Session } from 'node:http2';
-import { InjectPool, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
-import { get } from '../http2-connector.js';
+import { http2Request, InjectPool, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
 
 @Injectable()
 export class CatalogService {
@@ -9,7 +8,8 @@ export class CatalogService {
 
   @UsePooled('upstream', { timeoutMs: 2_000 }) // a session is checked out for the call, then checked in
   async item(id: string): Promise<string> {
-    return get(this.upstream.current, `/items/${encodeURIComponent(id)}`);
+    const res = await http2Request(this.upstream.current, { ':path': `/items/${encodeURIComponent(id)}` });
+    return res.body.toString();
   }
 }
 
