@@ -121,11 +121,16 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
-    if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     if (options !== undefined) {
       const invalid = checkAcquireOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);
     }
+    return this.#acquire(options);
+  }
+
+  /** `acquire()` with options already checked (`use()` checks them once for all its tries). */
+  #acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
+    if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     if (this.#limiter !== undefined) return this.#admitThenAcquire(this.#limiter, options);
     return this.#acquireConnection(options);
   }
@@ -144,7 +149,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const retry = options?.retry;
     const attempts = retry?.attempts ?? 1;
     for (let attempt = 1; ; attempt++) {
-      const lease = await this.acquire(options);
+      const lease = await this.#acquire(options);
       try {
         const result = await scopes.run({ pool: this, lease, parent: scopes.getStore() }, fn, lease.connection);
         lease.release();
