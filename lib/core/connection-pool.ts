@@ -22,7 +22,7 @@ import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
-import type { PoolCounters, PoolHealth, PoolStats } from './stats.js';
+import { utilizationHealth, type PoolCounters, type PoolHealth, type PoolStats } from './stats.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
 
 const noop = () => {};
@@ -202,12 +202,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** Health from utilization: see the README's table. */
   health(): PoolHealth {
     if (this.#ready === 0 && this.#failureStreak > 0) return 'failing';
-    const u = this.#utilization();
-    const t = this.options.health;
-    if (this.#waiters.length > 0 || u >= 1) return 'exhausted';
-    if (u >= t.critical) return 'critical';
-    if (u >= t.degraded) return 'degraded';
-    return 'healthy';
+    if (this.#waiters.length > 0) return 'exhausted';
+    return utilizationHealth(this.#utilization(), this.options.health);
   }
 
   /** A snapshot of counts, counters and one row per connection. */

@@ -15,6 +15,9 @@ export interface HealthThresholds {
   critical?: number;
 }
 
+/** Seed 002's thresholds: below 70 % healthy, below 90 % degraded, below 100 % critical. */
+export const DEFAULT_HEALTH_THRESHOLDS: Readonly<Required<HealthThresholds>> = { degraded: 0.7, critical: 0.9 };
+
 /** Options of a {@link ConnectionPool}. Every field is optional; see the README's table. */
 export interface PoolOptions {
   /** Name used in errors, logs and stats. Default `'default'`. */
@@ -146,8 +149,8 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     throw new PoolConfigError(name, 'strategy', `must be 'spread' or 'pack', got ${String(strategy)}`);
   }
   const health = options.health ?? {};
-  const degraded = num(name, 'health.degraded', health.degraded, 0.7, fraction);
-  const critical = num(name, 'health.critical', health.critical, 0.9, fraction);
+  const degraded = num(name, 'health.degraded', health.degraded, DEFAULT_HEALTH_THRESHOLDS.degraded, fraction);
+  const critical = num(name, 'health.critical', health.critical, DEFAULT_HEALTH_THRESHOLDS.critical, fraction);
   if (critical < degraded) throw new PoolConfigError(name, 'health.critical', `(${critical}) must not be below health.degraded (${degraded})`);
   const clock = options.clock ?? systemClock;
   if (typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {

@@ -1,5 +1,5 @@
 import type { Redis, RedisOptions } from 'ioredis';
-import { PoolConfigError, type Clock, type PoolHealth, type PoolLogger } from '../core/index.js';
+import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -86,12 +86,4 @@ export function resolveLimits(options: LimitOptions): ResolvedLimits {
     wait: options.wait ?? false,
     retryAfterMs,
   };
-}
-
-/** Seed 002's states: below 70 % healthy, below 90 % degraded, below 100 % critical, else exhausted. */
-export function limitHealth(utilization: number): PoolHealth {
-  if (utilization >= 1) return 'exhausted';
-  if (utilization >= 0.9) return 'critical';
-  if (utilization >= 0.7) return 'degraded';
-  return 'healthy';
 }

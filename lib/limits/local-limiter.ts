@@ -1,6 +1,6 @@
-import { systemClock, type Admission, type AdmissionRequest } from '../core/index.js';
+import { systemClock, utilizationHealth, type Admission, type AdmissionRequest } from '../core/index.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
-import { limitHealth, resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
+import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
 import { SlotCounts } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -41,7 +41,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
       limit: global,
       perKey,
       utilization,
-      health: limitHealth(utilization),
+      health: utilizationHealth(utilization),
       held: this.#counts.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },

@@ -8,6 +8,7 @@ import {
   PoolClosedError,
   PoolConfigError,
   systemClock,
+  utilizationHealth,
   type Admission,
   type AdmissionRequest,
   type Clock,
@@ -15,7 +16,7 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
-import { limitHealth, resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
+import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
 import { acquireScript, heartbeatScript, releaseScript } from './redis-scripts.js';
 import { keyOf, refusalError } from './refusals.js';
 import { SlotCounts } from './slot-counts.js';
@@ -137,7 +138,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       limit,
       perKey: this.limits.perKey,
       utilization,
-      health: limitHealth(utilization),
+      health: utilizationHealth(utilization),
       held: this.#local.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
