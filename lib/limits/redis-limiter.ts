@@ -177,19 +177,21 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async #try(request: AdmissionRequest, key: string | undefined): Promise<Outcome> {
     const redis = this.#redis!;
     if (this.#downSince === undefined) {
-      const id = `${this.#instance}:${this.#nextLease++}`;
-      const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
+      const held = this.#newLease(request, key, true);
       const { global, perKey } = this.limits;
       try {
         const reply = (await acquireScript.run(
           redis,
-          [this.#globalSet(), this.#meta(), keySet],
-          [id, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0'],
+          [this.#globalSet(), this.#meta(), held.keySet],
+          [held.id, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0'],
         )) as [number, number, number];
         this.#up();
         const [status, used, quietMs] = reply;
         this.#used = used;
-        if (status === 1) return this.#admitted({ id, key, keySet, pool: request.pool, viaRedis: true, lost: new AbortController() });
+        if (status === 1) {
+          this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
+          return this.#admitted(held);
+        }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
         if (status === -3) {
           this.#quietUntil = this.#clock.now() + quietMs;
@@ -215,14 +217,17 @@ export class RedisLimiter implements ConcurrencyLimiter {
       this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
       return refusalError(refusal, request, this.limits);
     }
-    const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
-    const id = `${this.#instance}:${this.#nextLease++}`;
-    return this.#admitted({ id, key, keySet, pool: request.pool, viaRedis: false, lost: new AbortController() }, true);
+    return this.#admitted(this.#newLease(request, key, false));
   }
 
-  /** Records a held lease. `counted`: the local counts already include it (fallback admissions). */
-  #admitted(held: Held, counted = false): Admission {
-    if (!counted) this.#local.take(held.key, Infinity, Infinity);
+  /** A lease with a fresh id, not yet held. */
+  #newLease(request: AdmissionRequest, key: string | undefined, viaRedis: boolean): Held {
+    const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
+    return { id: `${this.#instance}:${this.#nextLease++}`, key, keySet, pool: request.pool, viaRedis, lost: new AbortController() };
+  }
+
+  /** Records a held lease (already in the local counts) and hands out its admission. */
+  #admitted(held: Held): Admission {
     this.#held.set(held.id, held);
     this.#counters.admitted++;
     let released = false;
