@@ -1,28 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { readmeBlocks, source } from '../support/readme.js';
 
-const root = new URL('../../', import.meta.url);
-
-/** The README's ```ts blocks that start with a `// sample-app/...` line naming their file. */
-function readmeBlocks(): { file: string; code: string }[] {
-  const readme = readFileSync(new URL('README.md', root), 'utf8');
-  return [...readme.matchAll(/```ts\n\/\/ (sample-app\/\S+)\n([\s\S]*?)```/g)].map((m) => ({ file: m[1], code: m[2] }));
-}
 
 describe('the README Nest quick start (sample-app/quick-start)', () => {
   it('shows every quick-start file verbatim', () => {
-    const blocks = readmeBlocks();
+    const blocks = readmeBlocks().filter((b) => b.file.startsWith('sample-app/quick-start/'));
     expect(blocks.map((b) => b.file)).toEqual([
       'sample-app/quick-start/app.module.ts',
       'sample-app/quick-start/catalog.ts',
       'sample-app/quick-start/health.controller.ts',
       'sample-app/quick-start/main.ts',
     ]);
-    for (const { file, code } of blocks) expect(code).toBe(readFileSync(new URL(file, root), 'utf8'));
+    expect(blocks.every((b) => !b.excerpt)).toBe(true);
+    for (const { file, code } of blocks) expect(code).toBe(source(file));
   });
 
   describe('running', () => {

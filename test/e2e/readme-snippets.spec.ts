@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, PoolModule } from '../../lib/index.js';
@@ -7,18 +6,9 @@ import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-u
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
 import { asyncRegistration, Completions, leaseByHand, limitedRegistration } from '../../sample-app/readme-snippets.js';
 import { RecordingNestLogger } from '../support/nest.js';
+import { readmeBlocks, source } from '../support/readme.js';
 
-const root = new URL('../../', import.meta.url);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Every ```ts block of the README, with the file its first line names. */
-function readmeBlocks(): { file: string; excerpt: boolean; code: string; header: string }[] {
-  const readme = readFileSync(new URL('README.md', root), 'utf8');
-  return [...readme.matchAll(/```ts\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
-    const header = /^\/\/ ((?:sample-app|test|lib)\/\S+)( \(excerpt\))?$/.exec(m[1]);
-    return { header: m[1], file: header?.[1] ?? '', excerpt: header?.[2] !== undefined, code: m[2] };
-  });
-}
 
 describe('the README code', () => {
   it('comes from files that tests run: each block names its file and matches it', () => {
@@ -26,9 +16,9 @@ describe('the README code', () => {
     expect(blocks.length).toBeGreaterThan(8);
     for (const { file, excerpt, code, header } of blocks) {
       expect({ header, named: file !== '' }).toEqual({ header, named: true });
-      const source = readFileSync(new URL(file, root), 'utf8');
-      if (excerpt) expect(source).toContain(code);
-      else expect(code).toBe(source);
+      const text = source(file);
+      if (excerpt) expect(text).toContain(code);
+      else expect(code).toBe(text);
     }
   });
 });

@@ -1,0 +1,25 @@
+import { readFileSync } from 'node:fs';
+
+/** The repository root. */
+export const root = new URL('../../', import.meta.url);
+
+/** A ```ts block of the README, with the file its first line names (`// path` or `// path (excerpt)`). */
+export interface ReadmeBlock {
+  header: string;
+  file: string;
+  excerpt: boolean;
+  code: string;
+}
+
+export function readmeBlocks(): ReadmeBlock[] {
+  const readme = readFileSync(new URL('README.md', root), 'utf8');
+  return [...readme.matchAll(/```ts\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
+    const header = /^\/\/ ((?:sample-app|test|lib)\/\S+)( \(excerpt\))?$/.exec(m[1]);
+    return { header: m[1], file: header?.[1] ?? '', excerpt: header?.[2] !== undefined, code: m[2] };
+  });
+}
+
+/** The text of a file of the repository. */
+export function source(file: string): string {
+  return readFileSync(new URL(file, root), 'utf8');
+}
