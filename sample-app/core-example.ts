@@ -3,8 +3,8 @@
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { ConnectionPool } from '../lib/index.js';
-import { get, http2Connector } from './http2-connector.js';
+import { ConnectionPool, http2Request } from '../lib/index.js';
+import { http2Connector } from './http2-connector.js';
 
 export async function main(requests = 500) {
   const server = http2.createServer((req, res) => res.end(`hello ${req.url}`));
@@ -20,7 +20,9 @@ export async function main(requests = 500) {
   });
 
   const bodies = await Promise.all(
-    Array.from({ length: requests }, (_, i) => pool.use((session) => get(session, `/item/${i}`), { retry: { attempts: 2 } })),
+    Array.from({ length: requests }, (_, i) =>
+      pool.use(async (session) => (await http2Request(session, { ':path': `/item/${i}` })).body.toString(), { retry: { attempts: 2 } }),
+    ),
   );
   const stats = pool.stats();
   console.log(`${bodies.length} requests over ${stats.counters.opened} sessions; health ${stats.health}`);

@@ -1,4 +1,5 @@
-// A connector for HTTP/2 sessions, shown in the README; the core example and the quick start use it.
+// A minimal connector for HTTP/2 sessions, shown in the README as an example of writing one; the
+// core example uses it. The package's Http2SessionConnector is the complete one.
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { Connector } from '../lib/index.js';
@@ -24,17 +25,4 @@ export function http2Connector(origin: string): Connector<http2.ClientHttp2Sessi
     close: (session) => new Promise<void>((resolve) => session.close(() => resolve())),
     isFatal: (err) => (err as NodeJS.ErrnoException).code === 'ERR_HTTP2_INVALID_SESSION',
   };
-}
-
-/** GET `path` on a pooled session. */
-export function get(session: http2.ClientHttp2Session, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':path': path });
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-    req.on('error', reject);
-    req.end();
-  });
 }

@@ -5,7 +5,7 @@ import type { SampleConfig } from './config.js';
 import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
 import { CountersController } from './counters.controller.js';
 import { FilesController } from './files.controller.js';
-import { HealthController } from './health.controller.js';
+import { HealthController } from '../quick-start/health.controller.js';
 import { NotesController } from './notes.controller.js';
 import { POOL_NAMES, PoolsController } from './pools.controller.js';
 import { UpstreamController } from './upstream.controller.js';
