@@ -35,8 +35,18 @@ export interface UseOptions extends AcquireOptions {
 
 /** Options of `close()`. */
 export interface CloseOptions {
-  /** How long to let leases finish before closing their connections anyway. Default 10 000. */
+  /** How long to let leases finish before closing their connections anyway; `Infinity`: wait for them. Default 10 000. */
   graceMs?: number;
+}
+
+/** The first problem with the options of `close()`, if any. */
+export function checkCloseOptions(pool: string, options: CloseOptions): PoolConfigError | undefined {
+  if (typeof options !== 'object' || options === null) return new PoolConfigError(pool, 'close', 'options must be an object');
+  const { graceMs } = options;
+  if (graceMs !== undefined && !(typeof graceMs === 'number' && graceMs >= 0)) {
+    return new PoolConfigError(pool, 'close.graceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(graceMs)}`);
+  }
+  return undefined;
 }
 
 const optionalPositive = (v: unknown) => v === undefined || (typeof v === 'number' && v > 0);

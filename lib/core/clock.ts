@@ -8,10 +8,24 @@ export type TimerHandle = unknown;
 export interface Clock {
   /** Monotonic milliseconds; only differences matter. */
   now(): number;
-  /** Calls `fn` once after `ms`. Timers must not keep the process alive (`unref`). */
+  /**
+   * Calls `fn` once after `ms`. Timers must not keep the process alive (`unref`). The pool never
+   * passes more than {@link MAX_TIMER_MS} nor `Infinity`: longer waits are chained.
+   */
   setTimeout(fn: () => void, ms: number): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
+  /**
+   * Keeps the process alive until the returned function is called. The pool holds it while an
+   * acquire is pending or a close is in progress, so a bare script does not exit with a promise
+   * never settled; an idle pool holds nothing. Optional: a virtual clock has no process to keep.
+   */
+  keepAlive?(): () => void;
 }
+
+/** Node fires a timer of more than 2^31 − 1 ms after 1 ms; the pool never asks for more. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const noop = (): void => {};
 
 /** The real clock: `performance.now()` and unref'd Node timers. */
 export const systemClock: Clock = {
@@ -24,4 +38,60 @@ export const systemClock: Clock = {
   clearTimeout(handle) {
     clearTimeout(handle as NodeJS.Timeout);
   },
+  keepAlive() {
+    const timer = setInterval(noop, MAX_TIMER_MS);
+    return () => clearInterval(timer);
+  },
 };
+
+/** A wait longer than one timer can hold: re-armed until its end, on the same clock. */
+class LongTimer {
+  inner: TimerHandle | undefined;
+  constructor(readonly end: number) {}
+}
+
+/** No timer at all: what a wait of `Infinity` ("never") gets. */
+const NEVER = Symbol('never');
+
+/**
+ * The pool's view of a {@link Clock}: any duration from 0 to `Infinity` works, whatever the clock
+ * underneath can hold. `Infinity` arms nothing; durations past {@link MAX_TIMER_MS} are chained.
+ */
+export class Timers {
+  constructor(readonly clock: Clock) {}
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  set(fn: () => void, ms: number): TimerHandle {
+    if (ms <= MAX_TIMER_MS) return this.clock.setTimeout(fn, ms > 0 ? ms : 0);
+    if (ms === Infinity) return NEVER;
+    const long = new LongTimer(this.clock.now() + ms);
+    const arm = (): void => {
+      const left = long.end - this.clock.now();
+      if (left <= MAX_TIMER_MS) long.inner = this.clock.setTimeout(fn, Math.max(0, left));
+      else long.inner = this.clock.setTimeout(arm, MAX_TIMER_MS);
+    };
+    arm();
+    return long;
+  }
+
+  clear(handle: TimerHandle | undefined): void {
+    if (handle === undefined || handle === NEVER) return;
+    if (handle instanceof LongTimer) {
+      if (handle.inner !== undefined) this.clock.clearTimeout(handle.inner);
+      handle.inner = undefined;
+    } else this.clock.clearTimeout(handle);
+  }
+
+  /** Resolves after `ms` (never, for `Infinity`). */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.set(resolve, ms));
+  }
+
+  /** See {@link Clock.keepAlive}; a no-op for clocks without it. */
+  keepAlive(): () => void {
+    return this.clock.keepAlive?.() ?? noop;
+  }
+}

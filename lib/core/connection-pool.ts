@@ -1,11 +1,13 @@
 import {
   checkAcquireOptions,
+  checkCloseOptions,
   checkUseOptions,
   type AcquireOptions,
   type CloseOptions,
+  type RetryOptions,
   type UseOptions,
 } from './call-options.js';
-import type { TimerHandle } from './clock.js';
+import { Timers, type TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
 import type { Connector } from './connector.js';
 import {
@@ -14,13 +16,14 @@ import {
   PoolClosedError,
   PoolContextError,
   QueueFullError,
+  SelfDeadlockError,
   type ExhaustedReason,
 } from './errors.js';
 import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
 import type { AdmissionLimiter } from './admission.js';
 import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
-import { findScope, scopes } from './scope.js';
+import { findScope, scopeLeases, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
 import { utilizationHealth, type PoolCounters, type PoolHealth, type PoolStats } from './stats.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
@@ -45,8 +48,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   readonly #connector: Connector<T>;
   readonly #limiter: AdmissionLimiter | undefined;
   readonly #index: ConnectionIndex<T>;
+  readonly #timers: Timers;
   /** Every connection from its create until it is closed. */
   readonly #all = new Set<SharedConnection<T>>();
+  /** The values of open connections: a connector handing out one twice is caught. */
+  readonly #values = new Set<T>();
   readonly #waiters = new WaiterQueue<Lease<T>>();
   #nextId = 1;
 
@@ -58,6 +64,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #clients = 0;
   /** Sum of the limits of ready connections. */
   #capacity = 0;
+  /** Ready connections out of the index while validate() runs. */
+  #validating = 0;
   #growLoad: number;
 
   #failureStreak = 0;
@@ -73,6 +81,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** Aborted by close(): admissions still waiting in the limiter give up at once. */
+  readonly #closeSignal = new AbortController();
+  /** Pending acquires and a close in progress keep the process alive; an idle pool does not. */
+  #holds = 0;
+  #letGo: (() => void) | undefined;
   #onIdle: (() => void) | undefined;
   readonly #pendingCloses = new Set<Promise<void>>();
   readonly #pendingCreates = new Set<Promise<void>>();
@@ -87,6 +100,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     released: 0,
     timeouts: 0,
     aborted: 0,
+    failedFast: 0,
     validationFailures: 0,
   };
 
@@ -94,6 +108,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.options = resolveOptions(options, connector);
     this.#connector = connector;
     this.#limiter = this.options.limiter;
+    this.#timers = new Timers(this.options.clock);
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#scheduleReap();
@@ -131,6 +146,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** `acquire()` with options already checked (`use()` checks them once for all its tries). */
   #acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
     if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
+    const signal = options?.signal;
+    if (signal?.aborted) {
+      this.#counters.aborted++;
+      return Promise.reject(signal.reason);
+    }
     if (this.#limiter !== undefined) return this.#admitThenAcquire(this.#limiter, options);
     return this.#acquireConnection(options);
   }
@@ -151,37 +171,44 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     for (let attempt = 1; ; attempt++) {
       const lease = await this.#acquire(options);
       try {
+        // The scope ends with this use(): a task that outlives it finds the lease no longer live.
         const result = await scopes.run({ pool: this, lease, parent: scopes.getStore() }, fn, lease.connection);
         lease.release();
         return result;
       } catch (err) {
         const fatal = this.#isFatal(err);
-        const retryable = attempt < attempts && (fatal || retry?.retryOn?.(err) === true);
+        const retryable = attempt < attempts && (fatal || this.#retryOn(retry, err));
         if (retryable || fatal) lease.fail(err);
         else lease.release();
         if (!retryable) throw err;
         const base = retry?.baseDelayMs ?? 10;
-        await this.#sleep(Math.min(base * 2 ** (attempt - 1), retry?.maxDelayMs ?? 1_000));
+        this.#hold();
+        try {
+          await this.#timers.sleep(Math.min(base * 2 ** (attempt - 1), retry?.maxDelayMs ?? 1_000));
+        } finally {
+          this.#unhold();
+        }
       }
     }
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */
   async warmup(): Promise<void> {
-    if (this.#closed) throw new PoolClosedError(this.name);
-    const { minSize, maxConcurrentCreates } = this.options;
-    // Parallel lanes, each opening one connection after another, bounded by maxConcurrentCreates.
-    const lane = async (): Promise<void> => {
-      while (!this.#closed && this.#size() < minSize) await this.#create(null);
-    };
-    const lanes = Math.min(maxConcurrentCreates, minSize - this.#size());
-    const results = await Promise.allSettled(Array.from({ length: Math.max(0, lanes) }, lane));
-    const failure = results.find((r) => r.status === 'rejected');
-    if (failure) throw failure.reason;
-    // Top-ups started in the background as connections opened count as warm-up too.
-    await Promise.allSettled([...this.#pendingCreates]);
-    if (!this.#closed && this.#ready < minSize && this.#failureStreak > 0 && this.#lastCreateError !== undefined) {
-      throw this.#lastCreateError;
+    this.#hold();
+    try {
+      // #fill() opens what minSize lacks within maxConcurrentCreates, creates in flight included.
+      for (;;) {
+        if (this.#closed) throw new PoolClosedError(this.name);
+        if (this.#ready >= this.options.minSize) return;
+        this.#fill();
+        if (this.#pendingCreates.size === 0) {
+          // Only a backoff stops #fill() here: the last create failed.
+          throw this.#lastCreateError ?? new ConnectionFailedError(this.name, 'warmup could not start a create');
+        }
+        await Promise.race(this.#pendingCreates);
+      }
+    } finally {
+      this.#unhold();
     }
   }
 
@@ -195,6 +222,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
    * `graceMs` to finish; then every connection closes, including creates still in flight.
    */
   close(options: CloseOptions = {}): Promise<void> {
+    const invalid = checkCloseOptions(this.name, options);
+    if (invalid !== undefined) return Promise.reject(invalid);
     this.#closing ??= this.#shutdown(options.graceMs ?? 10_000);
     return this.#closing;
   }
@@ -208,7 +237,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** A snapshot of counts, counters and one row per connection. */
   stats(): PoolStats {
-    const now = this.options.clock.now();
+    const now = this.#timers.now();
     const connections = [...this.#all].map((c) => ({
       id: c.id,
       state: c.state,
@@ -258,13 +287,29 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** The limiter admits first; the connection's wait gets what is left of the same deadline. */
   async #admitThenAcquire(limiter: AdmissionLimiter, options: AcquireOptions | undefined): Promise<Lease<T>> {
-    const clock = this.options.clock;
-    const started = clock.now();
+    const timers = this.#timers;
+    const started = timers.now();
     const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
-    const admission = await limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: options?.signal });
+    const signal = options?.signal;
+    // close() aborts a wait in the limiter; the caller's own signal does too.
+    const stop = signal === undefined ? this.#closeSignal.signal : this.#eitherSignal(signal);
+    this.#hold();
+    let admission;
     try {
-      const left = Math.max(1, timeoutMs - (clock.now() - started));
-      const lease = await this.#acquireConnection({ signal: options?.signal, timeoutMs: left });
+      admission = await limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop });
+    } finally {
+      this.#unhold();
+      if (stop !== this.#closeSignal.signal) this.#unlink(stop);
+    }
+    try {
+      // Admitted while the pool closed or the caller gave up: never join the queue.
+      if (this.#closed) throw new PoolClosedError(this.name);
+      if (signal?.aborted) {
+        this.#counters.aborted++;
+        throw signal.reason;
+      }
+      const left = Math.max(1, timeoutMs - (timers.now() - started));
+      const lease = await this.#acquireConnection({ signal, timeoutMs: left });
       lease[admitted](admission);
       return lease;
     } catch (err) {
@@ -273,9 +318,33 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     }
   }
 
+  /** Links of {@link #eitherSignal}: undone once the admission settles. */
+  readonly #links = new WeakMap<AbortSignal, () => void>();
+
+  /** A signal aborted by the caller's or by close(), whichever comes first. */
+  #eitherSignal(signal: AbortSignal): AbortSignal {
+    const both = new AbortController();
+    const closeSignal = this.#closeSignal.signal;
+    const onCaller = () => both.abort(signal.reason);
+    const onClose = () => both.abort(closeSignal.reason);
+    signal.addEventListener('abort', onCaller, { once: true });
+    closeSignal.addEventListener('abort', onClose, { once: true });
+    this.#links.set(both.signal, () => {
+      signal.removeEventListener('abort', onCaller);
+      closeSignal.removeEventListener('abort', onClose);
+    });
+    return both.signal;
+  }
+
+  #unlink(signal: AbortSignal): void {
+    this.#links.get(signal)?.();
+    this.#links.delete(signal);
+  }
+
   /** The best connection with room, validating (out of band) any that sat idle too long. */
   #pick(): SharedConnection<T> | null {
     let conn = this.#index.pick();
+    // Each validation takes the connection out of the index, so this loop ends.
     while (conn !== null && conn.clients === 0 && this.#needsValidation(conn)) {
       this.#validate(conn);
       conn = this.#index.pick();
@@ -286,6 +355,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #checkout(conn: SharedConnection<T>): Lease<T> {
     conn.clients++;
     conn.uses++;
+    conn.checked = false;
     this.#clients++;
     this.#counters.acquired++;
     this.#index.update(conn);
@@ -299,17 +369,16 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     if (failed) this.#retire(conn, failure === undefined ? 'failed by its user' : message(failure), failure);
     if (conn.state === 'ready') {
       // Hand the slot straight to the head of the queue (unless the connector lowered the limit).
-      const w = conn.clients <= conn.limit ? this.#waiters.shift() : null;
+      const w = conn.clients <= conn.limit ? this.#next() : null;
       if (w !== null) {
         conn.uses++;
         this.#counters.acquired++;
-        this.#settle(w);
         w.resolve(new Lease(this, conn));
         return;
       }
       conn.clients--;
       this.#clients--;
-      if (conn.clients === 0) conn.idleSince = this.options.clock.now();
+      if (conn.clients === 0) conn.idleSince = this.#timers.now();
       this.#index.update(conn);
       return;
     }
@@ -319,27 +388,39 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     if (this.#clients === 0) this.#onIdle?.();
   }
 
+  /** Every way into the queue passes here, so each re-checks what refuses a caller. */
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
-    const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
+    if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     const signal = options?.signal;
     if (signal?.aborted) {
       this.#counters.aborted++;
       return Promise.reject(signal.reason);
     }
-    if (this.#waiters.length >= this.options.maxWaiting) {
-      return Promise.reject(new QueueFullError(this.name, this.options.maxWaiting));
+    if (this.#blocked()) {
+      this.#counters.failedFast++;
+      return Promise.reject(this.#failFast());
     }
+    const o = this.options;
+    if (o.maxWaiting !== Infinity && this.#waiters.length >= o.maxWaiting + this.#slotsToCome()) {
+      return Promise.reject(new QueueFullError(this.name, o.maxWaiting));
+    }
+    if (this.#clients > 0 && this.#opening === 0 && this.#validating === 0 && this.#size() >= o.maxSize) {
+      const own = scopeLeases(this);
+      if (own > 0 && own >= this.#clients) return Promise.reject(new SelfDeadlockError(this.name, own, o.maxSize, o.clientLimit));
+    }
+    const timeoutMs = options?.timeoutMs ?? o.acquireTimeoutMs;
     return new Promise<Lease<T>>((resolve, reject) => {
       const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs);
       this.#waiters.push(w);
+      if (this.#waiters.length === 1) this.#hold();
       const unstamped = this.#unstamped.push(w);
       if (unstamped === 1) setImmediate(this.#stamp);
       else if (unstamped >= STAMP_BATCH) this.#stamp();
       if (signal !== undefined) {
         const listener = () => {
-          this.#waiters.remove(w);
-          this.#counters.aborted++;
           w.abort = null;
+          this.#leave(w);
+          this.#counters.aborted++;
           reject(signal.reason);
         };
         w.abort = { signal, listener };
@@ -349,8 +430,31 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     });
   }
 
-  /** Unhooks a waiter leaving the queue. */
-  #settle(w: Waiter<Lease<T>>): void {
+  /** Slots that connections opening or still to open will bring: callers may wait for those. */
+  #slotsToCome(): number {
+    if (this.#closed) return 0;
+    return (this.#opening + Math.max(0, this.options.maxSize - this.#size())) * this.options.clientLimit;
+  }
+
+  /** The head of the queue, out of it. */
+  #next(): Waiter<Lease<T>> | null {
+    const w = this.#waiters.shift();
+    if (w === null) return null;
+    this.#unhook(w);
+    if (this.#waiters.length === 0) this.#unhold();
+    return w;
+  }
+
+  /** Takes `w` out of the queue, wherever it is. */
+  #leave(w: Waiter<Lease<T>>): void {
+    if (!w.queued) return;
+    this.#waiters.remove(w);
+    this.#unhook(w);
+    if (this.#waiters.length === 0) this.#unhold();
+  }
+
+  /** Removes a waiter's abort listener. */
+  #unhook(w: Waiter<Lease<T>>): void {
     if (w.abort !== null) {
       w.abort.signal.removeEventListener('abort', w.abort.listener);
       w.abort = null;
@@ -362,11 +466,46 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     while (this.#waiters.length > 0) {
       const conn = this.#pick();
       if (conn === null) break;
-      const w = this.#waiters.shift()!;
-      this.#settle(w);
-      w.resolve(this.#checkout(conn));
+      this.#next()!.resolve(this.#checkout(conn));
     }
     this.#fill();
+  }
+
+  // ---- keeping the process alive ---------------------------------------------------------------
+
+  #hold(): void {
+    if (this.#holds++ === 0) this.#letGo = this.#timers.keepAlive();
+  }
+
+  #unhold(): void {
+    if (--this.#holds > 0) return;
+    const letGo = this.#letGo;
+    this.#letGo = undefined;
+    letGo?.();
+  }
+
+  // ---- the blocking period ---------------------------------------------------------------------
+
+  /** No connection can serve a caller until the backoff's next attempt: fail at once instead of queueing. */
+  #blocked(): boolean {
+    return (
+      this.#failureStreak > 0 &&
+      this.#ready === 0 &&
+      this.#opening === 0 &&
+      this.options.blockingPeriod &&
+      this.#timers.now() < this.#backoffUntil
+    );
+  }
+
+  #failFast(): ConnectionFailedError {
+    const last = this.#lastCreateError;
+    const retryIn = Math.max(0, Math.ceil(this.#backoffUntil - this.#timers.now()));
+    return new ConnectionFailedError(
+      this.name,
+      `no connection can be opened (${last === undefined ? 'creates are failing' : last.message.replace(`pool "${this.name}": `, '')}); ` +
+        `failing fast until the next attempt in ${retryIn} ms (blockingPeriod)`,
+      last,
+    );
   }
 
   // ---- deadlines ------------------------------------------------------------------------------
@@ -379,7 +518,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
    */
   readonly #stamp = (): void => {
     if (this.#unstamped.length === 0) return;
-    const now = this.options.clock.now();
+    const now = this.#timers.now();
     let earliest = Infinity;
     for (const w of this.#unstamped) {
       if (!w.queued) continue;
@@ -392,24 +531,23 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** One timer for the whole queue, set for the earliest deadline. */
   #armDeadline(at: number): void {
-    const clock = this.options.clock;
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    const timers = this.#timers;
+    timers.clear(this.#deadlineTimer);
     this.#deadlineAt = at;
-    this.#deadlineTimer = clock.setTimeout(() => this.#expireWaiters(), Math.max(0, at - clock.now()));
+    this.#deadlineTimer = timers.set(() => this.#expireWaiters(), at - timers.now());
   }
 
   #expireWaiters(): void {
     this.#deadlineTimer = undefined;
     this.#deadlineAt = Infinity;
-    const now = this.options.clock.now();
+    const now = this.#timers.now();
     let next = Infinity;
     let snapshot: PoolStats | undefined; // one per sweep: a snapshot costs O(connections)
     for (let w = this.#waiters.head; w !== null; ) {
       const following = w.next;
       if (w.deadline <= now) {
         snapshot ??= this.stats(); // the pool as the deadline found it
-        this.#waiters.remove(w);
-        this.#settle(w);
+        this.#leave(w);
         this.#counters.timeouts++;
         w.reject(this.#exhausted(w.timeoutMs, snapshot));
       } else if (w.deadline < next) next = w.deadline;
@@ -453,10 +591,10 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** True while a failed create's backoff runs; a timer then calls `#fill()`. */
   #backingOff(): boolean {
     if (this.#failureStreak === 0) return false;
-    const clock = this.options.clock;
-    const wait = this.#backoffUntil - clock.now();
+    const timers = this.#timers;
+    const wait = this.#backoffUntil - timers.now();
     if (wait <= 0) return false;
-    this.#backoffTimer ??= clock.setTimeout(() => {
+    this.#backoffTimer ??= timers.set(() => {
       this.#backoffTimer = undefined;
       this.#fill();
     }, wait);
@@ -484,11 +622,15 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         if (settled) return;
         settled = true;
         conn.abort = null;
-        o.clock.clearTimeout(timer);
+        conn.abandon = null;
+        this.#timers.clear(timer);
         this.#pendingCreates.delete(outcome);
         if (err === undefined) {
           this.#opened(conn);
           resolve();
+        } else if (err instanceof PoolClosedError) {
+          this.#abandoned(conn);
+          reject(err);
         } else {
           const failure =
             err instanceof ConnectionFailedError ? err : new ConnectionFailedError(o.name, `create failed: ${message(err)}`, err);
@@ -498,7 +640,12 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       };
     });
     this.#pendingCreates.add(outcome);
-    const timer = o.clock.setTimeout(() => {
+    conn.abandon = () => {
+      const closed = new PoolClosedError(o.name);
+      conn.abort?.abort(closed);
+      finish(closed);
+    };
+    const timer = this.#timers.set(() => {
       const err = new ConnectionFailedError(o.name, `create + ready took longer than createTimeoutMs (${o.createTimeoutMs} ms)`);
       conn.abort?.abort(err);
       finish(err);
@@ -506,15 +653,25 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
     const establish = async (): Promise<void> => {
       const value = await this.#connector.create(conn.ctx);
-      if (settled) {
-        // Timed out or the pool closed meanwhile: a late connection is closed, never leaked.
-        if (value !== undefined && value !== null) this.#closeValue(value);
-        return;
-      }
       if (value === undefined || value === null) {
+        if (settled) return;
         throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
       }
+      if (this.#values.has(value)) {
+        // Never close it: it is another connection's. Failing this create is all we may do.
+        if (settled) return;
+        throw new ConnectionFailedError(
+          o.name,
+          'create() resolved to a connection the pool already holds; a connector must open a new connection on every create()',
+        );
+      }
+      if (settled) {
+        // Timed out, or the pool closed meanwhile: a late connection is closed at once, never readied nor leaked.
+        this.#closeValue(value);
+        return;
+      }
       conn.value = value;
+      this.#values.add(value);
       conn.state = 'establishing';
       let ready: boolean | void = true;
       try {
@@ -544,7 +701,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     }
     this.#capacity += limit - conn.limit;
     conn.limit = limit;
-    this.#index.update(conn);
+    // A connection being validated is out of the index until its validation ends.
+    if (!conn.validating) this.#index.update(conn);
     this.#dispatch();
   }
 
@@ -553,8 +711,9 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#opening--;
     this.#counters.opened++;
     this.#failureStreak = 0;
-    const now = o.clock.now();
+    const now = this.#timers.now();
     conn.state = 'ready';
+    conn.checked = true;
     conn.createdAt = conn.idleSince = now;
     const jitter = 1 + o.lifetimeJitter * (2 * Math.random() - 1);
     conn.expiresAt = now + o.maxLifetimeMs * jitter;
@@ -578,14 +737,38 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#lastError = this.#lastCreateError = err;
     this.#failureStreak++;
     const delay = Math.min(o.createBackoffMs * 2 ** (this.#failureStreak - 1), o.maxCreateBackoffMs);
-    this.#backoffUntil = o.clock.now() + delay;
+    this.#backoffUntil = this.#timers.now() + delay;
     if (!this.#closed) o.logger.warn(`${err.message} (retry in ${delay} ms)`);
     conn.state = 'closed';
     if (conn.value !== undefined) this.#closeValue(conn.value);
+    this.#unrotate(conn);
+    // Nothing else can serve the queue until the next attempt: route the connect error to it.
+    if (o.blockingPeriod && this.#ready === 0 && this.#opening === 0 && this.#waiters.length > 0) {
+      for (let w = this.#next(); w !== null; w = this.#next()) {
+        this.#counters.failedFast++;
+        w.reject(this.#failFast());
+      }
+    }
+    this.#fill();
+  }
+
+  /** A create given up because the pool closed: not a failure, nothing to retry. */
+  #abandoned(conn: SharedConnection<T>): void {
+    this.#opening--;
+    this.#all.delete(conn);
+    conn.state = 'closed';
+    if (conn.value !== undefined) this.#closeValue(conn.value);
+    this.#unrotate(conn);
+  }
+
+  /** A replacement that did not open: the old connection keeps serving; the reaper retries after the backoff. */
+  #unrotate(conn: SharedConnection<T>): void {
     const old = conn.replaces;
     conn.replaces = null;
-    if (old !== null) this.#retire(old, 'past its lifetime; its replacement failed to open');
-    this.#fill();
+    if (old !== null && old.rotating) {
+      old.rotating = false;
+      this.#rotations--;
+    }
   }
 
   // ---- retirement and closing -----------------------------------------------------------------
@@ -604,6 +787,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#counters.retired++;
     if (cause !== undefined) this.#lastError = cause;
     this.#debug(`connection ${conn.id} retired: ${reason}`);
+    // A connection being validated closes when its validation ends.
     if (conn.clients === 0 && !conn.validating) this.#closeConnection(conn);
     if (!this.#closed) this.#fill();
   }
@@ -620,64 +804,87 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     void done.then(() => this.#pendingCloses.delete(done));
   }
 
-  /** Calls the connector's close; errors are logged, never thrown. */
+  /** Calls the connector's close, bounded by closeTimeoutMs; errors are logged, never thrown. */
   #closeValue(value: T): Promise<void> {
     this.#counters.closed++;
+    this.#values.delete(value);
     const close = this.#connector.close;
     if (close === undefined) return Promise.resolve();
-    return (async () => {
-      try {
-        await close.call(this.#connector, value);
-      } catch (err) {
-        this.options.logger.error(`pool "${this.name}": closing a connection failed: ${message(err)}`, err);
-      }
-    })();
+    const { logger, closeTimeoutMs } = this.options;
+    return new Promise<void>((resolve) => {
+      const timer = this.#timers.set(() => {
+        logger.warn(`pool "${this.name}": a connection's close() did not settle within closeTimeoutMs (${closeTimeoutMs} ms); no longer waiting for it`);
+        resolve();
+      }, closeTimeoutMs);
+      new Promise<void>((closed) => closed(close.call(this.#connector, value)))
+        .catch((err: unknown) => logger.error(`pool "${this.name}": closing a connection failed: ${message(err)}`, err))
+        .finally(() => {
+          this.#timers.clear(timer);
+          resolve();
+        });
+    });
   }
 
   // ---- validation -----------------------------------------------------------------------------
 
+  /** An idle connection that served a caller and has sat idle past validateAfterIdleMs. */
   #needsValidation(conn: SharedConnection<T>): boolean {
     return (
+      !conn.checked &&
       this.#connector.validate !== undefined &&
-      this.options.clock.now() - conn.idleSince >= this.options.validateAfterIdleMs
+      this.#timers.now() - conn.idleSince >= this.options.validateAfterIdleMs
     );
   }
 
   /** Checks an idle connection out of band; the result goes back to the pool whatever the waiters did. */
   #validate(conn: SharedConnection<T>): void {
     conn.validating = true;
+    this.#validating++;
     this.#index.remove(conn);
+    const limit = this.options.validateTimeoutMs;
+    let done = false;
+    const end = (failure: unknown): void => {
+      if (done) return;
+      done = true;
+      conn.endValidation = null;
+      this.#timers.clear(timer);
+      this.#validated(conn, failure);
+    };
+    conn.endValidation = () => end(undefined);
+    const timer = this.#timers.set(() => end(new Error(`validate() did not settle within validateTimeoutMs (${limit} ms)`)), limit);
     const check = async () => (await this.#connector.validate!(conn.value as T)) !== false;
     check().then(
-      (alive) => this.#validated(conn, alive ? undefined : new Error('validate() returned false')),
-      (err: unknown) => this.#validated(conn, err ?? new Error('validate() threw')),
+      (alive) => end(alive ? undefined : new Error('validate() returned false')),
+      (err: unknown) => end(err ?? new Error('validate() threw')),
     );
   }
 
   #validated(conn: SharedConnection<T>, failure: unknown): void {
     conn.validating = false;
-    if (failure !== undefined) {
+    this.#validating--;
+    if (failure !== undefined && !this.#closed) {
       this.#counters.validationFailures++;
       this.#retire(conn, `validation failed: ${message(failure)}`, failure);
     }
     if (conn.state === 'ready') {
-      conn.idleSince = this.options.clock.now();
+      conn.checked = true;
+      conn.idleSince = this.#timers.now();
       this.#index.add(conn);
     } else if (conn.state === 'draining' && conn.clients === 0) this.#closeConnection(conn);
-    this.#dispatch();
+    if (!this.#closed) this.#dispatch();
   }
 
   // ---- background reaper ----------------------------------------------------------------------
 
   #scheduleReap(): void {
-    this.#reapTimer = this.options.clock.setTimeout(() => this.#reap(), this.options.reapIntervalMs);
+    this.#reapTimer = this.#timers.set(() => this.#reap(), this.options.reapIntervalMs);
   }
 
   /** Retires idle-expired connections, rotates old ones (replacement first), tops up minSize. */
   #reap(): void {
     if (this.#closed) return;
     const o = this.options;
-    const now = o.clock.now();
+    const now = this.#timers.now();
     for (const conn of this.#all) {
       if (conn.state !== 'ready' || conn.validating) continue;
       if (conn.clients === 0 && now - conn.idleSince >= o.maxIdleMs && this.#ready > o.minSize) {
@@ -695,31 +902,34 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   // ---- shutdown -------------------------------------------------------------------------------
 
   async #shutdown(graceMs: number): Promise<void> {
-    const clock = this.options.clock;
+    const timers = this.#timers;
     this.#closed = true;
+    this.#hold();
     this.#debug(`closing: ${this.#clients} clients get up to ${graceMs} ms`);
-    for (const t of [this.#reapTimer, this.#backoffTimer, this.#deadlineTimer]) if (t !== undefined) clock.clearTimeout(t);
+    for (const t of [this.#reapTimer, this.#backoffTimer, this.#deadlineTimer]) timers.clear(t);
+    this.#backoffTimer = this.#deadlineTimer = undefined;
     this.#deadlineAt = Infinity;
-    for (let w = this.#waiters.shift(); w !== null; w = this.#waiters.shift()) {
-      this.#settle(w);
-      w.reject(new PoolClosedError(this.name));
-    }
+    this.#unstamped.length = 0;
+    for (let w = this.#next(); w !== null; w = this.#next()) w.reject(new PoolClosedError(this.name));
+    this.#closeSignal.abort(new PoolClosedError(this.name));
+    // No caller is left to serve: creates in flight are given up now, and arrive to be closed.
+    for (const conn of [...this.#all]) conn.abandon?.();
     this.refresh();
+    for (const conn of [...this.#all]) conn.endValidation?.();
 
     let graceTimer: TimerHandle | undefined;
-    const graceOver = new Promise<void>((resolve) => (graceTimer = clock.setTimeout(resolve, graceMs)));
     const idle = new Promise<void>((resolve) => {
-      if (this.#clients === 0) resolve();
-      else this.#onIdle = resolve;
+      if (this.#clients === 0) return resolve();
+      this.#onIdle = resolve;
+      graceTimer = timers.set(resolve, graceMs);
     });
-    await Promise.race([idle, graceOver]);
+    await idle;
+    timers.clear(graceTimer);
     this.#onIdle = undefined;
-    for (const conn of this.#all) if (conn.state === 'draining' && !conn.validating) this.#closeConnection(conn);
-    for (const conn of this.#all) if (conn.state === 'opening' || conn.state === 'establishing') conn.abort?.abort(new PoolClosedError(this.name));
-    await Promise.race([Promise.allSettled([...this.#pendingCreates]), graceOver]);
-    clock.clearTimeout(graceTimer);
+    for (const conn of this.#all) if (conn.state === 'draining') this.#closeConnection(conn);
     await Promise.all([...this.#pendingCloses]);
     this.#debug('closed');
+    this.#unhold();
   }
 
   // ---- helpers --------------------------------------------------------------------------------
@@ -734,13 +944,21 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #isFatal(err: unknown): boolean {
     try {
       return this.#connector.isFatal?.(err) === true;
-    } catch {
+    } catch (thrown) {
+      this.options.logger.error(`pool "${this.name}": connector.isFatal() threw (${message(thrown)}); the error counts as not fatal`, thrown);
       return false;
     }
   }
 
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.options.clock.setTimeout(resolve, ms));
+  /** The caller's retryOn predicate; one that throws is logged and means "do not retry". */
+  #retryOn(retry: RetryOptions | undefined, err: unknown): boolean {
+    if (retry?.retryOn === undefined) return false;
+    try {
+      return retry.retryOn(err) === true;
+    } catch (thrown) {
+      this.options.logger.error(`pool "${this.name}": retry.retryOn threw (${message(thrown)}); not retrying`, thrown);
+      return false;
+    }
   }
 
   #debug(msg: string): void {

@@ -8,6 +8,7 @@ export type PoolErrorCode =
   | 'CAPACITY_EXCEEDED'
   | 'KEY_LIMIT'
   | 'POOL_CONTEXT'
+  | 'SELF_DEADLOCK'
   | 'POOL_NOT_FOUND'
   | 'LEASE_LOST';
 
@@ -125,7 +126,30 @@ export class PoolContextError extends PoolError {
     super(
       'POOL_CONTEXT',
       pool,
-      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() or a @UsePooled method`,
+      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() or a @UsePooled method, ` +
+        'not from a task that outlived it (such a task takes its own lease with pool.use())',
+    );
+  }
+}
+
+/**
+ * A `use()` with `propagation: 'new'` inside a `use()` of the same pool would wait forever: every
+ * lease of the pool is the caller's own, nothing is opening and the pool cannot grow.
+ */
+export class SelfDeadlockError extends PoolError {
+  constructor(
+    pool: string,
+    /** Leases the caller's own enclosing scopes hold. */
+    readonly heldByCaller: number,
+    maxSize: number,
+    clientLimit: number,
+  ) {
+    super(
+      'SELF_DEADLOCK',
+      pool,
+      `pool "${pool}": a nested acquire would wait for the caller's own ${heldByCaller === 1 ? 'lease' : `${heldByCaller} leases`} ` +
+        `(maxSize ${maxSize}, clientLimit ${clientLimit}, every slot held by the enclosing use()); ` +
+        "use propagation 'reuse', or raise maxSize or clientLimit",
     );
   }
 }

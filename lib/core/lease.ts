@@ -58,6 +58,15 @@ export class Lease<T> {
     return this.#done;
   }
 
+  /**
+   * Whether the lease still holds an open connection: false once released, failed, or force-closed
+   * by `pool.close()` after its grace period.
+   */
+  get live(): boolean {
+    const state = this.#conn.state;
+    return !this.#done && state !== 'closing' && state !== 'closed';
+  }
+
   /** Gives the connection back. Calling it again does nothing. */
   release(): void {
     if (this.#done) return;

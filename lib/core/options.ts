@@ -32,11 +32,15 @@ export interface PoolOptions {
   maxIdleMs?: number;
   /** Connections are replaced after this age (±2.5 % jitter), the replacement opened first. Default `Infinity`. */
   maxLifetimeMs?: number;
-  /** Bound on one create + ready. Default 10 000. */
+  /** Bound on one create + ready; `Infinity`: no bound. Default 10 000. */
   createTimeoutMs?: number;
-  /** Default deadline of one acquire, from call to lease. Default 60 000. */
+  /** Default deadline of one acquire, from call to lease; `Infinity`: wait as long as it takes. Default 60 000. */
   acquireTimeoutMs?: number;
-  /** Most callers queued at once; past it, `QueueFullError`. Default `Infinity`. */
+  /**
+   * Most callers queued beyond the connections the pool can still open for them; past it,
+   * `QueueFullError`. A cold pool still grows: 0 refuses only callers that would have to wait
+   * for a busy connection. Default `Infinity`.
+   */
   maxWaiting?: number;
   /** `spread` (fewest clients first) or `pack` (busiest connection with room first). Default `spread`. */
   strategy?: SelectionStrategy;
@@ -44,8 +48,27 @@ export interface PoolOptions {
   maxConcurrentCreates?: number;
   /** Open one more connection in the background once clients per ready connection reach this share of `clientLimit`. Default 0.8; 1 turns it off. */
   growAt?: number;
-  /** Run the connector's `validate` on a connection idle this long before handing it out. Default 30 000. */
+  /**
+   * Run the connector's `validate` on a connection idle this long before handing it out; 0
+   * validates every connection that served a caller before it serves the next one; `Infinity`
+   * never validates. A connection just opened or just validated is not validated again. Default 30 000.
+   */
   validateAfterIdleMs?: number;
+  /** Bound on one `validate()`; past it the connection counts as dead. `Infinity`: no bound. Default 5 000. */
+  validateTimeoutMs?: number;
+  /**
+   * Bound on one connector `close()`; past it a warning is logged and the pool stops waiting, so
+   * `pool.close()` always completes. `Infinity`: wait for it. Default 5 000.
+   */
+  closeTimeoutMs?: number;
+  /**
+   * The blocking period: while no connection is ready, nothing is opening and the last create
+   * failed, acquires fail at once with `ConnectionFailedError` (the connect error as `cause`)
+   * until the backoff's next attempt, and queued callers that nothing else can serve fail with
+   * it too, instead of each waiting out its deadline. `false`: callers wait for their deadline.
+   * Default true.
+   */
+  blockingPeriod?: boolean;
   /** How often the background reaper runs. Default 1 000. */
   reapIntervalMs?: number;
   /** First backoff after a failed create; doubles per failure. Default 10. */
@@ -79,6 +102,9 @@ export interface ResolvedOptions {
   readonly maxConcurrentCreates: number;
   readonly growAt: number;
   readonly validateAfterIdleMs: number;
+  readonly validateTimeoutMs: number;
+  readonly closeTimeoutMs: number;
+  readonly blockingPeriod: boolean;
   readonly reapIntervalMs: number;
   readonly createBackoffMs: number;
   readonly maxCreateBackoffMs: number;
@@ -161,6 +187,11 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     throw new PoolConfigError(name, 'logger', 'must have warn() and error()');
   }
 
+  const blockingPeriod = options.blockingPeriod ?? true;
+  if (typeof blockingPeriod !== 'boolean') {
+    throw new PoolConfigError(name, 'blockingPeriod', `must be true or false, got ${typeof blockingPeriod}`);
+  }
+
   const limiter = options.limiter;
   if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
     throw new PoolConfigError(name, 'limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
@@ -173,13 +204,16 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     clientLimit: n('clientLimit', 100, finite, integer, positive),
     maxIdleMs: n('maxIdleMs', 300_000, positive),
     maxLifetimeMs: n('maxLifetimeMs', Infinity, positive),
-    createTimeoutMs: n('createTimeoutMs', 10_000, finite, positive),
+    createTimeoutMs: n('createTimeoutMs', 10_000, positive),
     acquireTimeoutMs: n('acquireTimeoutMs', 60_000, positive),
     maxWaiting: n('maxWaiting', Infinity, nonNegative),
     strategy,
     maxConcurrentCreates: n('maxConcurrentCreates', maxSize, finite, integer, positive),
     growAt: n('growAt', 0.8, fraction),
     validateAfterIdleMs: n('validateAfterIdleMs', 30_000, nonNegative),
+    validateTimeoutMs: n('validateTimeoutMs', 5_000, positive),
+    closeTimeoutMs: n('closeTimeoutMs', 5_000, nonNegative),
+    blockingPeriod,
     reapIntervalMs: n('reapIntervalMs', 1_000, finite, positive),
     createBackoffMs,
     maxCreateBackoffMs,

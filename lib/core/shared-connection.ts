@@ -20,8 +20,12 @@ export class SharedConnection<T> {
   expiresAt = Infinity;
   /** When the last client left (or when it opened). */
   idleSince = 0;
+  /** Opened or validated since its last client left: it needs no validation before its next one. */
+  checked = true;
   /** A validate() call is running; the connection is out of the index meanwhile. */
   validating = false;
+  /** Ends a running validation at once (the pool is closing); null when none runs. */
+  endValidation: (() => void) | null = null;
   /** Its replacement is opening; it keeps serving until that one is ready. */
   rotating = false;
   /** The connection this one replaces (rotation). */
@@ -36,6 +40,8 @@ export class SharedConnection<T> {
 
   /** Aborts the create; dropped once the connection is open. */
   abort: AbortController | null = new AbortController();
+  /** Gives up on the create at once (the pool is closing): a late arrival is closed. Null once settled. */
+  abandon: (() => void) | null = null;
   ctx!: CreateContext;
 
   constructor(

@@ -44,6 +44,8 @@ export interface PoolCounters {
   timeouts: number;
   /** Acquires aborted by their signal. */
   aborted: number;
+  /** Acquires failed at once, or routed a connect error, during the blocking period (see `blockingPeriod`). */
+  failedFast: number;
   /** Validations that found a connection dead. */
   validationFailures: number;
 }

@@ -25,6 +25,8 @@ export class SlotWaiters<V> {
   /** Waits until a slot is handed over (`resolve`), the request's deadline passes (rejects with `onTimeout()`), or its signal aborts. */
   wait(request: AdmissionRequest, onTimeout: () => Error): Promise<V> {
     const { timeoutMs, signal } = request;
+    // An abort before the wait began fires no event: refuse now rather than at the deadline.
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<V>((resolve, reject) => {
       const entry: Entry<V> = {
         request,

@@ -72,7 +72,8 @@ describe('Http2SessionConnector', () => {
     const logger = new RecordingLogger();
     const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300, logger });
     open.push({ close: () => pool.close() });
-    await expect(pool.acquire()).rejects.toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
+    // The blocking period: the connect error at once, not the acquire deadline.
+    await expect(pool.acquire()).rejects.toMatchObject({ code: 'CONNECTION_FAILED', message: expect.stringContaining('ECONNREFUSED') });
     expect(pool.stats().lastError).toContain('ECONNREFUSED');
     expect(logger.warnings[0]).toContain('ECONNREFUSED');
   });

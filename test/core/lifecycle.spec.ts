@@ -41,7 +41,8 @@ describe('opening and readiness', () => {
     ['create() resolves to nothing', { create: { kind: 'nothing' } }, /create\(\) resolved to undefined/],
     ['create() rejects', { create: { kind: 'fail' } }, /create failed: connect ECONNREFUSED/],
   ] as const)('%s: ConnectionFailedError, no connection handed out, none leaked', async (_, steps, text) => {
-    const { pool, connector, clock } = makePool({ minSize: 1, maxSize: 1 });
+    // Callers wait through the failure here (the blocking period has its own tests).
+    const { pool, connector, clock } = makePool({ minSize: 1, maxSize: 1, blockingPeriod: false });
     if ('ready' in steps) connector.readySteps.push(steps.ready);
     if ('create' in steps) connector.createSteps.push(steps.create);
     const warm = track(pool.warmup());
@@ -61,7 +62,7 @@ describe('opening and readiness', () => {
   });
 
   it('times out a slow create and closes the connection when it finally arrives', async () => {
-    const { pool, connector, clock } = makePool({ createTimeoutMs: 100 });
+    const { pool, connector, clock } = makePool({ createTimeoutMs: 100, blockingPeriod: false });
     connector.createSteps.push({ kind: 'hold' });
     const caller = track(pool.acquire({ timeoutMs: 5_000 }));
     await clock.advance(100);
@@ -99,7 +100,7 @@ describe('opening and readiness', () => {
 
 describe('create failures', () => {
   it('backs off exponentially from createBackoffMs up to maxCreateBackoffMs', async () => {
-    const { pool, connector, clock } = makePool({ createBackoffMs: 10, maxCreateBackoffMs: 40 });
+    const { pool, connector, clock } = makePool({ createBackoffMs: 10, maxCreateBackoffMs: 40, blockingPeriod: false });
     for (let i = 0; i < 100; i++) connector.createSteps.push({ kind: 'fail' });
     const caller = track(pool.acquire({ timeoutMs: 1_000 }));
     await clock.advance(999);
@@ -114,7 +115,7 @@ describe('create failures', () => {
   });
 
   it('recovers once creates succeed again and resets the failure streak', async () => {
-    const { pool, connector, clock } = makePool();
+    const { pool, connector, clock } = makePool({ blockingPeriod: false });
     connector.createSteps.push({ kind: 'fail' }, { kind: 'fail' });
     const caller = track(pool.acquire({ timeoutMs: 1_000 }));
     await clock.advance(50);

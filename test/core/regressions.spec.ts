@@ -10,7 +10,7 @@ type L = Lease<FakeConnection>;
 
 describe('regressions of peer-pool bugs', () => {
   it('a create that always rejects backs off, and waiters fail at their deadline with the create error as cause (generic-pool #175/#183/#194/#273)', async () => {
-    const { pool, connector, clock } = makePool({ createBackoffMs: 10, maxCreateBackoffMs: 5_000 });
+    const { pool, connector, clock } = makePool({ createBackoffMs: 10, maxCreateBackoffMs: 5_000, blockingPeriod: false });
     for (let i = 0; i < 1_000; i++) connector.createSteps.push({ kind: 'fail', error: new Error('EAI_AGAIN') });
     const waiter = track(pool.acquire({ timeoutMs: 30_000 }));
     await clock.advance(30_000);
@@ -144,7 +144,7 @@ describe('regressions of peer-pool bugs', () => {
   });
 
   it('one absolute deadline per acquire, however often the waiter is passed over (mysql2 #4498)', async () => {
-    const { pool, connector, clock } = makePool({ clientLimit: 1, maxSize: 1, createTimeoutMs: 40 });
+    const { pool, connector, clock } = makePool({ clientLimit: 1, maxSize: 1, createTimeoutMs: 40, blockingPeriod: false });
     for (let i = 0; i < 100; i++) connector.createSteps.push({ kind: 'hold' });
     const caller = track(pool.acquire({ timeoutMs: 100 }));
     await clock.advance(99);

@@ -36,6 +36,19 @@ export class VirtualClock implements Clock {
     return this.#timers.size;
   }
 
+  /** Keep-alive holds not yet let go (see `Clock.keepAlive`). */
+  holds = 0;
+
+  keepAlive(): () => void {
+    this.holds++;
+    let done = false;
+    return () => {
+      if (done) throw new Error('a keep-alive hold was let go twice');
+      done = true;
+      this.holds--;
+    };
+  }
+
   /** Moves time forward by `ms`, firing due timers in order and letting promises settle between them. */
   async advance(ms: number): Promise<void> {
     const end = this.#now + ms;
