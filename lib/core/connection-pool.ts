@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   checkAcquireOptions,
   checkCloseOptions,
@@ -20,7 +21,7 @@ import {
   type ExhaustedReason,
 } from './errors.js';
 import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
-import type { AdmissionLimiter } from './admission.js';
+import type { Admission, AdmissionLimiter } from './admission.js';
 import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopeLeases, scopes } from './scope.js';
@@ -53,6 +54,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   readonly #all = new Set<SharedConnection<T>>();
   /** The values of open connections: a connector handing out one twice is caught. */
   readonly #values = new Set<T>();
+  /** Every object a create ever resolved to, closed ones too: reusing one is caught as well. */
+  readonly #seen = new WeakSet<object>();
   readonly #waiters = new WaiterQueue<Lease<T>>();
   #nextId = 1;
 
@@ -109,6 +112,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#connector = connector;
     this.#limiter = this.options.limiter;
     this.#timers = new Timers(this.options.clock);
+    // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
+    setMaxListeners(0, this.#closeSignal.signal);
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#scheduleReap();
@@ -182,12 +187,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         else lease.release();
         if (!retryable) throw err;
         const base = retry?.baseDelayMs ?? 10;
-        this.#hold();
-        try {
-          await this.#timers.sleep(Math.min(base * 2 ** (attempt - 1), retry?.maxDelayMs ?? 1_000));
-        } finally {
-          this.#unhold();
-        }
+        await this.#pause(Math.min(base * 2 ** (attempt - 1), retry?.maxDelayMs ?? 1_000));
       }
     }
   }
@@ -212,9 +212,15 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     }
   }
 
-  /** Retires every ready connection: they take no new clients and close once idle. */
+  /**
+   * Retires every connection: ready ones take no new clients and close once idle; ones still
+   * opening (their create began before the refresh) are retired as soon as they are ready.
+   */
   refresh(): void {
-    for (const conn of this.#all) this.#retire(conn, 'refresh');
+    for (const conn of this.#all) {
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = 'refresh';
+      else this.#retire(conn, 'refresh');
+    }
   }
 
   /**
@@ -296,7 +302,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#hold();
     let admission;
     try {
-      admission = await limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop });
+      const admitting = limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop });
+      admission = await this.#admitWithin(admitting, timeoutMs);
+    } catch (err) {
+      if (signal?.aborted && err === signal.reason) this.#counters.aborted++;
+      throw err;
     } finally {
       this.#unhold();
       if (stop !== this.#closeSignal.signal) this.#unlink(stop);
@@ -316,6 +326,62 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       admission.release();
       throw err;
     }
+  }
+
+  /**
+   * The deadline and close() hold whatever the limiter does (a Redis round trip hears no signal):
+   * an admission that answers after either is given back.
+   */
+  #admitWithin(admitting: Promise<Admission>, timeoutMs: number): Promise<Admission> {
+    return new Promise<Admission>((resolve, reject) => {
+      let over = false;
+      const end = (err: unknown): void => {
+        over = true;
+        this.#timers.clear(timer);
+        unlisten();
+        reject(err);
+      };
+      const timer = this.#timers.set(() => {
+        this.#counters.timeouts++;
+        end(new ConnectionsExhaustedError(this.name, 'admission', timeoutMs, this.stats()));
+      }, timeoutMs);
+      const unlisten = this.#whenClosed(() => end(new PoolClosedError(this.name)));
+      admitting.then(
+        (admission) => {
+          if (over) return admission.release();
+          over = true;
+          this.#timers.clear(timer);
+          unlisten();
+          resolve(admission);
+        },
+        (err: unknown) => {
+          if (!over) end(err);
+        },
+      );
+    });
+  }
+
+  /** A pause between tries of use(): it keeps the process alive, and close() ends it with PoolClosedError. */
+  #pause(ms: number): Promise<void> {
+    if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
+    this.#hold();
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#timers.set(() => {
+        unlisten();
+        resolve();
+      }, ms);
+      const unlisten = this.#whenClosed(() => {
+        this.#timers.clear(timer);
+        reject(new PoolClosedError(this.name));
+      });
+    }).finally(() => this.#unhold());
+  }
+
+  /** Calls `fn` when close() begins (callers check `#closed` first); returns the way to stop listening. */
+  #whenClosed(fn: () => void): () => void {
+    const signal = this.#closeSignal.signal;
+    signal.addEventListener('abort', fn, { once: true });
+    return () => signal.removeEventListener('abort', fn);
   }
 
   /** Links of {@link #eitherSignal}: undone once the admission settles. */
@@ -657,14 +723,15 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         if (settled) return;
         throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
       }
-      if (this.#values.has(value)) {
-        // Never close it: it is another connection's. Failing this create is all we may do.
+      if (this.#values.has(value) || (typeof value === 'object' && this.#seen.has(value))) {
+        // Never close it: it is another connection's, or closed already. Failing this create is all we may do.
         if (settled) return;
         throw new ConnectionFailedError(
           o.name,
-          'create() resolved to a connection the pool already holds; a connector must open a new connection on every create()',
+          'create() resolved to a connection the pool already holds or has closed; a connector must open a new connection on every create()',
         );
       }
+      if (typeof value === 'object') this.#seen.add(value);
       if (settled) {
         // Timed out, or the pool closed meanwhile: a late connection is closed at once, never readied nor leaked.
         this.#closeValue(value);
@@ -827,13 +894,14 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   // ---- validation -----------------------------------------------------------------------------
 
-  /** An idle connection that served a caller and has sat idle past validateAfterIdleMs. */
+  /**
+   * An idle connection that has sat idle past validateAfterIdleMs. With 0, only one that served a
+   * caller since it was opened or validated: a fresh check is never repeated in a loop.
+   */
   #needsValidation(conn: SharedConnection<T>): boolean {
-    return (
-      !conn.checked &&
-      this.#connector.validate !== undefined &&
-      this.#timers.now() - conn.idleSince >= this.options.validateAfterIdleMs
-    );
+    const after = this.options.validateAfterIdleMs;
+    if (this.#connector.validate === undefined || (conn.checked && after === 0)) return false;
+    return this.#timers.now() - conn.idleSince >= after;
   }
 
   /** Checks an idle connection out of band; the result goes back to the pool whatever the waiters did. */

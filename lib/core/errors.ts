@@ -37,7 +37,7 @@ export class PoolConfigError extends PoolError {
 }
 
 /** Why an acquire ran out of time. */
-export type ExhaustedReason = 'all-busy' | 'creates-failing' | 'opening';
+export type ExhaustedReason = 'all-busy' | 'creates-failing' | 'opening' | 'admission';
 
 /**
  * The acquire deadline passed before a connection was free. `reason` says why; when creates
@@ -55,6 +55,7 @@ export class ConnectionsExhaustedError extends PoolError {
       'all-busy': 'every connection was busy; raise maxSize or clientLimit, or hold leases for less time',
       'creates-failing': 'opening a connection kept failing (see cause)',
       opening: 'connections were still opening; raise createTimeoutMs or acquireTimeoutMs, or set minSize to warm up',
+      admission: 'the admission limiter did not answer in time (a slow or unreachable Redis?)',
     }[reason];
     super('CONNECTIONS_EXHAUSTED', pool, `pool "${pool}": no connection within ${timeoutMs} ms: ${why}`, { cause });
   }

@@ -20,7 +20,7 @@ export class SharedConnection<T> {
   expiresAt = Infinity;
   /** When the last client left (or when it opened). */
   idleSince = 0;
-  /** Opened or validated since its last client left: it needs no validation before its next one. */
+  /** Opened or validated since its last client left (with validateAfterIdleMs 0 it needs no validation before its next one). */
   checked = true;
   /** A validate() call is running; the connection is out of the index meanwhile. */
   validating = false;

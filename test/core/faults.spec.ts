@@ -393,7 +393,7 @@ describe('creates', () => {
     const a = await pool.acquire();
     const b = track(pool.acquire({ timeoutMs: 100 }));
     await flush();
-    expect(pool.stats().lastError).toMatch(/resolved to a connection the pool already holds/);
+    expect(pool.stats().lastError).toMatch(/resolved to a connection the pool already holds or has closed/);
     await clock.advance(100);
     expect(b.error).toBeInstanceOf(ConnectionsExhaustedError);
     expect(pool.stats().clients).toBe(1);
@@ -556,5 +556,92 @@ describe('keeping the process alive', () => {
     await flush();
     expect(closing.settled).toBe(true);
     expect(clock.holds).toBe(0);
+  });
+});
+
+// Found by the chaos harness (test/chaos).
+describe('found by the chaos harness', () => {
+  /** A limiter that answers when the test says, deaf to signals, as a Redis round trip is. */
+  function deafLimiter() {
+    const answers: ((a: Admission) => void)[] = [];
+    let released = 0;
+    const limiter: AdmissionLimiter = {
+      admit: () => new Promise<Admission>((resolve) => answers.push(resolve)),
+      stats: () => ({ mode: 'local', used: 0, limit: 1, utilization: 0, health: 'healthy' }),
+    };
+    const answer = () => answers.shift()!({ id: 'late', signal: new AbortController().signal, release: () => released++ });
+    return { limiter, answer, released: () => released };
+  }
+
+  it('the acquire deadline holds when the limiter answers late; the late admission is given back', async () => {
+    const deaf = deafLimiter();
+    const { pool, clock } = limitedPool(() => deaf.limiter);
+    const caller = track(pool.acquire({ timeoutMs: 100 }));
+    await clock.advance(100);
+    expect(caller.error).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'admission' });
+    expect(pool.stats().counters.timeouts).toBe(1);
+    deaf.answer();
+    await flush();
+    expect(deaf.released()).toBe(1);
+    expect(clock.pending).toBe(1); // the reaper's, nothing else
+    await pool.close();
+  });
+
+  it('close() ends an admission wait of a limiter deaf to signals, even with no deadline', async () => {
+    const deaf = deafLimiter();
+    const { pool, clock } = limitedPool(() => deaf.limiter);
+    const caller = track(pool.acquire({ timeoutMs: Infinity }));
+    await flush();
+    await pool.close();
+    expect(caller.error).toBeInstanceOf(PoolClosedError);
+    deaf.answer();
+    await flush();
+    expect(deaf.released()).toBe(1);
+    expect(clock.holds).toBe(0);
+  });
+
+  it('close() ends a use() pausing between retries at once, leaving no timer', async () => {
+    const { pool, clock } = makePool();
+    const fatal = Object.assign(new Error('broken'), { fatal: true });
+    const used = track(pool.use(() => Promise.reject(fatal), { retry: { attempts: 3, baseDelayMs: 1_000, retryOn: () => true } }));
+    await flush();
+    expect(clock.holds).toBe(1);
+    await pool.close();
+    await flush();
+    expect(used.error).toBeInstanceOf(PoolClosedError);
+    expect(clock.pending).toBe(0);
+    expect(clock.holds).toBe(0);
+  });
+
+  it('refresh() also retires connections still opening: they never serve once ready', async () => {
+    const { pool, connector } = makePool();
+    connector.createSteps.push({ kind: 'hold' });
+    const caller = track(pool.acquire());
+    await flush();
+    pool.refresh();
+    connector.releaseCreate();
+    await flush();
+    expect((caller.value as L | undefined)?.connectionId).toBe(2);
+    expect(connector.closedCount).toBe(1);
+    (caller.value as L).release();
+    await pool.close();
+  });
+
+  it('a connector that hands back an object the pool already closed fails that create and never closes it twice', async () => {
+    const first = { id: 1, closes: 0 };
+    let calls = 0;
+    const connector: Connector<{ id: number; closes: number }> = {
+      create: async () => (calls++ === 0 ? first : { id: calls, closes: 0 }),
+      close: (c) => void c.closes++,
+    };
+    const pool = new ConnectionPool(connector, { name: 'test', clock: new VirtualClock(), logger: new RecordingLogger() });
+    (await pool.acquire()).release();
+    pool.refresh();
+    await flush();
+    expect(first.closes).toBe(1);
+    calls = 0; // the next create hands back the closed object
+    await expect(pool.acquire()).rejects.toThrow(/already holds or has closed/);
+    expect(first.closes).toBe(1);
+    await pool.close();
   });
 });
