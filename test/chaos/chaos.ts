@@ -196,7 +196,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     // A limiter deaf to the caller's signal for a while, as a Redis round trip is: its answer may land after close().
     settings.limiter = {
       admit: (request) => {
-        const { signal: _ignored, ...deaf } = request;
+        const deaf = { ...request, signal: undefined };
         return sleep(between(0, 30) * scale).then(() => limiter.admit(deaf));
       },
       stats: () => limiter.stats(),
