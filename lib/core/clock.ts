@@ -54,8 +54,9 @@ class LongTimer {
 const NEVER = Symbol('never');
 
 /**
- * The pool's view of a {@link Clock}: any duration from 0 to `Infinity` works, whatever the clock
- * underneath can hold. `Infinity` arms nothing; durations past {@link MAX_TIMER_MS} are chained.
+ * @internal The pool's and the limiters' view of a {@link Clock}: any duration from 0 to
+ * `Infinity` works, whatever the clock underneath can hold. `Infinity` arms nothing; durations
+ * past {@link MAX_TIMER_MS} are chained.
  */
 export class Timers {
   constructor(readonly clock: Clock) {}

@@ -1,4 +1,4 @@
-import type { AdmissionRequest, Clock, TimerHandle } from '../core/index.js';
+import { Timers, type AdmissionRequest, type Clock, type TimerHandle } from '../core/index.js';
 
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter<V> {
@@ -15,8 +15,12 @@ interface Entry<V> extends SlotWaiter<V> {
 /** Callers waiting for a slot, first come first served; each leaves at its deadline or abort. */
 export class SlotWaiters<V> {
   readonly #entries: Entry<V>[] = [];
+  /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
+  readonly #timers: Timers;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(clock: Clock) {
+    this.#timers = new Timers(clock);
+  }
 
   get length(): number {
     return this.#entries.length;
@@ -41,7 +45,7 @@ export class SlotWaiters<V> {
           reject(err);
         },
       };
-      entry.timer = this.clock.setTimeout(() => entry.reject(onTimeout()), timeoutMs);
+      entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
       if (signal !== undefined) {
         const onAbort = () => entry.reject(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
@@ -69,7 +73,7 @@ export class SlotWaiters<V> {
   #leave(entry: Entry<V>): void {
     const i = this.#entries.indexOf(entry);
     if (i >= 0) this.#entries.splice(i, 1);
-    if (entry.timer !== undefined) this.clock.clearTimeout(entry.timer);
+    this.#timers.clear(entry.timer);
     entry.unhook?.();
   }
 }

@@ -108,8 +108,8 @@ export function checkSettings(settings: PoolModuleSettings, names: readonly stri
   }
   checkFlag(settings.failOnWarmupError, 'failOnWarmupError');
   const grace = settings.shutdownGraceMs;
-  if (grace !== undefined && !(typeof grace === 'number' && grace >= 0 && Number.isFinite(grace))) {
-    throw new PoolConfigError(MODULE, 'shutdownGraceMs', `must be a finite number of 0 or more, got ${String(grace)}`);
+  if (grace !== undefined && !(typeof grace === 'number' && grace >= 0)) {
+    throw new PoolConfigError(MODULE, 'shutdownGraceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(grace)}`);
   }
   const pools: unknown = settings.pools ?? {};
   if (typeof pools !== 'object' || pools === null) {

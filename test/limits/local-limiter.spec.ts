@@ -106,3 +106,27 @@ describe('a pool with a limiter', () => {
     expect(() => makePool({ limiter: {} as AdmissionLimiter })).toThrow('option "limiter" must have admit() and stats()');
   });
 });
+
+describe('LocalLimiter waits of any length', () => {
+  it('a caller waiting for a slot with no deadline (Infinity) or one past 2^31-1 ms is not refused early (real timers)', async () => {
+    const limiter = new LocalLimiter({ global: 1, wait: true });
+    const held = await limiter.admit({ pool: 'p', timeoutMs: 1_000 });
+    const waiting = [Infinity, 3e9].map((timeoutMs) => {
+      const outcome: { error?: unknown; admitted?: boolean } = {};
+      limiter.admit({ pool: 'p', timeoutMs }).then(
+        (a) => {
+          outcome.admitted = true;
+          a.release();
+        },
+        (err: unknown) => (outcome.error = err),
+      );
+      return outcome;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(waiting.map((w) => w.error)).toEqual([undefined, undefined]);
+    held.release();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(waiting.map((w) => w.admitted)).toEqual([true, true]);
+    expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
+  });
+});
