@@ -69,6 +69,10 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #capacity = 0;
   /** Ready connections out of the index while validate() runs. */
   #validating = 0;
+  /** use() scopes of this pool running now: only then can a caller deadlock on its own lease. */
+  #scopesLive = 0;
+  /** A bounded queue (maxWaiting) makes #wait() look closer at every caller. */
+  readonly #mayRefuse: boolean;
   #growLoad: number;
 
   #failureStreak = 0;
@@ -112,6 +116,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#connector = connector;
     this.#limiter = this.options.limiter;
     this.#timers = new Timers(this.options.clock);
+    this.#mayRefuse = this.options.maxWaiting !== Infinity;
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
@@ -175,12 +180,15 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const attempts = retry?.attempts ?? 1;
     for (let attempt = 1; ; attempt++) {
       const lease = await this.#acquire(options);
+      this.#scopesLive++;
       try {
         // The scope ends with this use(): a task that outlives it finds the lease no longer live.
         const result = await scopes.run({ pool: this, lease, parent: scopes.getStore() }, fn, lease.connection);
+        this.#scopesLive--;
         lease.release();
         return result;
       } catch (err) {
+        this.#scopesLive--;
         const fatal = this.#isFatal(err);
         const retryable = attempt < attempts && (fatal || this.#retryOn(retry, err));
         if (retryable || fatal) lease.fail(err);
@@ -456,25 +464,13 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** Every way into the queue passes here, so each re-checks what refuses a caller. */
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
-    if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     const signal = options?.signal;
-    if (signal?.aborted) {
-      this.#counters.aborted++;
-      return Promise.reject(signal.reason);
+    // One cheap test keeps the common case short; #refusal() looks closer.
+    if (this.#closed || signal !== undefined || this.#failureStreak > 0 || this.#mayRefuse || this.#scopesLive > 0) {
+      const refusal = this.#refusal(signal);
+      if (refusal !== undefined) return Promise.reject(refusal);
     }
-    if (this.#blocked()) {
-      this.#counters.failedFast++;
-      return Promise.reject(this.#failFast());
-    }
-    const o = this.options;
-    if (o.maxWaiting !== Infinity && this.#waiters.length >= o.maxWaiting + this.#slotsToCome()) {
-      return Promise.reject(new QueueFullError(this.name, o.maxWaiting));
-    }
-    if (this.#clients > 0 && this.#opening === 0 && this.#validating === 0 && this.#size() >= o.maxSize) {
-      const own = scopeLeases(this);
-      if (own > 0 && own >= this.#clients) return Promise.reject(new SelfDeadlockError(this.name, own, o.maxSize, o.clientLimit));
-    }
-    const timeoutMs = options?.timeoutMs ?? o.acquireTimeoutMs;
+    const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
     return new Promise<Lease<T>>((resolve, reject) => {
       const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs);
       this.#waiters.push(w);
@@ -494,6 +490,28 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       }
       if (this.#canCreate()) this.#fill();
     });
+  }
+
+  /** Why a caller may not queue (closed, aborted, the blocking period, a full queue, a self-deadlock), if it may not. */
+  #refusal(signal: AbortSignal | undefined): unknown {
+    if (this.#closed) return new PoolClosedError(this.name);
+    if (signal?.aborted) {
+      this.#counters.aborted++;
+      return signal.reason;
+    }
+    if (this.#blocked()) {
+      this.#counters.failedFast++;
+      return this.#failFast();
+    }
+    const o = this.options;
+    if (o.maxWaiting !== Infinity && this.#waiters.length >= o.maxWaiting + this.#slotsToCome()) {
+      return new QueueFullError(this.name, o.maxWaiting);
+    }
+    if (this.#scopesLive > 0 && this.#clients > 0 && this.#opening === 0 && this.#validating === 0 && this.#size() >= o.maxSize) {
+      const own = scopeLeases(this);
+      if (own > 0 && own >= this.#clients) return new SelfDeadlockError(this.name, own, o.maxSize, o.clientLimit);
+    }
+    return undefined;
   }
 
   /** Slots that connections opening or still to open will bring: callers may wait for those. */
