@@ -207,6 +207,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const made: ChaosConn[] = [];
 
   let creates = 0;
+  let validateCalls = 0;
   /** Connector close() calls not settled: each may keep a closeTimeoutMs timer of the pool's. */
   let closesInFlight = 0;
   let lastCreateAt = 0;
@@ -268,6 +269,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       return undefined;
     },
     validate: (conn) => {
+      validateCalls++;
       const now = base.now();
       if (conn.validating) violate(`connection ${conn.id} validated twice at once`);
       if (!conn.servedSinceValidated && now - conn.validatedOkAt < Math.max(settings.validateAfterIdleMs!, settings.validateAfterIdleMs === 0 ? Infinity : 0)) {
@@ -573,6 +575,12 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
         for (const h of clock.live) if (process.env.CHAOS_DEBUG) console.log('left:', clock.origins.get(h));
       }
     }
+    // Counters an exact count cannot be kept of (a create timing out as it resolves): their bounds.
+    const c = s.counters;
+    if (c.opened + c.createFailures + s.opening > c.createsStarted) violate(`opened ${c.opened} + failed ${c.createFailures} + opening ${s.opening} > started ${c.createsStarted}`);
+    if (c.retired > c.opened) violate(`retired ${c.retired} > opened ${c.opened}`);
+    if (c.validationFailures > validateCalls) violate(`validationFailures ${c.validationFailures} > ${validateCalls} validate() calls`);
+    if (s.ready !== c.opened - c.retired) violate(`ready ${s.ready}, but opened ${c.opened} − retired ${c.retired} = ${c.opened - c.retired}`);
     if (s.counters.createsStarted !== creates) violate(`counters.createsStarted is ${s.counters.createsStarted}, the connector saw ${creates}`);
     const closes = made.reduce((n, c) => n + c.closeCalls, 0);
     if (s.counters.closed !== closes) violate(`counters.closed is ${s.counters.closed}, the connector saw ${closes} close() calls`);
