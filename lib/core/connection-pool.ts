@@ -306,18 +306,18 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
     const signal = options?.signal;
     // close() aborts a wait in the limiter; the caller's own signal does too.
-    const stop = signal === undefined ? this.#closeSignal.signal : this.#eitherSignal(signal);
+    const stop = signal === undefined ? { signal: this.#closeSignal.signal, unlink: noop } : this.#eitherSignal(signal);
     this.#hold();
     let admission;
     try {
-      const admitting = limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop });
+      const admitting = limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop.signal });
       admission = await this.#admitWithin(admitting, timeoutMs);
     } catch (err) {
       if (signal?.aborted && err === signal.reason) this.#counters.aborted++;
       throw err;
     } finally {
       this.#unhold();
-      if (stop !== this.#closeSignal.signal) this.#unlink(stop);
+      stop.unlink();
     }
     try {
       // Admitted while the pool closed or the caller gave up: never join the queue.
@@ -392,27 +392,19 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     return () => signal.removeEventListener('abort', fn);
   }
 
-  /** Links of {@link #eitherSignal}: undone once the admission settles. */
-  readonly #links = new WeakMap<AbortSignal, () => void>();
-
-  /** A signal aborted by the caller's or by close(), whichever comes first. */
-  #eitherSignal(signal: AbortSignal): AbortSignal {
+  /** A signal aborted by the caller's or by close(), whichever comes first; `unlink` once it is no longer needed. */
+  #eitherSignal(signal: AbortSignal): { signal: AbortSignal; unlink: () => void } {
     const both = new AbortController();
-    const closeSignal = this.#closeSignal.signal;
     const onCaller = () => both.abort(signal.reason);
-    const onClose = () => both.abort(closeSignal.reason);
     signal.addEventListener('abort', onCaller, { once: true });
-    closeSignal.addEventListener('abort', onClose, { once: true });
-    this.#links.set(both.signal, () => {
-      signal.removeEventListener('abort', onCaller);
-      closeSignal.removeEventListener('abort', onClose);
-    });
-    return both.signal;
-  }
-
-  #unlink(signal: AbortSignal): void {
-    this.#links.get(signal)?.();
-    this.#links.delete(signal);
+    const unlisten = this.#whenClosed(() => both.abort(this.#closeSignal.signal.reason));
+    return {
+      signal: both.signal,
+      unlink: () => {
+        signal.removeEventListener('abort', onCaller);
+        unlisten();
+      },
+    };
   }
 
   /** The best connection with room, validating (out of band) any that sat idle too long. */
