@@ -79,10 +79,15 @@ export function resolveLimits(options: LimitOptions): ResolvedLimits {
   if (options.wait !== undefined && typeof options.wait !== 'boolean') {
     throw new PoolConfigError(name, 'limits.wait', `must be true or false, got ${typeof options.wait}`);
   }
+  const global = positiveInteger(name, 'limits.global', options.global);
+  const perKey = positiveInteger(name, 'limits.perKey', options.perKey);
+  if (perKey !== Infinity && perKey > global) {
+    throw new PoolConfigError(name, 'limits.perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`);
+  }
   return {
     name,
-    global: positiveInteger(name, 'limits.global', options.global),
-    perKey: positiveInteger(name, 'limits.perKey', options.perKey),
+    global,
+    perKey,
     wait: options.wait ?? false,
     retryAfterMs,
   };

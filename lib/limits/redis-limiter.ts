@@ -8,6 +8,7 @@ import {
   PoolClosedError,
   PoolConfigError,
   systemClock,
+  Timers,
   utilizationHealth,
   type Admission,
   type AdmissionRequest,
@@ -37,7 +38,19 @@ interface Held {
   /** Admitted by Redis (false: admitted under the local fallback, to be registered when Redis is back). */
   viaRedis: boolean;
   readonly lost: AbortController;
+  /**
+   * On this instance's clock, the last moment Redis surely still has the lease: when the call that
+   * last confirmed it was sent, plus the TTL, less a margin. Redis counts the TTL from when it ran
+   * that call, which is later. `Infinity` for a lease Redis never had (admitted under the fallback).
+   */
+  expiresAt: number;
 }
+
+/** Latest local expiry is this much before the TTL: clock rates and Redis's own TIME may drift. */
+const EXPIRY_MARGIN = 0.02;
+
+/** Longest lease TTL: a crashed instance's slots stay taken this long. */
+const MAX_TTL_MS = 86_400_000;
 
 /** The Redis settings after defaults. */
 interface RedisSettings {
@@ -67,6 +80,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #settings: RedisSettings;
   readonly #connection: RedisLimitOptions;
   readonly #clock: Clock;
+  readonly #timers: Timers;
   readonly #logger: PoolLogger;
   readonly #instance = randomUUID().slice(0, 8);
   #nextLease = 1;
@@ -80,6 +94,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** The latest refusal of each waiting request: what it gets at its deadline. */
   readonly #refusals = new WeakMap<AdmissionRequest, Error>();
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+  /** Admissions whose call timed out: Redis may still run them, so they are released by id once it answers. */
+  readonly #phantoms = new Map<string, Held>();
+  #expiryTimer: TimerHandle | undefined;
+  #expiryAt = Infinity;
 
   /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
   #used = 0;
@@ -99,6 +117,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#connection = options.redis;
     this.#settings = resolveRedis(this.limits.name, options.redis);
     this.#clock = options.clock ?? systemClock;
+    this.#timers = new Timers(this.#clock);
     this.#logger = options.logger ?? consoleLogger;
     this.#waiters = new SlotWaiters(this.#clock);
   }
@@ -146,12 +165,19 @@ export class RedisLimiter implements ConcurrencyLimiter {
     };
   }
 
-  /** Stops the heartbeat, refuses waiters, gives back held leases and disconnects. */
+  /**
+   * Stops the heartbeat, refuses waiters, aborts the signal of every held lease (their slots are
+   * about to be given back, so their work must stop), gives them back and disconnects.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const t of [this.#heartbeatTimer, this.#pollTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    this.#timers.clear(this.#expiryTimer);
     this.#waiters.rejectAll(new PoolClosedError(this.limits.name));
+    for (const held of this.#held.values()) {
+      held.lost.abort(new LeaseLostError(held.pool, held.id, 'the limiter closed and gave its slot back'));
+    }
     const redis = this.#redis;
     if (redis !== undefined && this.#downSince === undefined) {
       await Promise.allSettled([...this.#held.values()].map((h) => this.#releaseInRedis(redis, h)));
@@ -179,6 +205,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (this.#downSince === undefined) {
       const held = this.#newLease(request, key, true);
       const { global, perKey } = this.limits;
+      const sentAt = this.#clock.now();
       try {
         const reply = (await acquireScript.run(
           redis,
@@ -190,6 +217,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
         this.#used = used;
         if (status === 1) {
           this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
+          held.expiresAt = this.#expiry(sentAt);
           return this.#admitted(held);
         }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
@@ -200,6 +228,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
         return refusalError(status === -1 ? 'global' : 'key', request, this.limits);
       } catch (err) {
         this.#down(err);
+        // Timed out here, the call may still run when Redis resumes: a lease nobody holds.
+        this.#forget(held);
       }
     }
     return this.#tryWhileDown(request, key);
@@ -223,13 +253,22 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** A lease with a fresh id, not yet held. */
   #newLease(request: AdmissionRequest, key: string | undefined, viaRedis: boolean): Held {
     const keySet = key === undefined ? this.#globalSet() : this.#keySet(key);
-    return { id: `${this.#instance}:${this.#nextLease++}`, key, keySet, pool: request.pool, viaRedis, lost: new AbortController() };
+    return {
+      id: `${this.#instance}:${this.#nextLease++}`,
+      key,
+      keySet,
+      pool: request.pool,
+      viaRedis,
+      lost: new AbortController(),
+      expiresAt: Infinity,
+    };
   }
 
   /** Records a held lease (already in the local counts) and hands out its admission. */
   #admitted(held: Held): Admission {
     this.#held.set(held.id, held);
     this.#counters.admitted++;
+    if (held.expiresAt < this.#expiryAt) this.#armExpiry(held.expiresAt);
     let released = false;
     return {
       id: held.id,
@@ -237,6 +276,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
       release: () => {
         if (released) return;
         released = true;
+        // A blocked event loop can run the work's own timers before the expiry's: still reported.
+        if (this.#held.has(held.id) && this.#clock.now() >= held.expiresAt) this.#lose(held.id, LOCALLY_EXPIRED);
         this.#held.delete(held.id);
         this.#local.give(held.key);
         this.#counters.released++;
@@ -319,6 +360,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const redis = this.#redis;
     if (redis === undefined || this.#closed) return;
     const held = [...this.#held.values()];
+    const sentAt = this.#clock.now();
     try {
       const reply = (await heartbeatScript.run(
         redis,
@@ -330,22 +372,76 @@ export class RedisLimiter implements ConcurrencyLimiter {
       this.#used = Number(used);
       this.#instancesSeen = Math.max(1, Number(instances));
       this.#quietUntil = this.#clock.now() + Number(quietMs);
-      for (const h of held) h.viaRedis = true;
-      for (const id of lost) this.#lose(String(id));
+      for (const id of lost) this.#lose(String(id), 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      const expiresAt = this.#expiry(sentAt);
+      for (const h of held) {
+        h.viaRedis = true;
+        if (this.#held.has(h.id)) h.expiresAt = expiresAt;
+      }
+      this.#armExpiry(this.#earliestExpiry());
+      if (this.#phantoms.size > 0) void this.#releasePhantoms();
     } catch (err) {
       this.#down(err);
     }
     if (this.#waiters.length > 0) void this.#serve();
   }
 
-  #lose(id: string): void {
+  /** The local expiry of a lease confirmed by a call sent at `sentAt`. */
+  #expiry(sentAt: number): number {
+    const ttl = this.#settings.ttlMs;
+    return sentAt + ttl - Math.max(1, ttl * EXPIRY_MARGIN);
+  }
+
+  #earliestExpiry(): number {
+    let earliest = Infinity;
+    for (const h of this.#held.values()) if (h.expiresAt < earliest) earliest = h.expiresAt;
+    return earliest;
+  }
+
+  /** One timer, at the earliest local expiry of a held lease. */
+  #armExpiry(at: number): void {
+    this.#timers.clear(this.#expiryTimer);
+    this.#expiryTimer = undefined;
+    this.#expiryAt = at;
+    if (at === Infinity || this.#closed) return;
+    this.#expiryTimer = this.#timers.set(() => this.#expire(), at - this.#clock.now());
+  }
+
+  /** Leases whose confirmation is older than a TTL: Redis may have given their slots away. */
+  #expire(): void {
+    this.#expiryTimer = undefined;
+    const now = this.#clock.now();
+    for (const h of [...this.#held.values()]) if (h.expiresAt <= now) this.#lose(h.id, LOCALLY_EXPIRED);
+    this.#armExpiry(this.#earliestExpiry());
+  }
+
+  #lose(id: string, why: string): void {
     const held = this.#held.get(id);
     if (held === undefined) return;
     this.#held.delete(id); // it still counts locally until its holder releases it
     this.#counters.lost++;
-    const error = new LeaseLostError(held.pool, id, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+    const error = new LeaseLostError(held.pool, id, why);
     this.#logger.warn(error.message);
     held.lost.abort(error);
+  }
+
+  /** A timed-out admission: released by id now (queued behind it on the same connection) and again once Redis answers. */
+  #forget(held: Held): void {
+    this.#phantoms.set(held.id, held);
+    void this.#releasePhantoms();
+  }
+
+  async #releasePhantoms(): Promise<void> {
+    const redis = this.#redis;
+    if (redis === undefined) return;
+    for (const held of [...this.#phantoms.values()]) {
+      try {
+        await releaseScript.run(redis, [this.#globalSet(), held.keySet], [held.id, this.#channel()]);
+        this.#phantoms.delete(held.id);
+      } catch {
+        return; // tried again after the next good heartbeat
+      }
+    }
   }
 
   #down(err: unknown): void {
@@ -422,6 +518,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 }
 
+const LOCALLY_EXPIRED =
+  'no heartbeat confirmed it within its TTL (Redis stalled or was unreachable, or this process was blocked): Redis may have given its slot away';
+
 function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
   if (typeof r !== 'object' || r === null) throw new PoolConfigError(name, 'limits.redis', 'must be an object: { url } or { client }');
   const given = (['url', 'client', 'options'] as const).filter((k) => r[k] !== undefined);
@@ -445,6 +544,9 @@ function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
     return v;
   };
   const ttlMs = ms('leaseTtlMs', 5_000, 10);
+  if (!Number.isInteger(ttlMs) || ttlMs > MAX_TTL_MS) {
+    throw new PoolConfigError(name, 'limits.redis.leaseTtlMs', `must be a whole number of ms from 10 to ${MAX_TTL_MS} (a day), got ${ttlMs}`);
+  }
   const heartbeatMs = ms('heartbeatMs', ttlMs / 3);
   if (heartbeatMs >= ttlMs) throw new PoolConfigError(name, 'limits.redis.heartbeatMs', `(${heartbeatMs}) must be below leaseTtlMs (${ttlMs})`);
   const fallback = r.fallback ?? 'local';

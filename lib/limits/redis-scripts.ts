@@ -11,10 +11,15 @@ local function now_ms()
 end
 -- A new server run id (restart, failover, or a namespace never used) starts a quarantine of one
 -- TTL, in which only holders re-register: Redis may have forgotten leases that are still held.
+-- So does a gap longer than a TTL since any instance was last heard (a stall, a paused server, a
+-- restore from an older snapshot, a failover to a lagging replica): leases may have lapsed here
+-- while their holders, who could not be heard, still run.
 local function quiet_until(meta, now, ttl, protect)
   if protect ~= '1' then return 0 end
   local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
-  if redis.call('HGET', meta, 'run_id') ~= run then
+  local seen = tonumber(redis.call('HGET', meta, 'seen') or '0')
+  redis.call('HSET', meta, 'seen', now)
+  if redis.call('HGET', meta, 'run_id') ~= run or now - seen > ttl then
     redis.call('HSET', meta, 'run_id', run, 'quiet_until', now + ttl)
     return now + ttl
   end

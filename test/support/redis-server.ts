@@ -50,6 +50,16 @@ export class RedisServer {
     child.stdout!.resume();
   }
 
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered, data is kept. */
+  pause(): void {
+    this.#process?.kill('SIGSTOP');
+  }
+
+  /** Lets a paused server run again (SIGCONT); it then answers what was sent meanwhile. */
+  resume(): void {
+    this.#process?.kill('SIGCONT');
+  }
+
   /** Kills the server at once (like a crash); its data is gone. */
   async stop(): Promise<void> {
     const child = this.#process;

@@ -1,0 +1,177 @@
+// The Redis limiter through stalls, on a redis-server of the test's own (paused with SIGSTOP):
+// a holder stops counting on a lease once its last confirmation is a TTL old, Redis treats a long
+// silence like a restart, timed-out admissions leave no phantom, close() aborts held leases.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { LeaseLostError, PoolConfigError, RedisLimiter, type Admission } from '../../lib/index.js';
+import { RecordingLogger } from '../support/harness.js';
+import { inspector, namespace, started } from '../support/redis.js';
+import { RedisServer } from '../support/redis-server.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ask = { pool: 'api', timeoutMs: 0 };
+
+async function until(what: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+/** When `signal` aborts, on performance.now(). */
+function abortedAt(signal: AbortSignal): { at?: number } {
+  const seen: { at?: number } = {};
+  signal.addEventListener('abort', () => (seen.at = performance.now()), { once: true });
+  return seen;
+}
+
+describe('RedisLimiter through stalls', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    server.resume();
+    await server.stop();
+  });
+
+  const limiter = (ns: string, redis: Record<string, unknown> = {}, global = 1) =>
+    started(
+      new RedisLimiter({
+        global,
+        logger: new RecordingLogger(),
+        redis: { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 200, commandTimeoutMs: 100, fallback: 'fail-closed', ...redis },
+      }),
+    );
+
+  it('a holder stops counting on its lease once its last confirmation is a TTL old, while Redis is frozen', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns);
+    await until(() => a.stats().mode === 'redis');
+    const sentBefore = performance.now();
+    const lease = await a.admit(ask);
+    const lost = abortedAt(lease.signal);
+    // The last heartbeat that could confirm the lease was sent at the latest now.
+    await sleep(5);
+    const lastChance = performance.now();
+    server.pause();
+    try {
+      await until(() => lost.at !== undefined, 2_000);
+    } finally {
+      server.resume();
+    }
+    // Redis keeps the lease for a TTL from the last call that confirmed it, which was sent after sentBefore.
+    expect(lost.at! - sentBefore).toBeGreaterThan(0);
+    expect(lost.at! - lastChance).toBeLessThan(600);
+    expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(a.stats().counters.lost).toBe(1);
+    lease.release();
+  });
+
+  it('after a stall longer than the TTL, no instance is admitted while another may still run on its lease', async () => {
+    const ns = namespace(server.url);
+    const [a, b] = [await limiter(ns), await limiter(ns)];
+    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
+    const lease = await a.admit(ask);
+    const lost = abortedAt(lease.signal);
+    server.pause();
+    await sleep(1_000);
+    server.resume();
+    // B asks as soon as Redis answers again, and keeps asking.
+    let admitted: Admission | undefined;
+    let admittedAt = 0;
+    const end = performance.now() + 3_000;
+    while (admitted === undefined && performance.now() < end) {
+      try {
+        admitted = await b.admit(ask);
+        admittedAt = performance.now();
+      } catch {
+        await sleep(10);
+      }
+    }
+    expect(admitted).toBeDefined();
+    expect(lost.at).toBeDefined();
+    expect(admittedAt).toBeGreaterThan(lost.at!);
+    admitted!.release();
+    lease.release();
+  });
+
+  it('Redis treats a silence longer than a TTL like a restart: admissions pause for a TTL while holders re-register', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns, {}, 5);
+    await until(() => a.stats().mode === 'redis');
+    (await a.admit(ask)).release();
+    server.pause();
+    await sleep(1_000);
+    server.resume();
+    await until(() => a.stats().mode !== 'fail-closed' && a.stats().mode !== 'unreachable', 3_000);
+    await expect(a.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'quarantine' });
+    await until(() => a.stats().mode === 'redis', 3_000);
+    (await a.admit(ask)).release();
+  });
+
+  it('an admission that timed out during a stall leaves no phantom lease once Redis answers again', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns, { leaseTtlMs: 5_000, heartbeatMs: 1_000, commandTimeoutMs: 150, fallbackAfterMs: 10_000 });
+    await until(() => a.stats().mode === 'redis', 6_000);
+    server.pause();
+    await expect(a.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
+    await sleep(300);
+    server.resume();
+    const redis = inspector(server.url);
+    await until(() => a.stats().mode === 'redis', 3_000);
+    await sleep(100);
+    expect(await redis.zcard(`{${ns}}:g`)).toBe(0);
+    const lease = await a.admit(ask); // global 1: a phantom would refuse this for a TTL
+    lease.release();
+  }, 15_000);
+
+  it('close() aborts the signal of every lease still held before giving the slots back', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns, {}, 2);
+    await until(() => a.stats().mode === 'redis');
+    const [x, y] = [await a.admit(ask), await a.admit(ask)];
+    await a.close();
+    for (const lease of [x, y]) {
+      expect(lease.signal.aborted).toBe(true);
+      expect((lease.signal.reason as Error).message).toMatch(/the limiter closed/);
+    }
+    expect(await inspector(server.url).zcard(`{${ns}}:g`)).toBe(0);
+  });
+
+  it('a holder whose event loop was blocked past the TTL sees its lease lost before its own timers run', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns, { leaseTtlMs: 300, heartbeatMs: 100 });
+    await until(() => a.stats().mode === 'redis');
+    const lease = await a.admit(ask);
+    const seenByWork = new Promise<boolean>((resolve) =>
+      setTimeout(() => {
+        resolve(lease.signal.aborted);
+        lease.release();
+      }, 650),
+    );
+    const blockedUntil = Date.now() + 700;
+    while (Date.now() < blockedUntil) {
+      // a blocked event loop: no timer, no socket
+    }
+    expect(await seenByWork).toBe(true);
+    expect(a.stats().counters.lost).toBe(1);
+  });
+});
+
+describe('RedisLimiter settings', () => {
+  it.each([
+    [{ leaseTtlMs: 1000.25 }, /leaseTtlMs" must be a whole number of ms from 10 to 86400000/],
+    [{ leaseTtlMs: 1e16 }, /leaseTtlMs" must be a whole number of ms from 10 to 86400000/],
+  ])('refuses %j with a PoolConfigError', (redis, message) => {
+    const make = () => new RedisLimiter({ global: 2, redis: { url: 'redis://127.0.0.1:1', ...redis } });
+    expect(make).toThrow(PoolConfigError);
+    expect(make).toThrow(message);
+  });
+
+  it('refuses a per-key limit above the global one', () => {
+    expect(() => new RedisLimiter({ global: 2, perKey: 3, redis: { url: 'redis://127.0.0.1:1' } })).toThrow(
+      /option "limits.perKey" \(3\) must not exceed limits.global \(2\)/,
+    );
+  });
+});
