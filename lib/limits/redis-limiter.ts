@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis, RedisOptions } from 'ioredis';
 import {
   CapacityExceededError,
@@ -51,6 +51,15 @@ const EXPIRY_MARGIN = 0.02;
 
 /** Longest lease TTL: a crashed instance's slots stay taken this long. */
 const MAX_TTL_MS = 86_400_000;
+
+/** Keys longer than this are hashed (SHA-1) in Redis key names: they are sent on every call and heartbeat. */
+const MAX_KEY_LENGTH = 128;
+
+/**
+ * The limits of every started limiter in this process, by Redis and namespace: two limiters that
+ * would share a namespace with different limits would each enforce their own on one budget.
+ */
+const namespaces = new Map<string, { name: string; global: number; perKey: number; users: number }>();
 
 /** The Redis settings after defaults. */
 interface RedisSettings {
@@ -111,6 +120,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #beat: Promise<void> | undefined;
   #serving = false;
   #closed = false;
+  /** Whether Redis ever answered: until then the number of instances sharing the limits is unknown. */
+  #everReached = false;
+  /** This limiter's entry in `namespaces`, once started. */
+  #registered: string | undefined;
 
   constructor(options: RedisLimiterOptions) {
     this.limits = resolveLimits(options);
@@ -125,6 +138,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
   async start(): Promise<void> {
     if (this.#redis !== undefined) return;
+    this.#register();
     const redis = await this.#connect();
     this.#redis = redis;
     redis.on('error', (err: Error) => this.#down(err));
@@ -183,6 +197,35 @@ export class RedisLimiter implements ConcurrencyLimiter {
       await Promise.allSettled([...this.#held.values()].map((h) => this.#releaseInRedis(redis, h)));
     }
     await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
+    this.#unregister();
+  }
+
+  /** Refuses to share a namespace (on the same Redis) with a limiter of other limits. */
+  #register(): void {
+    const { url, client, options } = this.#connection;
+    const where = url ?? (client ? `${client.options.host}:${client.options.port}/${client.options.db ?? 0}` : `${options?.host}:${options?.port}/${options?.db ?? 0}`);
+    const id = `${where}|${this.#settings.namespace}`;
+    const { name, global, perKey } = this.limits;
+    const other = namespaces.get(id);
+    if (other !== undefined && (other.global !== global || other.perKey !== perKey)) {
+      throw new PoolConfigError(
+        name,
+        'limits.redis.namespace',
+        `"${this.#settings.namespace}" is already used on this Redis by limiter "${other.name}" with other limits ` +
+          `(global ${other.global}, perKey ${other.perKey}; here ${global}, ${perKey}): they would share one budget. Give each its own namespace, or the same limits`,
+      );
+    }
+    if (other !== undefined) other.users++;
+    else namespaces.set(id, { name, global, perKey, users: 1 });
+    this.#registered = id;
+  }
+
+  #unregister(): void {
+    const id = this.#registered;
+    if (id === undefined) return;
+    this.#registered = undefined;
+    const entry = namespaces.get(id);
+    if (entry !== undefined && --entry.users === 0) namespaces.delete(id);
   }
 
   // ---- admission ------------------------------------------------------------------------------
@@ -448,14 +491,17 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#lastError = err instanceof Error ? err.message : String(err);
     if (this.#downSince !== undefined || this.#closed) return;
     this.#downSince = this.#clock.now();
-    const { fallback, fallbackAfterMs } = this.#settings;
-    this.#logger.warn(
-      `limiter "${this.limits.name}": Redis is unreachable (${this.#lastError}); admissions are refused for ${fallbackAfterMs} ms, ` +
-        (fallback === 'local' ? 'then limited per instance until Redis is back' : 'and after that too (fail-closed)'),
-    );
+    const { fallback, fallbackAfterMs, instances } = this.#settings;
+    let then = 'and after that too (fail-closed)';
+    if (fallback === 'local' && (this.#everReached || instances !== undefined)) then = 'then limited per instance until Redis is back';
+    else if (fallback === 'local') {
+      then = 'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
+    }
+    this.#logger.warn(`limiter "${this.limits.name}": Redis is unreachable (${this.#lastError}); admissions are refused for ${fallbackAfterMs} ms, ${then}`);
   }
 
   #up(): void {
+    this.#everReached = true;
     if (this.#downSince === undefined) return;
     this.#downSince = undefined;
     this.#lastError = undefined;
@@ -467,7 +513,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const now = this.#clock.now();
     if (this.#downSince === undefined) return now < this.#quietUntil ? 'quarantine' : 'redis';
     if (now - this.#downSince < this.#settings.fallbackAfterMs) return 'unreachable';
-    return this.#settings.fallback === 'local' ? 'fallback' : 'fail-closed';
+    // Never having reached Redis, it cannot know how many instances share the limits: a share
+    // computed as if it were alone would let every instance take the whole limit.
+    const share = this.#settings.fallback === 'local' && (this.#everReached || this.#settings.instances !== undefined);
+    return share ? 'fallback' : 'fail-closed';
   }
 
   /** This instance's share of a limit while Redis is unreachable. */
@@ -502,7 +551,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   #keySet(key: string): string {
-    return `{${this.#settings.namespace}}:k:${key}`;
+    const name = key.length > MAX_KEY_LENGTH ? `#${createHash('sha1').update(key).digest('hex')}` : key;
+    return `{${this.#settings.namespace}}:k:${name}`;
   }
 
   #meta(): string {
@@ -553,7 +603,7 @@ function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
   if (fallback !== 'local' && fallback !== 'fail-closed') {
     throw new PoolConfigError(name, 'limits.redis.fallback', `must be 'local' or 'fail-closed', got ${String(fallback)}`);
   }
-  const namespace = r.namespace ?? 'nsp';
+  const namespace = r.namespace ?? `nsp:${name.replace(/[{}]/g, '_')}`;
   if (typeof namespace !== 'string' || namespace.length === 0 || /[{}]/.test(namespace)) {
     throw new PoolConfigError(name, 'limits.redis.namespace', 'must be a non-empty string without { or }');
   }

@@ -14,12 +14,25 @@ end
 -- So does a gap longer than a TTL since any instance was last heard (a stall, a paused server, a
 -- restore from an older snapshot, a failover to a lagging replica): leases may have lapsed here
 -- while their holders, who could not be heard, still run.
-local function quiet_until(meta, now, ttl, protect)
+-- The global set always holds one sentinel member, '~', scored +inf: if it is gone, the set was
+-- deleted or evicted with the leases in it, which is a restart too. It is left out of every count.
+local function sentinel_lost(g)
+  if redis.call('ZSCORE', g, '~') then return false end
+  redis.call('ZADD', g, 'inf', '~')
+  return true
+end
+local function count(g)
+  local n = redis.call('ZCARD', g)
+  if n > 0 and redis.call('ZSCORE', g, '~') then return n - 1 end
+  return n
+end
+local function quiet_until(g, meta, now, ttl, protect)
+  local lost = sentinel_lost(g)
   if protect ~= '1' then return 0 end
   local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
   local seen = tonumber(redis.call('HGET', meta, 'seen') or '0')
   redis.call('HSET', meta, 'seen', now)
-  if redis.call('HGET', meta, 'run_id') ~= run or now - seen > ttl then
+  if lost or redis.call('HGET', meta, 'run_id') ~= run or now - seen > ttl then
     redis.call('HSET', meta, 'run_id', run, 'quiet_until', now + ttl)
     return now + ttl
   end
@@ -35,9 +48,9 @@ end
 const ACQUIRE = `${PRELUDE}
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
-local quiet = quiet_until(KEYS[2], now, ttl, ARGV[5])
+local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local used = redis.call('ZCARD', KEYS[1])
+local used = count(KEYS[1])
 if now < quiet then return { -3, used, quiet - now } end
 local glimit = tonumber(ARGV[3])
 if glimit >= 0 and used >= glimit then return { -1, used, 0 } end
@@ -56,14 +69,14 @@ return { 1, used + 1, 0 }
  * KEYS: global set, key set (or the global set again). ARGV: lease id, channel.
  * Returns the leases left. Publishes so that waiting callers on every instance try again.
  */
-const RELEASE = `
+const RELEASE = `${PRELUDE}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREM', KEYS[1], ARGV[1])
 if KEYS[2] ~= KEYS[1] then redis.call('ZREM', KEYS[2], ARGV[1]) end
 redis.call('PUBLISH', ARGV[2], '1')
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-return redis.call('ZCARD', KEYS[1])
+return count(KEYS[1])
 `;
 
 /**
@@ -77,7 +90,7 @@ return redis.call('ZCARD', KEYS[1])
 const HEARTBEAT = `${PRELUDE}
 local now = now_ms()
 local ttl = tonumber(ARGV[1])
-local quiet = quiet_until(KEYS[2], now, ttl, ARGV[2])
+local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[2])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local lost = {}
@@ -98,7 +111,7 @@ for i = 4, #KEYS do
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local reply = { redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
+local reply = { count(KEYS[1]), redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
 for _, id in ipairs(lost) do reply[#reply + 1] = id end
 return reply
 `;

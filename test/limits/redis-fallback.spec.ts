@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CapacityExceededError, KeyLimitError, RedisLimiter, type Admission } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
-import { inspector, namespace, started } from '../support/redis.js';
+import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -66,12 +66,12 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     await until(() => a.stats().mode !== 'fallback' && b.stats().mode !== 'fallback');
     const redis = inspector(server.url);
     await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
-    expect(await redis.zcard(`{${ns}}:g`)).toBe(2);
+    expect(await leasesIn(redis, ns)).toBe(2);
     expect(held.slice(2).some((l) => l.signal.aborted)).toBe(false);
 
     for (const lease of held) lease.release();
     await sleep(100);
-    expect(await redis.zcard(`{${ns}}:g`)).toBe(0);
+    expect(await leasesIn(redis, ns)).toBe(0);
     expect([a.stats().held, b.stats().held]).toEqual([0, 0]);
     expect(logger.warnings.some((w) => w.includes('Redis is unreachable'))).toBe(true);
     expect(logger.warnings.some((w) => w.includes('Redis is reachable again'))).toBe(true);

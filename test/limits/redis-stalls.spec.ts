@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { LeaseLostError, PoolConfigError, RedisLimiter, type Admission } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
-import { inspector, namespace, started } from '../support/redis.js';
+import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -121,7 +121,7 @@ describe('RedisLimiter through stalls', () => {
     const redis = inspector(server.url);
     await until(() => a.stats().mode === 'redis', 3_000);
     await sleep(100);
-    expect(await redis.zcard(`{${ns}}:g`)).toBe(0);
+    expect(await leasesIn(redis, ns)).toBe(0);
     const lease = await a.admit(ask); // global 1: a phantom would refuse this for a TTL
     lease.release();
   }, 15_000);
@@ -136,7 +136,7 @@ describe('RedisLimiter through stalls', () => {
       expect(lease.signal.aborted).toBe(true);
       expect((lease.signal.reason as Error).message).toMatch(/the limiter closed/);
     }
-    expect(await inspector(server.url).zcard(`{${ns}}:g`)).toBe(0);
+    expect(await leasesIn(inspector(server.url), ns)).toBe(0);
   });
 
   it('a holder whose event loop was blocked past the TTL sees its lease lost before its own timers run', async () => {
@@ -173,5 +173,80 @@ describe('RedisLimiter settings', () => {
     expect(() => new RedisLimiter({ global: 2, perKey: 3, redis: { url: 'redis://127.0.0.1:1' } })).toThrow(
       /option "limits.perKey" \(3\) must not exceed limits.global \(2\)/,
     );
+  });
+});
+
+describe('RedisLimiter keys, namespaces and first contact', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  const make = (ns: string | undefined, global: number, extra: Record<string, unknown> = {}, name?: string) =>
+    new RedisLimiter({
+      global,
+      ...(name === undefined ? {} : { name }),
+      logger: new RecordingLogger(),
+      redis: { url: server.url, ...(ns === undefined ? {} : { namespace: ns }), leaseTtlMs: 600, heartbeatMs: 200, commandTimeoutMs: 100, ...extra },
+    });
+
+  it('a deleted global set (DEL, an eviction) is noticed like a restart: no admission past the limit', async () => {
+    const ns = namespace(server.url);
+    const [a, b] = [await started(make(ns, 2)), await started(make(ns, 2))];
+    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
+    const held = [await a.admit(ask), await a.admit(ask)];
+    await inspector(server.url).del(`{${ns}}:g`);
+    await expect(b.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'quarantine' });
+    await sleep(700); // a's heartbeats re-register what it holds during the quarantine
+    await expect(b.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'limit' });
+    expect(held.some((l) => l.signal.aborted)).toBe(false);
+    for (const l of held) l.release();
+  });
+
+  it('long keys are hashed in Redis key names, so a huge key is never sent to Redis', async () => {
+    const ns = namespace(server.url);
+    const limited = await started(new RedisLimiter({ global: 5, perKey: 2, logger: new RecordingLogger(), redis: { url: server.url, namespace: `${ns}k`, leaseTtlMs: 600 } }));
+    await until(() => limited.stats().mode === 'redis');
+    const huge = 'k'.repeat(1 << 20);
+    const lease = await limited.admit({ ...ask, key: huge });
+    const names = await inspector(server.url).keys(`{${ns}k}:k:*`);
+    expect(names).toHaveLength(1);
+    expect(names[0]!.length).toBeLessThan(100);
+    await expect(limited.admit({ ...ask, key: huge })).resolves.toBeDefined(); // the same key, the same set
+    await expect(limited.admit({ ...ask, key: huge })).rejects.toMatchObject({ code: 'KEY_LIMIT' });
+    lease.release();
+  });
+
+  it('limiters without a namespace get one of their own name; two with different limits on one namespace are refused', async () => {
+    const [x, y] = [make(undefined, 2, {}, 'orders'), make(undefined, 2, {}, 'billing')];
+    await started(x);
+    await started(y);
+    await until(() => x.stats().mode === 'redis' && y.stats().mode === 'redis');
+    const held = [await x.admit(ask), await x.admit(ask)];
+    await expect(y.admit(ask)).resolves.toBeDefined(); // its own budget, not orders'
+    for (const l of held) l.release();
+    const ns = namespace(server.url);
+    await started(make(ns, 2));
+    await expect(make(ns, 4).start()).rejects.toThrow(/already used on this Redis by limiter "limits" with other limits/);
+    await expect(started(make(ns, 2))).resolves.toBeDefined(); // the same limits: sharing on purpose
+  });
+
+  it('instances that never reached Redis do not each take the whole limit; with instances set they take a share', async () => {
+    const down = await RedisServer.start();
+    await down.stop();
+    const at = (extra: Record<string, unknown>) =>
+      started(new RedisLimiter({ global: 4, logger: new RecordingLogger(), redis: { url: down.url, namespace: 'never', leaseTtlMs: 600, commandTimeoutMs: 100, fallbackAfterMs: 0, ...extra } }));
+    const blind = [await at({}), await at({}), await at({})];
+    expect(blind.map((l) => l.stats().mode)).toEqual(['fail-closed', 'fail-closed', 'fail-closed']);
+    const admitted = await Promise.allSettled(blind.flatMap((l) => [l.admit(ask), l.admit(ask)]));
+    expect(admitted.filter((r) => r.status === 'fulfilled')).toHaveLength(0);
+    for (const l of blind) await l.close();
+    const told = [await at({ instances: 3 }), await at({ instances: 3 }), await at({ instances: 3 })];
+    const shares = await Promise.allSettled(told.flatMap((l) => [l.admit(ask), l.admit(ask)]));
+    expect(shares.filter((r) => r.status === 'fulfilled')).toHaveLength(3); // floor(4 / 3) each
+    for (const r of shares) if (r.status === 'fulfilled') r.value.release();
   });
 });

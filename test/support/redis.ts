@@ -18,6 +18,11 @@ export function inspector(url = REDIS_URL): Redis {
   return redis;
 }
 
+/** Leases in a namespace's global set: every member but the sentinel (scored +inf). */
+export function leasesIn(redis: Redis, ns: string): Promise<number> {
+  return redis.zcount(`{${ns}}:g`, '-inf', '(+inf');
+}
+
 /** A namespace of its own, deleted after the test. */
 export function namespace(url = REDIS_URL): string {
   const ns = `test-${randomUUID().slice(0, 8)}`;
