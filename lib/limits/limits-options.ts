@@ -28,7 +28,7 @@ export interface RedisLimitOptions {
   client?: Redis;
   /** ioredis options. */
   options?: RedisOptions;
-  /** Prefix of every key, inside a hash tag so Redis Cluster keeps them on one slot. Default `'nsp'`. */
+  /** Prefix of every key, inside a hash tag so Redis Cluster keeps them on one slot. Default `'nsp:<limiter name>'`. */
   namespace?: string;
   /** A lease lives this long unless its holder's heartbeat refreshes it; a crashed holder's slots free within it. Default 5 000. */
   leaseTtlMs?: number;
