@@ -99,13 +99,16 @@ export class CapacityExceededError extends PoolError {
     readonly limit: number,
     readonly retryAfterMs: number,
     readonly reason: CapacityReason = 'limit',
+    /** With `unavailable`: why the limiter's store cannot be reached (its error as `cause`). */
+    cause?: unknown,
   ) {
+    const detail = cause instanceof Error ? ` (${cause.message})` : '';
     const why = {
       limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
       quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
-      unavailable: 'Redis is unreachable and the limiter fails closed; retry later',
+      unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
     }[reason];
-    super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`);
+    super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }
 }
 

@@ -122,6 +122,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #closed = false;
   /** Whether Redis ever answered: until then the number of instances sharing the limits is unknown. */
   #everReached = false;
+  /**
+   * The run_id of the server this connection talks to, learned once per connection (not by each
+   * script: INFO is in @dangerous, and was most of the scripts' cost); '' when the user may not run INFO.
+   */
+  #runId: string | undefined;
+  /** Why Redis is unreachable, kept from the first specific error of an outage. */
+  #lastCause: unknown;
   /** This limiter's entry in `namespaces`, once started. */
   #registered: string | undefined;
 
@@ -142,7 +149,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const redis = await this.#connect();
     this.#redis = redis;
     redis.on('error', (err: Error) => this.#down(err));
-    redis.on('ready', () => void this.#heartbeat());
+    // A new connection may reach another server (a failover): learn its run_id again.
+    redis.on('close', () => (this.#runId = undefined));
+    redis.on('ready', () => {
+      this.#runId = undefined;
+      void this.#heartbeat();
+    });
     try {
       await withTimeout(redis.connect(), this.#settings.commandTimeoutMs * 2, 'connect');
       await this.#heartbeat();
@@ -200,6 +212,21 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#unregister();
   }
 
+  /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */
+  async #learnRun(redis: Redis): Promise<string> {
+    try {
+      const info = await redis.info('server');
+      this.#runId = /run_id:(\w+)/.exec(info)?.[1] ?? '';
+    } catch (err) {
+      if (!/NOPERM/.test(String((err as Error)?.message))) throw err;
+      this.#runId = '';
+      this.#logger.warn(
+        `limiter "${this.limits.name}": the Redis user may not run INFO; restarts and failovers are detected by the lease set's sentinel and by silences longer than a TTL`,
+      );
+    }
+    return this.#runId;
+  }
+
   /** Refuses to share a namespace (on the same Redis) with a limiter of other limits. */
   #register(): void {
     const { url, client, options } = this.#connection;
@@ -250,10 +277,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
       const { global, perKey } = this.limits;
       const sentAt = this.#clock.now();
       try {
+        const run = this.#runId ?? (await this.#learnRun(redis));
         const reply = (await acquireScript.run(
           redis,
           [this.#globalSet(), this.#meta(), held.keySet],
-          [held.id, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0'],
+          [held.id, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0', run],
         )) as [number, number, number];
         this.#up();
         const [status, used, quietMs] = reply;
@@ -283,7 +311,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (mode !== 'fallback') {
       this.#counters.refusedGlobal++;
       const left = mode === 'unreachable' ? this.#downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
-      return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable');
+      const cause = this.#lastError === undefined ? undefined : new Error(this.#lastError, { cause: this.#lastCause });
+      return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable', cause);
     }
     const refusal = this.#local.take(key, this.#share(this.limits.global), this.#share(this.limits.perKey));
     if (refusal !== null) {
@@ -405,10 +434,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const held = [...this.#held.values()];
     const sentAt = this.#clock.now();
     try {
+      const run = this.#runId ?? (await this.#learnRun(redis));
       const reply = (await heartbeatScript.run(
         redis,
         [this.#globalSet(), this.#meta(), this.#instancesSet(), ...held.map((h) => h.keySet)],
-        [this.#settings.ttlMs, this.#settings.protect ? '1' : '0', this.#instance, ...held.flatMap((h) => [h.id, h.viaRedis ? 'h' : 'r'])],
+        [this.#settings.ttlMs, this.#settings.protect ? '1' : '0', this.#instance, run, ...held.flatMap((h) => [h.id, h.viaRedis ? 'h' : 'r'])],
       )) as (number | string)[];
       this.#up();
       const [used, instances, quietMs, ...lost] = reply;
@@ -488,7 +518,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   #down(err: unknown): void {
-    this.#lastError = err instanceof Error ? err.message : String(err);
+    // ioredis follows a specific failure (WRONGPASS, a TLS error) with generic ones: keep the first.
+    const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(String((err as Error)?.message));
+    if (!(generic && this.#downSince !== undefined && this.#lastCause !== undefined)) {
+      this.#lastCause = err;
+      this.#lastError = describeRedisError(err);
+    }
     if (this.#downSince !== undefined || this.#closed) return;
     this.#downSince = this.#clock.now();
     const { fallback, fallbackAfterMs, instances } = this.#settings;
@@ -505,6 +540,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (this.#downSince === undefined) return;
     this.#downSince = undefined;
     this.#lastError = undefined;
+    this.#lastCause = undefined;
     this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
     void this.#heartbeat(); // registers what was admitted meanwhile
   }
@@ -566,6 +602,24 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #channel(): string {
     return `{${this.#settings.namespace}}:released`;
   }
+}
+
+/** What a Redis error means for the limiter, with what to change; the error's own text kept. */
+export function describeRedisError(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const code = String((err as { code?: unknown })?.code ?? '');
+  if (/^NOPERM/.test(text)) {
+    return `the Redis user may not run a command the limiter needs (${text}); grant it +@scripting +@sortedset +@hash +@pubsub +@connection, or use another user`;
+  }
+  if (/^READONLY/.test(text)) return `the URL points at a read-only replica (${text}); point it at the primary, or use Sentinel`;
+  if (/WRONGPASS|NOAUTH|invalid username-password|AUTH failed/i.test(text)) {
+    return `Redis refused the credentials (${text}); check the user and password of the URL or options`;
+  }
+  if (/^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) || /SSL routines|certificate|TLS/i.test(text)) {
+    return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
+  }
+  if (/^MOVED|^CLUSTERDOWN|^CROSSSLOT/.test(text)) return `the URL points at a Redis Cluster node (${text}); the limiter needs a plain Redis or Sentinel`;
+  return text;
 }
 
 const LOCALLY_EXPIRED =

@@ -26,14 +26,17 @@ local function count(g)
   if n > 0 and redis.call('ZSCORE', g, '~') then return n - 1 end
   return n
 end
-local function quiet_until(g, meta, now, ttl, protect)
+-- run: the server's run_id as the caller's connection learned it ('' when its user may not run
+-- INFO: the sentinel and the silence still tell a restart).
+local function quiet_until(g, meta, now, ttl, protect, run)
   local lost = sentinel_lost(g)
   if protect ~= '1' then return 0 end
-  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
   local seen = tonumber(redis.call('HGET', meta, 'seen') or '0')
   redis.call('HSET', meta, 'seen', now)
-  if lost or redis.call('HGET', meta, 'run_id') ~= run or now - seen > ttl then
-    redis.call('HSET', meta, 'run_id', run, 'quiet_until', now + ttl)
+  local moved = run ~= '' and redis.call('HGET', meta, 'run_id') ~= run
+  if lost or moved or now - seen > ttl then
+    if run ~= '' then redis.call('HSET', meta, 'run_id', run) end
+    redis.call('HSET', meta, 'quiet_until', now + ttl)
     return now + ttl
   end
   return tonumber(redis.call('HGET', meta, 'quiet_until') or '0')
@@ -42,13 +45,13 @@ end
 
 /**
  * KEYS: global set, meta hash, key set (or the global set again when there is no key).
- * ARGV: lease id, ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0').
+ * ARGV: lease id, ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id ('' unknown).
  * Returns { 1, used } admitted; { -1, used } global limit; { -2, used } key limit; { -3, used, ms } quarantine.
  */
 const ACQUIRE = `${PRELUDE}
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
-local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[5])
+local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[5], ARGV[6])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local used = count(KEYS[1])
 if now < quiet then return { -3, used, quiet - now } end
@@ -81,7 +84,7 @@ return count(KEYS[1])
 
 /**
  * KEYS: global set, meta hash, instances set, then one key set per lease (the global set when none).
- * ARGV: ttl ms, protect, instance id, then per lease: id, 'h' (held through Redis) or 'r' (register:
+ * ARGV: ttl ms, protect, instance id, server run id ('' unknown), then per lease: id, 'h' (held through Redis) or 'r' (register:
  * admitted while Redis was unreachable).
  * Refreshes every lease that is still there; re-adds those Redis forgot during a quarantine, and
  * those to register; reports the rest as lost.
@@ -90,13 +93,13 @@ return count(KEYS[1])
 const HEARTBEAT = `${PRELUDE}
 local now = now_ms()
 local ttl = tonumber(ARGV[1])
-local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[2])
+local quiet = quiet_until(KEYS[1], KEYS[2], now, ttl, ARGV[2], ARGV[4])
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local lost = {}
 for i = 4, #KEYS do
-  local id = ARGV[4 + (i - 4) * 2]
-  local mode = ARGV[5 + (i - 4) * 2]
+  local id = ARGV[5 + (i - 4) * 2]
+  local mode = ARGV[6 + (i - 4) * 2]
   local score = redis.call('ZSCORE', KEYS[1], id)
   if (score and tonumber(score) > now) or now < quiet or mode == 'r' then
     redis.call('ZADD', KEYS[1], now + ttl, id)

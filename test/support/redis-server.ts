@@ -23,10 +23,14 @@ export class RedisServer {
   #process: ChildProcess | undefined;
   readonly #dir = mkdtempSync(join(tmpdir(), 'redis-'));
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    readonly extraArgs: readonly string[],
+  ) {}
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  /** `extraArgs`: more redis-server arguments, e.g. `['--requirepass', 'secret']` or `['--replicaof', host, port]`. */
+  static async start(extraArgs: readonly string[] = []): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), extraArgs);
     await server.start();
     return server;
   }
@@ -36,7 +40,7 @@ export class RedisServer {
   }
 
   async start(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir, ...this.extraArgs];
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
     this.#process = child;
     let out = '';

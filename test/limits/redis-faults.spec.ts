@@ -1,4 +1,4 @@
-// The Redis limiter through stalls, on a redis-server of the test's own (paused with SIGSTOP):
+// The Redis limiter under the faults of the hostile review, each on a redis-server of the test's own:
 // a holder stops counting on a lease once its last confirmation is a TTL old, Redis treats a long
 // silence like a restart, timed-out admissions leave no phantom, close() aborts held leases.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -248,5 +248,54 @@ describe('RedisLimiter keys, namespaces and first contact', () => {
     const shares = await Promise.allSettled(told.flatMap((l) => [l.admit(ask), l.admit(ask)]));
     expect(shares.filter((r) => r.status === 'fulfilled')).toHaveLength(3); // floor(4 / 3) each
     for (const r of shares) if (r.status === 'fulfilled') r.value.release();
+  });
+});
+
+describe('RedisLimiter where users run Redis', () => {
+  const servers: RedisServer[] = [];
+  afterAll(async () => {
+    for (const s of servers) await s.stop();
+  });
+  const server = async (args: string[] = []) => {
+    const s = await RedisServer.start(args);
+    servers.push(s);
+    return s;
+  };
+  const make = (url: string, extra: Record<string, unknown> = {}) =>
+    started(new RedisLimiter({ global: 2, logger: new RecordingLogger(), redis: { url, namespace: 'deploy', leaseTtlMs: 600, commandTimeoutMs: 300, ...extra } }));
+
+  it('works for a hardened ACL user that may not run @dangerous commands (no INFO)', async () => {
+    const s = await server();
+    const admin = inspector(s.url);
+    await admin.call('ACL', 'SETUSER', 'app', 'on', '>app-secret', '~*', '&*', '+@all', '-@dangerous');
+    const url = `redis://app:app-secret@127.0.0.1:${s.port}`;
+    const a = await make(url);
+    await until(() => a.stats().mode === 'redis', 3_000);
+    const held = [await a.admit(ask), await a.admit(ask)];
+    await expect(a.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'limit' });
+    for (const l of held) l.release();
+    // A deleted set is still noticed without INFO.
+    await admin.del('{deploy}:g');
+    await expect(a.admit(ask)).rejects.toMatchObject({ reason: 'quarantine' });
+  });
+
+  it('says so when the URL points at a read-only replica', async () => {
+    const primary = await server();
+    const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+    const a = await make(replica.url, { fallbackAfterMs: 0, fallback: 'fail-closed' });
+    const refused = await a.admit(ask).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
+    expect((refused as Error).message).toMatch(/read-only replica.*point it at the primary/);
+    expect(a.stats().lastError).toMatch(/READONLY/);
+  });
+
+  it('says so when Redis refuses the password, keeping the cause', async () => {
+    const s = await server(['--requirepass', 'right']);
+    const a = await make(`redis://:wrong@127.0.0.1:${s.port}`, { fallbackAfterMs: 0, fallback: 'fail-closed' });
+    await until(() => a.stats().lastError !== undefined, 3_000);
+    await sleep(200); // later generic failures must not hide it
+    expect(a.stats().lastError).toMatch(/refused the credentials .*(WRONGPASS|NOAUTH|invalid)/);
+    const refused = (await a.admit(ask).catch((e: unknown) => e)) as Error;
+    expect(((refused.cause as Error).cause as Error).message).toMatch(/WRONGPASS|NOAUTH|invalid/);
   });
 });
