@@ -22,6 +22,8 @@ export interface LimiterStats extends AdmissionStats {
   /** Callers waiting for a slot in this process. */
   waiting: number;
   counters: LimiterCounters;
+  /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
+  lastError?: string;
 }
 
 /**
