@@ -185,6 +185,14 @@ async function scriptCalls(redis: Redis): Promise<number> {
   return calls;
 }
 
+/** Microseconds of Redis CPU spent in the limiter's scripts so far (heartbeats included). */
+async function scriptMicros(redis: Redis): Promise<number> {
+  const stats = await redis.info('commandstats');
+  let usec = 0;
+  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)) usec += Number(m[1]);
+  return usec;
+}
+
 /** Admission rate and latency through a limiter: `concurrency` workers admit, await once, release. */
 async function admissions(limiter: ConcurrencyLimiter, concurrency: number, total: number) {
   const per = Math.ceil(total / concurrency);
@@ -230,14 +238,16 @@ async function limiterBench() {
   const limiter = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace, leaseTtlMs: 1_000 } });
   await limiter.start();
   while (limiter.stats().mode !== 'redis') await sleep(50); // a new namespace starts with one TTL of quarantine
+  const usecBefore = await scriptMicros(redis);
   const redisRun = await admissions(limiter, 50, 50_000);
+  const cpuPerLeaseUs = ((await scriptMicros(redis)) - usecBefore) / 50_000;
   await limiter.close();
   const keys = await redis.keys(`{${namespace}*`);
   if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
   const local = new LocalLimiter({ global: 100_000, perKey: 1_000 });
   const localRun = await admissions(local, 50, 1_000_000);
-  return { roundTrips, redis: redisRun, local: localRun };
+  return { roundTrips, redis: { ...redisRun, cpuPerLeaseUs }, local: localRun };
 }
 
 async function main() {
@@ -310,6 +320,7 @@ async function main() {
   results.limiters = lim;
   rows.push(['RedisLimiter, loopback', 'round trips per admission / release', `${lim.roundTrips.perAdmit.toFixed(2)} / ${lim.roundTrips.perRelease.toFixed(2)}`, 'target 1 / 1']);
   rows.push(['RedisLimiter, loopback, 50 workers', 'leases per second', fmt(lim.redis.rate), `p50 ${lim.redis.p50us.toFixed(0)} µs, p99 ${lim.redis.p99us.toFixed(0)} µs`]);
+  rows.push(['RedisLimiter, loopback, 50 workers', 'Redis CPU per lease (scripts, from INFO commandstats)', `${lim.redis.cpuPerLeaseUs.toFixed(1)} µs`, 'target ≤ 8 µs']);
   rows.push(['LocalLimiter, 50 workers', 'leases per second', fmt(lim.local.rate), `p50 ${lim.local.p50us.toFixed(1)} µs, p99 ${lim.local.p99us.toFixed(1)} µs`]);
 
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
