@@ -188,9 +188,10 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   };
   if (settings.maxCreateBackoffMs! < settings.createBackoffMs!) settings.maxCreateBackoffMs = settings.createBackoffMs;
   const limited = chance(0.3);
-  const perKey = limited && chance(0.5) ? between(1, 3) : Infinity;
+  const global = between(1, 8);
+  const perKey = limited && chance(0.5) ? Math.min(global, between(1, 3)) : Infinity;
   const limiter = limited
-    ? new LocalLimiter({ global: between(1, 8), ...(perKey === Infinity ? {} : { perKey }), wait: chance(0.5), clock: base })
+    ? new LocalLimiter({ global, ...(perKey === Infinity ? {} : { perKey }), wait: chance(0.5), clock: base })
     : undefined;
   if (limiter && chance(0.5)) {
     // A limiter deaf to the caller's signal for a while, as a Redis round trip is: its answer may land after close().
