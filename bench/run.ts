@@ -22,8 +22,8 @@ const instant: Connector<Resource> = { create: async () => ({ id: ids++ }) };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
-function ours(clientLimit: number, maxSize: number) {
-  const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS });
+function ours(clientLimit: number, maxSize: number, limiter?: LocalLimiter) {
+  const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, limiter });
   const cycle: Cycle = async () => {
     const lease = await pool.acquire();
     await undefined;
@@ -266,6 +266,8 @@ async function main() {
     const best = await compare(
       {
         'nestjs-shared-pool': () => ours(1, 10),
+        // Admission through a LocalLimiter with room: what @UsePooled with `limits` costs on top.
+        'nestjs-shared-pool + LocalLimiter': () => ours(1, 10, new LocalLimiter({ global: 1_000_000 })),
         'generic-pool': () => generic(10),
         tarn: () => tarnPool(10),
         'bare await (ceiling)': () => ({ cycle: bare, warm: async () => {}, close: async () => {} }),
@@ -277,6 +279,8 @@ async function main() {
     exclusive[`c${concurrency}`] = { ...best, ratioVsGenericPool: ratio, ratioVsTarn: best['nestjs-shared-pool']! / best.tarn! };
     for (const [name, r] of Object.entries(best)) rows.push([`exclusive, ${concurrency} caller(s)`, name, fmt(r), '']);
     rows.push([`exclusive, ${concurrency} caller(s)`, 'ratio vs generic-pool', `${ratio.toFixed(2)}×`, 'target ≥ 3×']);
+    const limited = best['nestjs-shared-pool + LocalLimiter']! / best['generic-pool']!;
+    rows.push([`exclusive, ${concurrency} caller(s)`, 'with a LocalLimiter, ratio vs generic-pool', `${limited.toFixed(2)}×`, '']);
   }
   results.exclusive = exclusive;
 

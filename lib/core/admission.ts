@@ -45,5 +45,11 @@ export interface AdmissionLimiter {
    * (per-key limit), at once or after waiting up to `timeoutMs`.
    */
   admit(request: AdmissionRequest): Promise<Admission>;
+  /**
+   * A slot now if one is free, without waiting and without side effects otherwise (`undefined`:
+   * call `admit()`). Optional: a limiter that can answer synchronously (an in-process one) lets
+   * the pool skip a round of the event loop and the deadline race that `admit()` gets.
+   */
+  tryAdmit?(request: AdmissionRequest): Admission | undefined;
   stats(): AdmissionStats;
 }

@@ -27,6 +27,10 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const noop = (): void => {};
 
+/** One timer for every hold of the process, ref'd while any hold is on: holding costs no new timer. */
+let holder: NodeJS.Timeout | undefined;
+let holds = 0;
+
 /** The real clock: `performance.now()` and unref'd Node timers. */
 export const systemClock: Clock = {
   now: () => performance.now(),
@@ -39,8 +43,14 @@ export const systemClock: Clock = {
     clearTimeout(handle as NodeJS.Timeout);
   },
   keepAlive() {
-    const timer = setInterval(noop, MAX_TIMER_MS);
-    return () => clearInterval(timer);
+    holder ??= setInterval(noop, MAX_TIMER_MS).unref();
+    if (holds++ === 0) holder.ref();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (--holds === 0) holder!.unref();
+    };
   },
 };
 
@@ -84,11 +94,6 @@ export class Timers {
       if (handle.inner !== undefined) this.clock.clearTimeout(handle.inner);
       handle.inner = undefined;
     } else this.clock.clearTimeout(handle);
-  }
-
-  /** Resolves after `ms` (never, for `Infinity`). */
-  sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.set(resolve, ms));
   }
 
   /** See {@link Clock.keepAlive}; a no-op for clocks without it. */

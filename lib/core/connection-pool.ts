@@ -33,6 +33,8 @@ const noop = () => {};
 /** Most waiters dated by one clock read. */
 const STAMP_BATCH = 256;
 
+const isObject = (value: unknown): value is object => typeof value === 'object' || typeof value === 'function';
+
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -52,10 +54,12 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   readonly #timers: Timers;
   /** Every connection from its create until it is closed. */
   readonly #all = new Set<SharedConnection<T>>();
-  /** The values of open connections: a connector handing out one twice is caught. */
-  readonly #values = new Set<T>();
-  /** Every object a create ever resolved to, closed ones too: reusing one is caught as well. */
+  /**
+   * What creates resolved to, so a connector handing out one connection twice is caught: every
+   * object ever (closed ones too), and other values (a numeric handle) while they are open.
+   */
   readonly #seen = new WeakSet<object>();
+  readonly #openValues = new Set<T>();
   readonly #waiters = new WaiterQueue<Lease<T>>();
   #nextId = 1;
 
@@ -305,19 +309,19 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const started = timers.now();
     const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
     const signal = options?.signal;
-    // close() aborts a wait in the limiter; the caller's own signal does too.
-    const stop = signal === undefined ? { signal: this.#closeSignal.signal, unlink: noop } : this.#eitherSignal(signal);
-    this.#hold();
-    let admission;
+    // close() ends a wait in the limiter; the caller's own signal does too.
+    const both = signal === undefined ? undefined : this.#eitherSignal(signal);
+    const stop = both?.signal ?? this.#closeSignal.signal;
+    const request = { pool: this.name, key: options?.key, timeoutMs, signal: stop };
+    let admission: Admission;
     try {
-      const admitting = limiter.admit({ pool: this.name, key: options?.key, timeoutMs, signal: stop.signal });
-      admission = await this.#admitWithin(admitting, timeoutMs);
+      // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
+      admission = limiter.tryAdmit?.(request) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
     } catch (err) {
       if (signal?.aborted && err === signal.reason) this.#counters.aborted++;
       throw err;
     } finally {
-      this.#unhold();
-      stop.unlink();
+      both?.unlink();
     }
     try {
       // Admitted while the pool closed or the caller gave up: never join the queue.
@@ -337,35 +341,41 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   }
 
   /**
-   * The deadline and close() hold whatever the limiter does (a Redis round trip hears no signal):
-   * an admission that answers after either is given back.
+   * An admission raced against the deadline and `stop` (the caller's abort or close()), which hold
+   * whatever the limiter does (a Redis round trip hears no signal); one that answers after either
+   * is given back.
    */
-  #admitWithin(admitting: Promise<Admission>, timeoutMs: number): Promise<Admission> {
+  #admitWithin(admitting: Promise<Admission>, timeoutMs: number, stop: AbortSignal): Promise<Admission> {
+    this.#hold();
     return new Promise<Admission>((resolve, reject) => {
       let over = false;
-      const end = (err: unknown): void => {
+      const settle = (): void => {
         over = true;
         this.#timers.clear(timer);
-        unlisten();
+        stop.removeEventListener('abort', onStop);
+        this.#unhold();
+      };
+      const end = (err: unknown): void => {
+        settle();
         reject(err);
       };
+      const onStop = () => end(stop.reason);
       const timer = this.#timers.set(() => {
         this.#counters.timeouts++;
         end(new ConnectionsExhaustedError(this.name, 'admission', timeoutMs, this.stats()));
       }, timeoutMs);
-      const unlisten = this.#whenClosed(() => end(new PoolClosedError(this.name)));
       admitting.then(
         (admission) => {
           if (over) return admission.release();
-          over = true;
-          this.#timers.clear(timer);
-          unlisten();
+          settle();
           resolve(admission);
         },
         (err: unknown) => {
           if (!over) end(err);
         },
       );
+      if (stop.aborted) onStop();
+      else stop.addEventListener('abort', onStop, { once: true });
     });
   }
 
@@ -508,16 +518,13 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
 
   /** Slots that connections opening or still to open will bring: callers may wait for those. */
   #slotsToCome(): number {
-    if (this.#closed) return 0;
     return (this.#opening + Math.max(0, this.options.maxSize - this.#size())) * this.options.clientLimit;
   }
 
   /** The head of the queue, out of it. */
   #next(): Waiter<Lease<T>> | null {
-    const w = this.#waiters.shift();
-    if (w === null) return null;
-    this.#unhook(w);
-    if (this.#waiters.length === 0) this.#unhold();
+    const w = this.#waiters.head;
+    if (w !== null) this.#leave(w);
     return w;
   }
 
@@ -578,7 +585,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const retryIn = Math.max(0, Math.ceil(this.#backoffUntil - this.#timers.now()));
     return new ConnectionFailedError(
       this.name,
-      `no connection can be opened (${last === undefined ? 'creates are failing' : last.message.replace(`pool "${this.name}": `, '')}); ` +
+      `no connection can be opened (${last?.detail ?? 'creates are failing'}); ` +
         `failing fast until the next attempt in ${retryIn} ms (blockingPeriod)`,
       last,
     );
@@ -733,7 +740,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         if (settled) return;
         throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
       }
-      if (this.#values.has(value) || (typeof value === 'object' && this.#seen.has(value))) {
+      if (isObject(value) ? this.#seen.has(value) : this.#openValues.has(value)) {
         // Never close it: it is another connection's, or closed already. Failing this create is all we may do.
         if (settled) return;
         throw new ConnectionFailedError(
@@ -741,14 +748,14 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
           'create() resolved to a connection the pool already holds or has closed; a connector must open a new connection on every create()',
         );
       }
-      if (typeof value === 'object') this.#seen.add(value);
+      if (isObject(value)) this.#seen.add(value);
       if (settled) {
         // Timed out, or the pool closed meanwhile: a late connection is closed at once, never readied nor leaked.
         this.#closeValue(value);
         return;
       }
       conn.value = value;
-      this.#values.add(value);
+      if (!isObject(value)) this.#openValues.add(value);
       conn.state = 'establishing';
       let ready: boolean | void = true;
       try {
@@ -884,7 +891,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** Calls the connector's close, bounded by closeTimeoutMs; errors are logged, never thrown. */
   #closeValue(value: T): Promise<void> {
     this.#counters.closed++;
-    this.#values.delete(value);
+    if (!isObject(value)) this.#openValues.delete(value);
     const close = this.#connector.close;
     if (close === undefined) return Promise.resolve();
     const { logger, closeTimeoutMs } = this.options;

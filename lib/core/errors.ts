@@ -63,8 +63,13 @@ export class ConnectionsExhaustedError extends PoolError {
 
 /** The connector's `create` or `ready` failed, timed out, or gave no connection. */
 export class ConnectionFailedError extends PoolError {
-  constructor(pool: string, message: string, cause?: unknown) {
-    super('CONNECTION_FAILED', pool, `pool "${pool}": ${message}`, { cause });
+  constructor(
+    pool: string,
+    /** What failed, without the pool's name. */
+    readonly detail: string,
+    cause?: unknown,
+  ) {
+    super('CONNECTION_FAILED', pool, `pool "${pool}": ${detail}`, { cause });
   }
 }
 

@@ -21,7 +21,7 @@ export class Waiter<L> {
   ) {}
 }
 
-/** FIFO of waiters: push, shift and remove are all O(1). */
+/** FIFO of waiters: push, and remove (of the head or any other), are O(1). */
 export class WaiterQueue<L> {
   #head: Waiter<L> | null = null;
   #tail: Waiter<L> | null = null;
@@ -43,12 +43,6 @@ export class WaiterQueue<L> {
     else this.#tail.next = w;
     this.#tail = w;
     this.#length++;
-  }
-
-  shift(): Waiter<L> | null {
-    const w = this.#head;
-    if (w !== null) this.remove(w);
-    return w;
   }
 
   /** Takes `w` out; a no-op if it is not queued. */

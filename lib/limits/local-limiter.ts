@@ -17,6 +17,17 @@ export class LocalLimiter implements ConcurrencyLimiter {
     this.#waiters = new SlotWaiters(options.clock ?? systemClock);
   }
 
+  /** A slot now, if both limits have room and the key is valid; `admit()` says why not. */
+  tryAdmit(request: AdmissionRequest): Admission | undefined {
+    let key: string | undefined;
+    try {
+      key = keyOf(request, this.limits);
+    } catch {
+      return undefined;
+    }
+    return this.#counts.take(key, this.limits.global, this.limits.perKey) === null ? this.#admitted(key) : undefined;
+  }
+
   admit(request: AdmissionRequest): Promise<Admission> {
     let key: string | undefined;
     try {
