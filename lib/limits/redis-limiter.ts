@@ -114,7 +114,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #quietUntil = 0;
   /** When Redis became unreachable; undefined while it answers. */
   #downSince: number | undefined;
-  #lastError: string | undefined;
   #heartbeatTimer: TimerHandle | undefined;
   #pollTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
@@ -127,7 +126,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * script: INFO is in @dangerous, and was most of the scripts' cost); '' when the user may not run INFO.
    */
   #runId: string | undefined;
-  /** Why Redis is unreachable, kept from the first specific error of an outage. */
+  /** Why Redis is unreachable: the first specific error of the outage (`lastError` describes it). */
   #lastCause: unknown;
   /** This limiter's entry in `namespaces`, once started. */
   #registered: string | undefined;
@@ -187,7 +186,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       held: this.#local.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
-      ...(this.#lastError === undefined ? {} : { lastError: this.#lastError }),
+      ...(this.#lastCause === undefined ? {} : { lastError: describeRedisError(this.#lastCause) }),
     };
   }
 
@@ -311,7 +310,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (mode !== 'fallback') {
       this.#counters.refusedGlobal++;
       const left = mode === 'unreachable' ? this.#downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
-      const cause = this.#lastError === undefined ? undefined : new Error(this.#lastError, { cause: this.#lastCause });
+      const last = this.#lastCause;
+      const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
       return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable', cause);
     }
     const refusal = this.#local.take(key, this.#share(this.limits.global), this.#share(this.limits.perKey));
@@ -360,9 +360,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     };
   }
 
+  /** The release call: the lease out of both sets, waiters everywhere told. */
+  #release(redis: Redis, held: Held): Promise<unknown> {
+    return releaseScript.run(redis, [this.#globalSet(), held.keySet], [held.id, this.#channel()]);
+  }
+
   async #releaseInRedis(redis: Redis, held: Held): Promise<void> {
     try {
-      this.#used = (await releaseScript.run(redis, [this.#globalSet(), held.keySet], [held.id, this.#channel()])) as number;
+      this.#used = (await this.#release(redis, held)) as number;
     } catch (err) {
       this.#down(err); // the lease expires by itself within a TTL
     }
@@ -509,7 +514,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (redis === undefined) return;
     for (const held of [...this.#phantoms.values()]) {
       try {
-        await releaseScript.run(redis, [this.#globalSet(), held.keySet], [held.id, this.#channel()]);
+        await this.#release(redis, held);
         this.#phantoms.delete(held.id);
       } catch {
         return; // tried again after the next good heartbeat
@@ -520,26 +525,22 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #down(err: unknown): void {
     // ioredis follows a specific failure (WRONGPASS, a TLS error) with generic ones: keep the first.
     const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(String((err as Error)?.message));
-    if (!(generic && this.#downSince !== undefined && this.#lastCause !== undefined)) {
-      this.#lastCause = err;
-      this.#lastError = describeRedisError(err);
-    }
+    if (!(generic && this.#downSince !== undefined && this.#lastCause !== undefined)) this.#lastCause = err;
     if (this.#downSince !== undefined || this.#closed) return;
     this.#downSince = this.#clock.now();
-    const { fallback, fallbackAfterMs, instances } = this.#settings;
     let then = 'and after that too (fail-closed)';
-    if (fallback === 'local' && (this.#everReached || instances !== undefined)) then = 'then limited per instance until Redis is back';
-    else if (fallback === 'local') {
+    if (this.#canShare()) then = 'then limited per instance until Redis is back';
+    else if (this.#settings.fallback === 'local') {
       then = 'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
     }
-    this.#logger.warn(`limiter "${this.limits.name}": Redis is unreachable (${this.#lastError}); admissions are refused for ${fallbackAfterMs} ms, ${then}`);
+    const why = describeRedisError(this.#lastCause);
+    this.#logger.warn(`limiter "${this.limits.name}": Redis is unreachable (${why}); admissions are refused for ${this.#settings.fallbackAfterMs} ms, ${then}`);
   }
 
   #up(): void {
     this.#everReached = true;
     if (this.#downSince === undefined) return;
     this.#downSince = undefined;
-    this.#lastError = undefined;
     this.#lastCause = undefined;
     this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
     void this.#heartbeat(); // registers what was admitted meanwhile
@@ -549,10 +550,16 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const now = this.#clock.now();
     if (this.#downSince === undefined) return now < this.#quietUntil ? 'quarantine' : 'redis';
     if (now - this.#downSince < this.#settings.fallbackAfterMs) return 'unreachable';
-    // Never having reached Redis, it cannot know how many instances share the limits: a share
-    // computed as if it were alone would let every instance take the whole limit.
-    const share = this.#settings.fallback === 'local' && (this.#everReached || this.#settings.instances !== undefined);
-    return share ? 'fallback' : 'fail-closed';
+    return this.#canShare() ? 'fallback' : 'fail-closed';
+  }
+
+  /**
+   * Whether limits per instance may stand in for Redis. Never having reached Redis, a limiter
+   * cannot know how many instances share the limits: a share computed as if it were alone would
+   * let every instance take the whole limit.
+   */
+  #canShare(): boolean {
+    return this.#settings.fallback === 'local' && (this.#everReached || this.#settings.instances !== undefined);
   }
 
   /** This instance's share of a limit while Redis is unreachable. */
