@@ -93,10 +93,13 @@ export interface ChaosOptions {
   pool?: Partial<PoolOptions>;
 }
 
+/** `CHAOS_DEBUG=1 npm run chaos -- --seed N` traces one seed: the pool's debug lines and the harness's own. */
+const TRACING = process.env.CHAOS_DEBUG !== undefined;
+
 /** Counts the pool's own timers and keep-alive holds, whatever clock is underneath. */
 class TrackedClock implements Clock {
   readonly live = new Set<TimerHandle>();
-  /** With CHAOS_DEBUG, where each live timer was set. */
+  /** When tracing, where each live timer was set. */
   readonly origins = new Map<TimerHandle, string>();
   holds = 0;
   doubleLetGo = false;
@@ -111,7 +114,7 @@ class TrackedClock implements Clock {
       fn();
     }, ms);
     this.live.add(box.handle);
-    if (process.env.CHAOS_DEBUG) this.origins.set(box.handle, `${ms} ms ${new Error().stack!.split('\n').slice(2, 6).join(' <')}`);
+    if (TRACING) this.origins.set(box.handle, `${ms} ms ${new Error().stack!.split('\n').slice(2, 6).join(' <')}`);
     return box.handle;
   }
   clearTimeout(handle: TimerHandle): void {
@@ -143,6 +146,9 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const clock = new TrackedClock(base);
   const slack = real ? 150 : 1;
   const violations: string[] = [];
+  const trace = (what: string) => {
+    if (TRACING) console.log(`t=${Math.round(base.now())} ${what}`);
+  };
   const violate = (what: string) => {
     if (violations.length < 10) violations.push(`t=${Math.round(base.now())}: ${what}`);
   };
@@ -164,7 +170,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const settings: PoolOptions = {
     name: `chaos-${seed}`,
     clock,
-    logger: process.env.CHAOS_DEBUG ? { warn: console.log, error: console.log, debug: (m: string) => console.log(`t=${Math.round(base.now())} ${m}`) } : { warn() {}, error() {} },
+    logger: { warn: trace, error: trace, debug: trace },
     maxSize,
     clientLimit,
     minSize: between(0, Math.min(2, maxSize)),
@@ -257,7 +263,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     },
     close: (conn) => {
       conn.closeCalls++;
-      if (process.env.CHAOS_DEBUG) console.log(`t=${Math.round(base.now())} close of ${conn.id} (#${conn.closeCalls})`, new Error().stack!.split('\n').slice(2, 8).join('\n'));
+      trace(`close of ${conn.id} (#${conn.closeCalls})`);
       if (conn.closeCalls > 1) violate(`connection ${conn.id} closed ${conn.closeCalls} times`);
       if (conn.holders > 0 && !poolClosed) violate(`connection ${conn.id} closed under ${conn.holders} holders`);
       const r = rnd();
@@ -291,7 +297,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
           conn.servedSinceValidated = false;
         }
         if (!ok) conn.retiredAt = Math.min(conn.retiredAt, step);
-        if (process.env.CHAOS_DEBUG) console.log(`t=${Math.round(base.now())} validate of ${conn.id}: ${ok}`);
+        trace(`validate of ${conn.id}: ${ok}`);
         return ok;
       };
       const r = rnd();
@@ -336,7 +342,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (conn.closeCalls > 0) violate(`${how} got connection ${conn.id} after it was closed`);
     if (conn.validating) violate(`${how} got connection ${conn.id} while it was being validated`);
     if (conn.retiredAt < step) violate(`${how} got connection ${conn.id}, retired at step ${conn.retiredAt} (now ${step})`);
-    if (process.env.CHAOS_DEBUG) console.log(`t=${Math.round(base.now())} ${how} got connection ${conn.id}`);
+    trace(`${how} got connection ${conn.id}`);
     conn.holders++;
     conn.servedSinceValidated = true;
     const allowed = Math.max(conn.limit, conn.limitAtStep);
@@ -399,7 +405,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
           counts.released++;
           if (chance(0.1)) {
             conn.retiredAt = Math.min(conn.retiredAt, step);
-            if (process.env.CHAOS_DEBUG) console.log(`t=${Math.round(base.now())} lease.fail on ${conn.id} (pool id ${lease.connectionId})`);
+            trace(`lease.fail on ${conn.id} (pool id ${lease.connectionId})`);
             lease.fail(new Error('failed by the caller (chaos)'));
           } else lease.release();
           if (chance(0.1)) lease.release(); // a double release changes nothing
@@ -488,7 +494,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       if (c.length === 0) return;
       const conn = pickOf(rnd, c);
       conn.retiredAt = Math.min(conn.retiredAt, step);
-      if (process.env.CHAOS_DEBUG) console.log(`t=${Math.round(base.now())} harness retires ${conn.id}`);
+      trace(`harness retires ${conn.id}`);
       conn.ctx.retire(new Error('retired by the connector (chaos)'));
     }],
     [6, () => {
@@ -573,7 +579,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       if (open.length > 0) violate(`close() resolved with connection(s) ${open.map((c) => c.id).join(', ')} not closed`);
       if (clock.live.size > closesInFlight) {
         violate(`close() resolved with ${clock.live.size} pool timer(s) left, ${closesInFlight} close() call(s) in flight`);
-        for (const h of clock.live) if (process.env.CHAOS_DEBUG) console.log('left:', clock.origins.get(h));
+        for (const h of clock.live) trace(`left: ${clock.origins.get(h)}`);
       }
     }
     // Counters an exact count cannot be kept of (a create timing out as it resolves): their bounds.

@@ -22,9 +22,9 @@ import {
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
+import { sleep } from '../support/wait.js';
 
 type L = Lease<FakeConnection>;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A pool behind a limiter (by default a LocalLimiter of one slot whose callers wait), on virtual time. */
 function limitedPool<Lim extends AdmissionLimiter = LocalLimiter>(

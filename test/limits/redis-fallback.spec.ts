@@ -3,17 +3,9 @@ import { CapacityExceededError, KeyLimitError, RedisLimiter, type Admission } fr
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
+import { sleep, until } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ask = (key: string) => ({ pool: 'api', key, timeoutMs: 0 });
-
-async function until(what: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!what()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 describe('RedisLimiter when Redis goes away and comes back', () => {
   let server: RedisServer;

@@ -6,17 +6,9 @@ import { LeaseLostError, PoolConfigError, RedisLimiter, type Admission } from '.
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
+import { sleep, until } from '../support/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ask = { pool: 'api', timeoutMs: 0 };
-
-async function until(what: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!what()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
 
 /** When `signal` aborts, on performance.now(). */
 function abortedAt(signal: AbortSignal): { at?: number } {
