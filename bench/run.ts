@@ -11,6 +11,7 @@ import genericPool from 'generic-pool';
 import tarn from 'tarn';
 import { Redis } from 'ioredis';
 import { ConnectionPool, LocalLimiter, RedisLimiter, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
+import { RedisServer } from '../test/support/redis-server.js';
 
 type Resource = { id: number };
 /** Acquire, hold for one microtask, release: the same loop for every pool. */
@@ -177,20 +178,21 @@ async function memory() {
   return { growthBytes: after - before, perConnectionBytes: perConnection };
 }
 
-/** Calls of EVALSHA and EVAL the server has served so far. */
-async function scriptCalls(redis: Redis): Promise<number> {
+/** Top-level calls: a script or a transaction counts once (the commands inside are counted again by Redis). */
+const TOP_LEVEL = ['eval', 'evalsha', 'exec'];
+/** What Redis spent on those calls: a transaction's EXEC includes its commands, MULTI is queued apart. */
+const SPENT = ['eval', 'evalsha', 'exec', 'multi'];
+
+/** Calls and microseconds of Redis CPU per command so far, from INFO commandstats. */
+async function commandStats(redis: Redis): Promise<Map<string, { calls: number; usec: number }>> {
   const stats = await redis.info('commandstats');
-  let calls = 0;
-  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
-  return calls;
+  const out = new Map<string, { calls: number; usec: number }>();
+  for (const m of stats.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) out.set(m[1]!, { calls: Number(m[2]), usec: Number(m[3]) });
+  return out;
 }
 
-/** Microseconds of Redis CPU spent in the limiter's scripts so far (heartbeats included). */
-async function scriptMicros(redis: Redis): Promise<number> {
-  const stats = await redis.info('commandstats');
-  let usec = 0;
-  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/g)) usec += Number(m[1]);
-  return usec;
+function total(stats: Map<string, { calls: number; usec: number }>, commands: string[], field: 'calls' | 'usec'): number {
+  return commands.reduce((sum, c) => sum + (stats.get(c)?.[field] ?? 0), 0);
 }
 
 /** Admission rate and latency through a limiter: `concurrency` workers admit, await once, release. */
@@ -215,52 +217,91 @@ async function admissions(limiter: ConcurrencyLimiter, concurrency: number, tota
   return { rate: samples.length / seconds, p50us: at(0.5), p99us: at(0.99) };
 }
 
-/** Round trips per admission and per release through RedisLimiter on loopback, and both limiters' rates. */
-async function limiterBench() {
-  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const namespace = `bench-${Date.now()}`;
-  const redis = new Redis(url);
-  // Round trips: a heartbeat far apart so none falls in the count (restart protection does not change the trips).
-  const counted = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace: `${namespace}-rt`, leaseTtlMs: 60_000, restartProtection: false } });
-  await counted.start();
-  const n = 2_000;
-  const before = await scriptCalls(redis);
-  const held = [];
-  for (let i = 0; i < n; i++) held.push(await counted.admit({ pool: 'bench', key: `user-${i % 100}`, timeoutMs: 0 }));
-  const afterAdmit = await scriptCalls(redis);
-  for (const a of held) a.release();
-  while (counted.stats().used > 0) await sleep(10); // releases are sent without waiting for their reply
-  const afterRelease = await scriptCalls(redis);
-  await counted.close();
-  const roundTrips = { perAdmit: (afterAdmit - before) / n, perRelease: (afterRelease - afterAdmit) / n };
-
-  // Rate and latency with the defaults (restart protection on).
-  const limiter = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace, leaseTtlMs: 1_000 } });
-  await limiter.start();
-  while (limiter.stats().mode !== 'redis') await sleep(50); // a new namespace starts with one TTL of quarantine
-  const usecBefore = await scriptMicros(redis);
-  const redisRun = await admissions(limiter, 50, 50_000);
-  const cpuPerLeaseUs = ((await scriptMicros(redis)) - usecBefore) / 50_000;
-  await limiter.close();
-  const keys = await redis.keys(`{${namespace}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
-  const local = new LocalLimiter({ global: 100_000, perKey: 1_000 });
-  const localRun = await admissions(local, 50, 1_000_000);
-  return { roundTrips, redis: { ...redisRun, cpuPerLeaseUs }, local: localRun };
+/** A naive limiter, for scale: INCR to admit (DECR back when over), DECR to release. No TTL, no crash safety. */
+async function naiveAdmissions(redis: Redis, key: string, concurrency: number, total: number): Promise<void> {
+  const per = Math.ceil(total / concurrency);
+  const worker = async () => {
+    for (let i = 0; i < per; i++) {
+      if ((await redis.incr(key)) > 100_000) await redis.decr(key);
+      await undefined;
+      await redis.decr(key);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-async function main() {
-  if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
-  const results: Record<string, unknown> = {
-    date: new Date().toISOString(),
-    node: process.version,
-    cpu: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
-    memoryGiB: Math.round(totalmem() / 2 ** 30),
-  };
-  const rows: string[][] = [];
-  const fmt = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(0)} k/s`);
+/**
+ * RedisLimiter against a redis-server of its own (so the command statistics are the limiter's
+ * alone): calls per admission and release, rate and latency, Redis CPU per lease beside a naive
+ * INCR/DECR limiter, and the heartbeat of 10,000 held leases.
+ */
+async function limiterBench() {
+  const server = await RedisServer.start();
+  const url = server.url;
+  const redis = new Redis(url);
+  try {
+    // Calls: a heartbeat far apart so none falls in the count (restart protection does not change the calls).
+    const counted = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace: 'bench-calls', leaseTtlMs: 60_000, restartProtection: false } });
+    await counted.start();
+    const n = 2_000;
+    const before = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    const held = [];
+    for (let i = 0; i < n; i++) held.push(await counted.admit({ pool: 'bench', key: `user-${i % 100}`, timeoutMs: 0 }));
+    const afterAdmit = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    for (const a of held) a.release();
+    while (counted.stats().used > 0) await sleep(10); // releases are sent without waiting for their reply
+    const afterRelease = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    await counted.close();
+    const roundTrips = { perAdmit: (afterAdmit - before) / n, perRelease: (afterRelease - afterAdmit) / n };
 
+    // Rate, latency and Redis CPU with the defaults (restart protection on), heartbeats included.
+    const leases = 50_000;
+    const limiter = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace: 'bench-rate', leaseTtlMs: 1_000 } });
+    await limiter.start();
+    while (limiter.stats().mode !== 'redis') await sleep(50); // a new namespace starts with one TTL of quarantine
+    const cpuBefore = total(await commandStats(redis), SPENT, 'usec');
+    const redisRun = await admissions(limiter, 50, leases);
+    const cpuPerLeaseUs = (total(await commandStats(redis), SPENT, 'usec') - cpuBefore) / leases;
+    await limiter.close();
+
+    const naiveBefore = total(await commandStats(redis), ['incr', 'decr'], 'usec');
+    await naiveAdmissions(redis, 'naive', 50, leases);
+    const naiveCpuPerLeaseUs = (total(await commandStats(redis), ['incr', 'decr'], 'usec') - naiveBefore) / leases;
+
+    // The heartbeat of 10,000 held leases over 100 keys: the longest single call, from SLOWLOG.
+    const many = 10_000;
+    const holder = new RedisLimiter({ global: many, perKey: many, redis: { url, namespace: 'bench-beat', leaseTtlMs: 6_000, heartbeatMs: 1_000, restartProtection: false } });
+    await holder.start();
+    const kept = [];
+    for (let i = 0; i < many; i += 500) {
+      kept.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => holder.admit({ pool: 'bench', key: `user-${(i + j) % 100}`, timeoutMs: 0 })))));
+    }
+    await redis.config('SET', 'slowlog-log-slower-than', '0');
+    await redis.config('SET', 'slowlog-max-len', '100000');
+    await redis.slowlog('RESET');
+    await sleep(1_300); // one heartbeat
+    const log = (await redis.slowlog('GET', 100_000)) as [number, number, number, string[]][];
+    const beats = log.filter((e) => /^eval/i.test(String(e[3][0])));
+    const heartbeat = {
+      heldLeases: many,
+      calls: beats.length,
+      longestCallMs: Math.max(...beats.map((e) => e[2])) / 1000,
+      totalMs: beats.reduce((sum, e) => sum + e[2], 0) / 1000,
+    };
+    for (const a of kept) a.release();
+    await holder.close();
+
+    const local = new LocalLimiter({ global: 100_000, perKey: 1_000 });
+    const localRun = await admissions(local, 50, 1_000_000);
+    return { roundTrips, redis: { ...redisRun, cpuPerLeaseUs, naiveCpuPerLeaseUs }, heartbeat, local: localRun };
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+/** The pools side by side: exclusive and shared rates, cold bursts, memory. */
+async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const exclusive: Record<string, unknown> = {};
   for (const concurrency of [1, 100]) {
     const best = await compare(
@@ -319,16 +360,34 @@ async function main() {
   for (const [n, bytes] of Object.entries(mem.perConnectionBytes)) {
     rows.push([`memory: ${Number(n).toLocaleString('en')} idle connections`, 'bookkeeping per connection', `${bytes.toFixed(0)} B`, 'target < 1 KiB']);
   }
+}
+
+async function main() {
+  if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
+  const results: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+  };
+  const rows: string[][] = [];
+  const fmt = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(0)} k/s`);
+
+  // `npm run bench -- --limiters`: only the limiters, printed, results.json left as it is.
+  const onlyLimiters = process.argv.includes('--limiters');
+  if (!onlyLimiters) await poolBench(results, rows, fmt);
 
   const lim = await limiterBench();
   results.limiters = lim;
-  rows.push(['RedisLimiter, loopback', 'round trips per admission / release', `${lim.roundTrips.perAdmit.toFixed(2)} / ${lim.roundTrips.perRelease.toFixed(2)}`, 'target 1 / 1']);
+  rows.push(['RedisLimiter, loopback', 'calls (one round trip each) per admission / release', `${lim.roundTrips.perAdmit.toFixed(2)} / ${lim.roundTrips.perRelease.toFixed(2)}`, 'target 1 / 1']);
   rows.push(['RedisLimiter, loopback, 50 workers', 'leases per second', fmt(lim.redis.rate), `p50 ${lim.redis.p50us.toFixed(0)} µs, p99 ${lim.redis.p99us.toFixed(0)} µs`]);
-  rows.push(['RedisLimiter, loopback, 50 workers', 'Redis CPU per lease (scripts, from INFO commandstats)', `${lim.redis.cpuPerLeaseUs.toFixed(1)} µs`, 'target ≤ 8 µs']);
+  rows.push(['RedisLimiter, loopback, 50 workers', 'Redis CPU per lease (INFO commandstats)', `${lim.redis.cpuPerLeaseUs.toFixed(1)} µs`, `target ≤ 8 µs; naive INCR/DECR ${lim.redis.naiveCpuPerLeaseUs.toFixed(1)} µs (${(lim.redis.cpuPerLeaseUs / lim.redis.naiveCpuPerLeaseUs).toFixed(1)}×)`]);
+  rows.push([`RedisLimiter, ${lim.heartbeat.heldLeases.toLocaleString('en')} held leases`, 'heartbeat: longest call / calls / total', `${lim.heartbeat.longestCallMs.toFixed(2)} ms / ${lim.heartbeat.calls} / ${lim.heartbeat.totalMs.toFixed(1)} ms`, 'target longest ≤ 2 ms']);
   rows.push(['LocalLimiter, 50 workers', 'leases per second', fmt(lim.local.rate), `p50 ${lim.local.p50us.toFixed(1)} µs, p99 ${lim.local.p99us.toFixed(1)} µs`]);
 
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join(' | '));
+  if (onlyLimiters) return;
   const out = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
   writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
   console.log(`\nwrote ${out}`);

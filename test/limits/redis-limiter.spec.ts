@@ -92,6 +92,32 @@ describe('RedisLimiter on a real Redis', () => {
     await expect(b.admit(ask())).resolves.toBeDefined();
   });
 
+  it('frees the per-key slots of a stopped holder too, and a heartbeat elsewhere removes its leases from every set', async () => {
+    const ns = namespace();
+    const frozen = new VirtualClock();
+    const a = await limiter(ns, { perKey: 1, clock: frozen }, { leaseTtlMs: 300 });
+    const b = await limiter(ns, { perKey: 1 }, { leaseTtlMs: 300, heartbeatMs: 100 });
+    const long = 'k'.repeat(300); // hashed in the set's name
+    await a.admit(ask('ann'));
+    await a.admit(ask(long));
+    await expect(b.admit(ask('ann'))).rejects.toBeInstanceOf(KeyLimitError);
+    await expect(b.admit(ask(long))).rejects.toBeInstanceOf(KeyLimitError);
+    await sleep(350);
+    // Expired: left out of the counts at once...
+    const held = [await b.admit(ask('ann')), await b.admit(ask(long))];
+    // ...and removed by b's heartbeats: only b's leases remain, in the global and the key sets.
+    await sleep(250);
+    const redis = inspector();
+    const keySets = await redis.keys(`{${ns}}:k:*`);
+    expect(keySets).toHaveLength(2);
+    for (const set of keySets) expect(await redis.zcard(set)).toBe(1);
+    expect(await leasesIn(redis, ns)).toBe(2);
+    for (const h of held) h.release();
+    await sleep(50);
+    expect(await redis.keys(`{${ns}}:k:*`)).toEqual([]); // empty key sets are gone: no TTL needed
+    expect(await leasesIn(redis, ns)).toBe(0);
+  });
+
   it('tells a holder whose lease lapsed: the lease signal aborts with LeaseLostError', async () => {
     const ns = namespace();
     const clock = new VirtualClock();
