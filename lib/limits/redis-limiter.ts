@@ -54,8 +54,14 @@ const EXPIRY_MARGIN = 0.02;
 /** Longest lease TTL: a crashed instance's slots stay taken this long. */
 const MAX_TTL_MS = 86_400_000;
 
-/** Leases per heartbeat call: a call holds Redis 5 to 10 µs per lease, so none blocks it for long. */
-const HEARTBEAT_BATCH = 150;
+/** Admissions per call at most: a call holds Redis a few µs per admission. */
+const ADMIT_BATCH = 200;
+
+/** Leases per release call at most. */
+const RELEASE_BATCH = 500;
+
+/** Leases per heartbeat call: a call holds Redis 3 to 6 µs per lease, so none blocks it for long. */
+const HEARTBEAT_BATCH = 200;
 
 /** Keys longer than this are hashed (SHA-1) in Redis key names: they are sent on every call and heartbeat. */
 const MAX_KEY_LENGTH = 128;
@@ -80,6 +86,15 @@ interface RedisSettings {
 }
 
 type Outcome = Admission | Error;
+
+/** What the admission call said of one admission, or that it failed (`sent`: it may still run in Redis). */
+type AcquireReply = { status: number; quietMs: number } | { error: unknown; sent: boolean };
+
+/** An admission waiting for its call. */
+interface ToAdmit {
+  readonly held: Held;
+  readonly settle: (reply: AcquireReply) => void;
+}
 
 /**
  * Admission limits shared by every instance through Redis (ioredis). Each admission and each
@@ -110,6 +125,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
   /** Admissions whose call timed out: Redis may still run them, so they are released by id once it answers. */
   readonly #phantoms = new Map<string, Held>();
+  /** Admissions asked for while an admission call is on its way; `#admitting` while one is. */
+  readonly #toAdmit: ToAdmit[] = [];
+  /** Releases of this tick, sent together. */
+  readonly #toRelease: Held[] = [];
+  /** A release of the phantoms is due in this tick. */
+  #phantomsSoon = false;
+  #admitting = false;
   #expiryTimer: TimerHandle | undefined;
   #expiryAt = Infinity;
 
@@ -210,7 +232,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     }
     const redis = this.#redis;
     if (redis !== undefined && this.#downSince === undefined) {
-      await Promise.allSettled([...this.#held.values()].map((h) => this.#releaseInRedis(redis, h)));
+      await this.#releaseInRedis(redis, [...this.#held.values(), ...this.#toRelease.splice(0)]);
     }
     await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unregister();
@@ -275,39 +297,61 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   /** One attempt: an admission, or the error that refused it. */
   async #try(request: AdmissionRequest, key: string | undefined): Promise<Outcome> {
-    const redis = this.#redis!;
     if (this.#downSince === undefined) {
       const held = this.#newLease(request, key, true);
-      const { global, perKey } = this.limits;
       const sentAt = this.#clock.now();
-      try {
-        const run = this.#runId ?? (await this.#learnRun(redis));
-        const reply = (await acquireScript.run(
-          redis,
-          [this.#globalSet(), this.#meta(), held.keySet],
-          [held.member, this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0', run],
-        )) as [number, number, number];
-        this.#up();
-        const [status, used, quietMs] = reply;
-        this.#used = used;
+      const reply = await new Promise<AcquireReply>((settle) => {
+        this.#toAdmit.push({ held, settle });
+        if (!this.#admitting) void this.#sendAdmissions();
+      });
+      if (!('error' in reply)) {
+        const { status, quietMs } = reply;
         if (status === 1) {
           this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
           held.expiresAt = this.#expiry(sentAt);
           return this.#admitted(held);
         }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
-        if (status === -3) {
-          this.#quietUntil = this.#clock.now() + quietMs;
-          return new CapacityExceededError(request.pool, this.limits.global, quietMs, 'quarantine');
-        }
+        if (status === -3) return new CapacityExceededError(request.pool, this.limits.global, quietMs, 'quarantine');
         return refusalError(status === -1 ? 'global' : 'key', request, this.limits);
-      } catch (err) {
-        this.#down(err);
-        // Timed out here, the call may still run when Redis resumes: a lease nobody holds.
-        this.#forget(held);
       }
+      // Timed out here, a sent call may still run when Redis resumes: a lease nobody holds.
+      if (reply.sent) this.#forget(held);
     }
     return this.#tryWhileDown(request, key);
+  }
+
+  /**
+   * One admission call at a time: what is asked for meanwhile goes together in the next (up to
+   * ADMIT_BATCH), in order. A lone admission is sent at once; under load a call serves many, and
+   * Redis pays a script's fixed cost once for all of them.
+   */
+  async #sendAdmissions(): Promise<void> {
+    const redis = this.#redis!;
+    const { global, perKey } = this.limits;
+    this.#admitting = true;
+    while (this.#toAdmit.length > 0) {
+      const batch = this.#toAdmit.splice(0, ADMIT_BATCH);
+      try {
+        const run = this.#runId ?? (await this.#learnRun(redis));
+        const reply = (await acquireScript.run(
+          redis,
+          [this.#globalSet(), this.#meta(), ...batch.map((b) => b.held.keySet)],
+          [this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0', run, ...batch.map((b) => b.held.member)],
+        )) as number[];
+        this.#up();
+        const [used, quietMs] = reply as [number, number];
+        this.#used = used;
+        if (quietMs > 0) this.#quietUntil = this.#clock.now() + quietMs;
+        batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs }));
+      } catch (err) {
+        this.#down(err);
+        for (const b of batch) b.settle({ error: err, sent: true });
+        // Those not sent yet would only wait for the same outage.
+        for (const b of this.#toAdmit.splice(0)) b.settle({ error: err, sent: false });
+      }
+    }
+    this.#admitting = false;
   }
 
   #tryWhileDown(request: AdmissionRequest, key: string | undefined): Outcome {
@@ -361,31 +405,37 @@ export class RedisLimiter implements ConcurrencyLimiter {
         this.#local.give(held.key);
         this.#counters.released++;
         const redis = this.#redis;
-        if (redis !== undefined && this.#downSince === undefined && !this.#closed) void this.#releaseInRedis(redis, held);
+        if (redis !== undefined && this.#downSince === undefined && !this.#closed) this.#releaseSoon(redis, held);
         if (this.#waiters.length > 0) void this.#serve();
       },
     };
   }
 
   /**
-   * The release: the lease out of both sets and waiters everywhere told, in one transaction (no
+   * Releases: the leases out of their sets and waiters everywhere told, in one transaction (no
    * script: a script call costs Redis several times the commands it runs). Resolves to the leases left.
    */
-  async #release(redis: Redis, held: Held): Promise<number> {
+  async #release(redis: Redis, helds: readonly Held[]): Promise<number> {
     const g = this.#globalSet();
-    const tx = redis.multi().zrem(g, held.member);
-    if (held.keySet !== g) tx.zrem(held.keySet, held.member);
+    const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
+    for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
     const replies = await tx.publish(this.#channel(), '1').zcard(g).exec();
     if (replies === null) throw new Error('the release transaction was discarded');
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
 
-  async #releaseInRedis(redis: Redis, held: Held): Promise<void> {
+  /** Releases of one tick go in one call. */
+  #releaseSoon(redis: Redis, held: Held): void {
+    this.#toRelease.push(held);
+    if (this.#toRelease.length === 1) queueMicrotask(() => void this.#releaseInRedis(redis, this.#toRelease.splice(0)));
+  }
+
+  async #releaseInRedis(redis: Redis, helds: readonly Held[]): Promise<void> {
     try {
-      this.#used = await this.#release(redis, held);
+      for (let from = 0; from < helds.length; from += RELEASE_BATCH) this.#used = await this.#release(redis, helds.slice(from, from + RELEASE_BATCH));
     } catch (err) {
-      this.#down(err); // the lease expires by itself within a TTL
+      this.#down(err); // the leases expire by themselves within a TTL
     }
   }
 
@@ -529,16 +579,24 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** A timed-out admission: released by id now (queued behind it on the same connection) and again once Redis answers. */
   #forget(held: Held): void {
     this.#phantoms.set(held.id, held);
-    void this.#releasePhantoms();
+    if (!this.#phantomsSoon) {
+      this.#phantomsSoon = true;
+      queueMicrotask(() => {
+        this.#phantomsSoon = false;
+        void this.#releasePhantoms();
+      });
+    }
   }
 
   async #releasePhantoms(): Promise<void> {
     const redis = this.#redis;
     if (redis === undefined) return;
-    for (const held of [...this.#phantoms.values()]) {
+    const phantoms = [...this.#phantoms.values()];
+    for (let from = 0; from < phantoms.length; from += RELEASE_BATCH) {
+      const batch = phantoms.slice(from, from + RELEASE_BATCH);
       try {
-        await this.#release(redis, held);
-        this.#phantoms.delete(held.id);
+        await this.#release(redis, batch);
+        for (const p of batch) this.#phantoms.delete(p.id);
       } catch {
         return; // tried again after the next good heartbeat
       }

@@ -47,28 +47,49 @@ end
 // set too: key sets need no TTL of their own, and the admission no call to refresh one.
 
 /**
- * KEYS: global set, meta hash, key set (or the global set again when there is no key).
- * ARGV: lease member, ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id ('' unknown).
- * Returns { 1, used } admitted; { -1, used } global limit; { -2, used } key limit; { -3, used, ms } quarantine.
+ * Admits a batch: the admissions asked for while the previous call was on its way, in order.
+ * KEYS: global set, meta hash, then one key set per admission (the global set when it has no key).
+ * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id
+ * ('' unknown), then one lease member per admission.
+ * Returns { used, quarantine ms left, then per admission: 1 admitted, -1 global limit, -2 key limit, -3 quarantine }.
  */
 const ACQUIRE = `${PRELUDE}
 local g = KEYS[1]
 local now = now_ms()
-local ttl = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[1])
 local used, lost = live_leases(g, now)
-if ARGV[5] == '1' then
-  local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[6], false)
-  if now < quiet then return { -3, used, quiet - now } end
+local reply = { used, 0 }
+if ARGV[4] == '1' then
+  local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[5], false)
+  if now < quiet then
+    reply[2] = quiet - now
+    for i = 3, #KEYS do reply[i] = -3 end
+    return reply
+  end
 end
-local glimit = tonumber(ARGV[3])
-if glimit >= 0 and used >= glimit then return { -1, used, 0 } end
-if KEYS[3] ~= g then
-  local klimit = tonumber(ARGV[4])
-  if klimit >= 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') >= klimit then return { -2, used, 0 } end
-  redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+local glimit = tonumber(ARGV[2])
+local klimit = tonumber(ARGV[3])
+local expiry = now + ttl
+local since = '(' .. now
+local admitted = {}
+for i = 3, #KEYS do
+  local k = KEYS[i]
+  local member = ARGV[i + 3]
+  if glimit >= 0 and used >= glimit then
+    reply[i] = -1
+  elseif k ~= g and klimit >= 0 and redis.call('ZCOUNT', k, since, '+inf') >= klimit then
+    reply[i] = -2
+  else
+    if k ~= g then redis.call('ZADD', k, expiry, member) end
+    admitted[#admitted + 1] = expiry
+    admitted[#admitted + 1] = member
+    used = used + 1
+    reply[i] = 1
+  end
 end
-redis.call('ZADD', g, now + ttl, ARGV[1])
-return { 1, used + 1, 0 }
+if #admitted > 0 then redis.call('ZADD', g, unpack(admitted)) end
+reply[1] = used
+return reply
 `;
 
 /**
@@ -101,19 +122,38 @@ if first then
   end
   if #expired > 0 then redis.call('ZREM', g, unpack(expired)) end
 end
+-- The leases' scores in one call, and the refreshed ones written back in one call per set.
+local members = {}
+for i = 4, #KEYS do members[i - 3] = ARGV[7 + (i - 4) * 2] end
 local lost = {}
-for i = 4, #KEYS do
-  local k = KEYS[i]
-  local member = ARGV[7 + (i - 4) * 2]
-  local score = redis.call('ZSCORE', g, member)
-  if (score and tonumber(score) > now) or now < quiet or ARGV[8 + (i - 4) * 2] == 'r' then
-    redis.call('ZADD', g, now + ttl, member)
-    if k ~= g then redis.call('ZADD', k, now + ttl, member) end
-  else
-    if score then redis.call('ZREM', g, member) end
-    if k ~= g then redis.call('ZREM', k, member) end
-    lost[#lost + 1] = member
+if #members > 0 then
+  local scores = redis.call('ZMSCORE', g, unpack(members))
+  local expiry = now + ttl
+  local refresh = {}
+  local by_key = {}
+  for j, member in ipairs(members) do
+    local k = KEYS[j + 3]
+    local score = scores[j]
+    if (score and tonumber(score) > now) or now < quiet or ARGV[6 + j * 2] == 'r' then
+      refresh[#refresh + 1] = expiry
+      refresh[#refresh + 1] = member
+      if k ~= g then
+        local t = by_key[k]
+        if not t then
+          t = {}
+          by_key[k] = t
+        end
+        t[#t + 1] = expiry
+        t[#t + 1] = member
+      end
+    else
+      if score then redis.call('ZREM', g, member) end
+      if k ~= g then redis.call('ZREM', k, member) end
+      lost[#lost + 1] = member
+    end
   end
+  if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
+  for k, t in pairs(by_key) do redis.call('ZADD', k, unpack(t)) end
 end
 local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end

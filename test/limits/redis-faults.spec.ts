@@ -102,21 +102,70 @@ describe('RedisLimiter through stalls', () => {
     (await a.admit(ask)).release();
   });
 
-  it('an admission that timed out during a stall leaves no phantom lease once Redis answers again', async () => {
+  it.each([1, 30])('%i admission(s) timed out in one call during a stall leave no phantom lease once Redis answers again', async (n) => {
     const ns = namespace(server.url);
-    const a = await limiter(ns, { leaseTtlMs: 5_000, heartbeatMs: 1_000, commandTimeoutMs: 150, fallbackAfterMs: 10_000 });
-    await until(() => a.stats().mode === 'redis', 6_000);
+    const a = await limiter(ns, { leaseTtlMs: 2_000, heartbeatMs: 600, commandTimeoutMs: 150, fallbackAfterMs: 10_000 }, n);
+    await until(() => a.stats().mode === 'redis', 3_000);
     server.pause();
-    await expect(a.admit(ask)).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
+    const refused = await Promise.allSettled(Array.from({ length: n }, (_, i) => a.admit({ ...ask, key: `k${i % 3}` })));
+    expect(refused.map((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason)).toEqual(Array(n).fill('unavailable'));
     await sleep(300);
     server.resume();
     const redis = inspector(server.url);
     await until(() => a.stats().mode === 'redis', 3_000);
     await sleep(100);
     expect(await leasesIn(redis, ns)).toBe(0);
-    const lease = await a.admit(ask); // global 1: a phantom would refuse this for a TTL
-    lease.release();
+    expect(await redis.keys(`{${ns}}:k:*`)).toEqual([]);
+    const all = await Promise.all(Array.from({ length: n }, () => a.admit(ask))); // a phantom would refuse one of these for a TTL
+    for (const lease of all) lease.release();
   }, 15_000);
+
+  it('admissions asked for together share calls, and still keep the global and per-key limits exactly', async () => {
+    const ns = namespace(server.url);
+    const make = () =>
+      started(new RedisLimiter({ global: 25, perKey: 4, logger: new RecordingLogger(), redis: { url: server.url, namespace: ns, restartProtection: false } }));
+    const [a, b] = [await make(), await make()];
+    const redis = inspector(server.url);
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    const asks = Array.from({ length: 80 }, (_, i) => ({ limiter: i % 2 === 0 ? a : b, key: `user-${i % 10}` }));
+    const outcomes = await Promise.allSettled(asks.map(({ limiter, key }) => limiter.admit({ ...ask, key })));
+    const admittedCalls = (await calls()) - before;
+    const admitted = asks.filter((_, i) => outcomes[i]!.status === 'fulfilled');
+    expect(admitted).toHaveLength(25);
+    const perKey = new Map<string, number>();
+    for (const { key } of admitted) perKey.set(key, (perKey.get(key) ?? 0) + 1);
+    expect(Math.max(...perKey.values())).toBeLessThanOrEqual(4);
+    // Each limiter sent its first admission alone and the rest together: far fewer calls than admissions.
+    expect(admittedCalls).toBeLessThan(10);
+    const refusedCodes = new Set(outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code: string }).code] : [])));
+    expect([...refusedCodes].filter((c) => c !== 'CAPACITY_EXCEEDED' && c !== 'KEY_LIMIT')).toEqual([]);
+    expect(await leasesIn(redis, ns)).toBe(25);
+    for (const o of outcomes) if (o.status === 'fulfilled') o.value.release();
+    await until(async () => (await leasesIn(redis, ns)) === 0);
+  });
+
+  it('a heartbeat of many leases is split into calls of at most 200, and keeps every lease', async () => {
+    const ns = namespace(server.url);
+    const a = await limiter(ns, { leaseTtlMs: 600, heartbeatMs: 150 }, 1_000);
+    await until(() => a.stats().mode === 'redis');
+    const held = await Promise.all(Array.from({ length: 450 }, (_, i) => a.admit({ ...ask, key: `user-${i % 7}` })));
+    const redis = inspector(server.url);
+    await redis.config('SET', 'slowlog-log-slower-than', '0');
+    await redis.config('SET', 'slowlog-max-len', '10000');
+    await redis.slowlog('RESET');
+    await sleep(1_000); // past the TTL: only the heartbeats keep the leases
+    const log = (await redis.slowlog('GET', 10_000)) as [number, number, number, string[]][];
+    await redis.config('SET', 'slowlog-log-slower-than', '10000');
+    const beats = log.filter((e) => String(e[3][0]).toLowerCase() === 'evalsha');
+    expect(beats.length).toBeGreaterThanOrEqual(3 * 3); // three calls a beat, several beats
+    // A call's arguments: sha, numkeys, 3 keys + one per lease, 6 arguments + 2 per lease (SLOWLOG cuts the list at 32).
+    for (const e of beats) expect(Number(e[3][2]) - 3).toBeLessThanOrEqual(200);
+    expect(held.every((h) => !h.signal.aborted)).toBe(true);
+    expect(await leasesIn(redis, ns)).toBe(450);
+    for (const h of held) h.release();
+    await until(async () => (await leasesIn(redis, ns)) === 0);
+  });
 
   it('close() aborts the signal of every lease still held before giving the slots back', async () => {
     const ns = namespace(server.url);
