@@ -1,4 +1,4 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
 
 /** Limits every limiter takes. */
@@ -22,12 +22,20 @@ export interface LimitOptions {
 
 /** How a Redis limiter reaches Redis and behaves when it cannot. */
 export interface RedisLimitOptions {
-  /** `redis://host:port/db`. One of `url`, `client` or `options`. */
+  /** `redis://host:port/db` or `rediss://` (TLS). One of `url`, `client`, `options` or `cluster`. */
   url?: string;
-  /** An ioredis client to copy the connection settings from (it is duplicated, never used or closed). */
-  client?: Redis;
-  /** ioredis options. */
+  /**
+   * An ioredis client (a `Redis` or a `Cluster`) to copy the connection settings from: it is
+   * duplicated with fail-fast settings, never used or closed.
+   */
+  client?: Redis | Cluster;
+  /** ioredis options: a host and port, or `sentinels` and `name` for Sentinel, `tls` for TLS. */
   options?: RedisOptions;
+  /**
+   * A Redis Cluster: its startup nodes, and ioredis `Cluster` options. Every key of a limiter shares
+   * one hash tag (the namespace), so its leases live on one slot.
+   */
+  cluster?: { nodes: ClusterNode[]; options?: ClusterOptions };
   /** Prefix of every key, inside a hash tag so Redis Cluster keeps them on one slot. Default `'nsp:<limiter name>'`. */
   namespace?: string;
   /** A lease lives this long unless its holder's heartbeat refreshes it; a crashed holder's slots free within it. Default 5 000. */

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import {
   CapacityExceededError,
   consoleLogger,
@@ -87,6 +87,9 @@ interface RedisSettings {
 
 type Outcome = Admission | Error;
 
+/** A connection to Redis: one server (or Sentinel's master), or a Cluster. */
+type Client = Redis | Cluster;
+
 /** What the admission call said of one admission, or that it failed (`sent`: it may still run in Redis). */
 type AcquireReply = { status: number; quietMs: number } | { error: unknown; sent: boolean };
 
@@ -114,8 +117,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #instance = randomUUID().slice(0, 8);
   #nextLease = 1;
 
-  #redis: Redis | undefined;
-  #subscriber: Redis | undefined;
+  #redis: Client | undefined;
+  #subscriber: Client | undefined;
   readonly #held = new Map<string, Held>();
   /** Every lease this process holds, however admitted: the fallback limits count these. */
   readonly #local = new SlotCounts();
@@ -239,7 +242,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */
-  async #learnRun(redis: Redis): Promise<string> {
+  async #learnRun(redis: Client): Promise<string> {
+    // A Cluster answers INFO from any node, not the one of the namespace's slot: its restarts and
+    // failovers are told by the sentinel and the silence.
+    if (redis.isCluster) return (this.#runId = '');
     try {
       const info = await redis.info('server');
       this.#runId = /run_id:(\w+)/.exec(info)?.[1] ?? '';
@@ -255,8 +261,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   /** Refuses to share a namespace (on the same Redis) with a limiter of other limits. */
   #register(): void {
-    const { url, client, options } = this.#connection;
-    const where = url ?? (client ? `${client.options.host}:${client.options.port}/${client.options.db ?? 0}` : `${options?.host}:${options?.port}/${options?.db ?? 0}`);
+    const where = whereOf(this.#connection);
     const id = `${where}|${this.#settings.namespace}`;
     const { name, global, perKey } = this.limits;
     const other = namespaces.get(id);
@@ -334,11 +339,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
       const batch = this.#toAdmit.splice(0, ADMIT_BATCH);
       try {
         const run = this.#runId ?? (await this.#learnRun(redis));
-        const reply = (await acquireScript.run(
+        const reply = (await this.#bounded(acquireScript.run(
           redis,
           [this.#globalSet(), this.#meta(), ...batch.map((b) => b.held.keySet)],
           [this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0', run, ...batch.map((b) => b.held.member)],
-        )) as number[];
+        ))) as number[];
         this.#up();
         const [used, quietMs] = reply as [number, number];
         this.#used = used;
@@ -415,23 +420,23 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * Releases: the leases out of their sets and waiters everywhere told, in one transaction (no
    * script: a script call costs Redis several times the commands it runs). Resolves to the leases left.
    */
-  async #release(redis: Redis, helds: readonly Held[]): Promise<number> {
+  async #release(redis: Client, helds: readonly Held[]): Promise<number> {
     const g = this.#globalSet();
     const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
     for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
-    const replies = await tx.publish(this.#channel(), '1').zcard(g).exec();
+    const replies = await this.#bounded(tx.publish(this.#channel(), '1').zcard(g).exec());
     if (replies === null) throw new Error('the release transaction was discarded');
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
 
   /** Releases of one tick go in one call. */
-  #releaseSoon(redis: Redis, held: Held): void {
+  #releaseSoon(redis: Client, held: Held): void {
     this.#toRelease.push(held);
     if (this.#toRelease.length === 1) queueMicrotask(() => void this.#releaseInRedis(redis, this.#toRelease.splice(0)));
   }
 
-  async #releaseInRedis(redis: Redis, helds: readonly Held[]): Promise<void> {
+  async #releaseInRedis(redis: Client, helds: readonly Held[]): Promise<void> {
     try {
       for (let from = 0; from < helds.length; from += RELEASE_BATCH) this.#used = await this.#release(redis, helds.slice(from, from + RELEASE_BATCH));
     } catch (err) {
@@ -465,7 +470,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** Wakes waiters on every instance's release (pub/sub); the poll is the backstop. */
   #listen(): void {
     if (this.#subscriber !== undefined || this.#redis === undefined) return;
-    const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false });
+    const redis = this.#redis;
+    const sub = redis.isCluster
+      ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
+      : (redis as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false });
     this.#subscriber = sub;
     sub.on('error', () => {}); // the main connection reports outages
     sub.on('message', () => void this.#serve());
@@ -514,7 +522,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
         const batch = held.slice(from, from + HEARTBEAT_BATCH);
         const keys = [...fixedKeys, ...batch.map((h) => h.keySet)];
         const args = [...fixedArgs, from === 0 ? '1' : '0', prefix, ...batch.flatMap((h) => [h.member, h.viaRedis ? 'h' : 'r'])];
-        calls.push(heartbeatScript.run(redis, keys, args)); // sent together: one round trip
+        calls.push(this.#bounded(heartbeatScript.run(redis, keys, args))); // sent together: one round trip
       }
       const replies = (await Promise.all(calls)) as (number | string)[][];
       const reply = [...replies.at(-1)!.slice(0, 3), ...replies.flatMap((r) => r.slice(3))];
@@ -649,25 +657,62 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#instancesSeen)));
   }
 
-  async #connect(): Promise<Redis> {
-    const { url, client, options } = this.#connection;
+  async #connect(): Promise<Client> {
+    const { url, client, options, cluster } = this.#connection;
+    const timeout = this.#settings.commandTimeoutMs;
     // Fail fast: no offline queue, no retries per command; reconnect in the background.
     const failFast: RedisOptions = {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: this.#settings.commandTimeoutMs,
-      disconnectTimeout: this.#settings.commandTimeoutMs,
+      commandTimeout: timeout,
+      disconnectTimeout: timeout,
       retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
     };
-    if (client !== undefined) return client.duplicate(failFast);
-    let RedisClient: typeof Redis;
+    // A Cluster retries a command through redirections and failovers for as long as its own
+    // settings allow: short waits here, and each call is bounded by commandTimeoutMs besides.
+    const clusterFailFast = (given: ClusterOptions | undefined): ClusterOptions => ({
+      ...given,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRedirections: 4,
+      retryDelayOnFailover: 50,
+      retryDelayOnClusterDown: 50,
+      retryDelayOnTryAgain: 50,
+      slotsRefreshTimeout: timeout,
+      slotsRefreshInterval: 5_000,
+      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
+      redisOptions: { ...given?.redisOptions, commandTimeout: timeout, maxRetriesPerRequest: 0, connectTimeout: timeout * 2 },
+    });
+    if (client?.isCluster) {
+      const given = client as Cluster;
+      return given.duplicate(undefined, clusterFailFast(given.options));
+    }
+    if (client !== undefined) return (client as Redis).duplicate(failFast);
+    let ioredis: { Redis: typeof Redis; Cluster: typeof Cluster };
     try {
-      ({ Redis: RedisClient } = await import('ioredis'));
+      ioredis = await import('ioredis');
     } catch {
       throw new PoolConfigError(this.limits.name, 'limits.redis', 'needs the ioredis package: npm install ioredis');
     }
-    return url === undefined ? new RedisClient({ ...options, ...failFast }) : new RedisClient(url, { ...options, ...failFast });
+    if (cluster !== undefined) return new ioredis.Cluster(cluster.nodes, clusterFailFast(cluster.options));
+    return url === undefined ? new ioredis.Redis({ ...options, ...failFast }) : new ioredis.Redis(url, { ...options, ...failFast });
+  }
+
+  /**
+   * A call bounded by commandTimeoutMs: a Cluster's own retries may outlast its per-command timeout.
+   * A Cluster whose call timed out asks for the slots again: a frozen master answers no MOVED, and
+   * ioredis would keep sending to it after its replica took over.
+   */
+  async #bounded<V>(call: Promise<V>): Promise<V> {
+    const redis = this.#redis;
+    if (!redis?.isCluster) return call;
+    try {
+      return await withTimeout(call, this.#settings.commandTimeoutMs, 'the command');
+    } catch (err) {
+      (redis as Cluster).refreshSlotsCache();
+      throw err;
+    }
   }
 
   #globalSet(): string {
@@ -691,6 +736,16 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 }
 
+/** Where a limiter's Redis is, to tell two limiters on one Redis apart. */
+function whereOf({ url, client, options, cluster }: RedisLimitOptions): string {
+  if (url !== undefined) return url;
+  const nodes = cluster?.nodes ?? (client?.isCluster ? (client as unknown as { startupNodes: unknown[] }).startupNodes : undefined);
+  if (nodes !== undefined) return `cluster ${JSON.stringify(nodes)}`;
+  const o = client === undefined ? options : (client as Redis).options;
+  if (o?.sentinels !== undefined) return `sentinel ${o.name ?? ''} ${JSON.stringify(o.sentinels)}/${o.db ?? 0}`;
+  return `${o?.host}:${o?.port}/${o?.db ?? 0}`;
+}
+
 /** What a Redis error means for the limiter, with what to change; the error's own text kept. */
 export function describeRedisError(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
@@ -705,7 +760,10 @@ export function describeRedisError(err: unknown): string {
   if (/^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) || /SSL routines|certificate|TLS/i.test(text)) {
     return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
   }
-  if (/^MOVED|^CLUSTERDOWN|^CROSSSLOT/.test(text)) return `the URL points at a Redis Cluster node (${text}); the limiter needs a plain Redis or Sentinel`;
+  if (/^MOVED/.test(text)) return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
+  if (/^CLUSTERDOWN|^TRYAGAIN/.test(text) || /Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
+    return `the Redis Cluster cannot serve the namespace's slot (${text})`;
+  }
   return text;
 }
 
@@ -719,8 +777,14 @@ const LOCALLY_EXPIRED =
 
 function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
   if (typeof r !== 'object' || r === null) throw new PoolConfigError(name, 'limits.redis', 'must be an object: { url } or { client }');
-  const given = (['url', 'client', 'options'] as const).filter((k) => r[k] !== undefined);
-  if (given.length === 0) throw new PoolConfigError(name, 'limits.redis', 'needs one of url, client or options');
+  const given = (['url', 'client', 'options', 'cluster'] as const).filter((k) => r[k] !== undefined);
+  if (given.length !== 1) {
+    const got = given.length === 0 ? 'none' : given.join(' and ');
+    throw new PoolConfigError(name, 'limits.redis', `needs exactly one of url, client, options or cluster, got ${got}`);
+  }
+  if (r.cluster !== undefined && !(Array.isArray(r.cluster.nodes) && r.cluster.nodes.length > 0)) {
+    throw new PoolConfigError(name, 'limits.redis.cluster.nodes', 'must list at least one startup node, e.g. [{ host: "10.0.0.1", port: 6379 }]');
+  }
   if (r.url !== undefined) {
     let protocol = '';
     try {
@@ -779,7 +843,7 @@ function withTimeout<V>(promise: Promise<V>, ms: number, what: string): Promise<
 }
 
 /** QUIT when connected (a clean close); otherwise stop reconnecting and drop the socket. */
-async function hangUp(redis: Redis): Promise<void> {
+async function hangUp(redis: Client): Promise<void> {
   if (redis.status === 'ready') {
     try {
       await redis.quit();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 // Every decision runs in one script, atomically, on the server's clock (TIME), so instances with
 // skewed clocks agree. Leases are sorted-set members scored by their expiry in server ms.
@@ -168,7 +168,7 @@ export class RedisScript {
     this.#sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async run(redis: Redis | Cluster, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.#sha, keys.length, ...keys, ...args);
     } catch (err) {

@@ -186,7 +186,7 @@ describe('RedisLimiter on a real Redis', () => {
     expect(make({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
     expect(make({ perKey: -1 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got -1');
     expect(make({ redis: { url: 'localhost:6379' } })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
-    expect(make({ redis: {} })).toThrow('option "limits.redis" needs one of url, client or options');
+    expect(make({ redis: {} })).toThrow('option "limits.redis" needs exactly one of url, client, options or cluster, got none');
     expect(make({ redis: { url: REDIS_URL, leaseTtlMs: 100, heartbeatMs: 100 } })).toThrow('must be below leaseTtlMs');
   });
 

@@ -74,3 +74,81 @@ export class RedisServer {
     await exited;
   }
 }
+
+/**
+ * A Redis Cluster of the test's own: three masters, each with one replica, that fail over within
+ * about `nodeTimeoutMs` of a master stopping.
+ */
+export class RedisCluster {
+  private constructor(readonly servers: readonly RedisServer[]) {}
+
+  static async start(nodeTimeoutMs = 1_000): Promise<RedisCluster> {
+    const args = ['--cluster-enabled', 'yes', '--cluster-node-timeout', String(nodeTimeoutMs), '--cluster-replica-validity-factor', '0'];
+    const servers = await Promise.all(Array.from({ length: 6 }, () => RedisServer.start(args)));
+    const cluster = new RedisCluster(servers);
+    const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes']);
+    await cluster.#untilHealthy();
+    return cluster;
+  }
+
+  /** Startup nodes for ioredis: every master and replica. */
+  get nodes(): { host: string; port: number }[] {
+    return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
+  }
+
+  /** The server that is master of `key`'s slot now. */
+  async masterOf(key: string): Promise<RedisServer> {
+    for (const server of this.servers) {
+      const info = await cli(server, 'CLUSTER', 'KEYSLOT', key).catch(() => undefined);
+      if (info === undefined) continue;
+      const slot = Number(info.trim());
+      const slots = await cli(server, 'CLUSTER', 'SLOTS');
+      // `redis-cli` prints CLUSTER SLOTS flat: start, end, master ip, master port, id, replicas...
+      const lines = slots.trim().split('\n');
+      for (let i = 0; i + 3 < lines.length; i++) {
+        const [from, to] = [Number(lines[i]), Number(lines[i + 1])];
+        if (Number.isInteger(from) && Number.isInteger(to) && lines[i + 2] === '127.0.0.1' && from <= slot && slot <= to) {
+          const port = Number(lines[i + 3]);
+          const master = this.servers.find((s) => s.port === port);
+          if (master !== undefined) return master;
+        }
+      }
+    }
+    throw new Error(`no master found for ${key}`);
+  }
+
+  /** Waits until every slot is served (after create, or a failover). */
+  async #untilHealthy(timeoutMs = 20_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const states = await Promise.all(this.servers.map((s) => cli(s, 'CLUSTER', 'INFO').catch(() => '')));
+      if (states.filter((s) => s.includes('cluster_state:ok')).length >= 5) return;
+      if (Date.now() > end) throw new Error(`the cluster did not become healthy: ${states.join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.servers) s.resume();
+    await Promise.all(this.servers.map((s) => s.stop()));
+  }
+}
+
+function cli(server: RedisServer, ...args: string[]): Promise<string> {
+  return run('redis-cli', ['-p', String(server.port), ...args], 1_000);
+}
+
+/** Runs a command; a paused server would make redis-cli wait forever, so it is killed after `ms`. */
+function run(command: string, args: string[], ms = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+    child.once('exit', () => clearTimeout(timer));
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${out}`))));
+  });
+}
