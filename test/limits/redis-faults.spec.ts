@@ -20,12 +20,31 @@ function abortedAt(signal: AbortSignal): { at?: number } {
 describe('RedisLimiter through stalls', () => {
   let server: RedisServer;
   beforeAll(async () => {
-    server = await RedisServer.start();
+    server = await RedisServer.start(['--enable-debug-command', 'yes']);
   });
   afterAll(async () => {
     server.resume();
     await server.stop();
   });
+
+  /** Stalls the server for `ms` in one of three ways; resolves when it answers again. */
+  const stalls: Record<string, (ms: number) => Promise<void>> = {
+    'SIGSTOP of the server': async (ms) => {
+      server.pause();
+      await sleep(ms);
+      server.resume();
+    },
+    'CLIENT PAUSE': async (ms) => {
+      await inspector(server.url).call('CLIENT', 'PAUSE', String(ms), 'ALL');
+      await sleep(ms);
+    },
+    'DEBUG SLEEP': async (ms) => {
+      const sleeper = inspector(server.url);
+      await sleeper.ping();
+      void sleeper.call('DEBUG', 'SLEEP', String(ms / 1000)).catch(() => {});
+      await sleep(ms);
+    },
+  };
 
   const limiter = (ns: string, redis: Record<string, unknown> = {}, global = 1) =>
     started(
@@ -60,15 +79,13 @@ describe('RedisLimiter through stalls', () => {
     lease.release();
   });
 
-  it('after a stall longer than the TTL, no instance is admitted while another may still run on its lease', async () => {
+  it.each(Object.keys(stalls))('after a stall longer than the TTL (%s), no instance is admitted while another may still run on its lease', async (kind) => {
     const ns = namespace(server.url);
     const [a, b] = [await limiter(ns), await limiter(ns)];
     await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
     const lease = await a.admit(ask);
     const lost = abortedAt(lease.signal);
-    server.pause();
-    await sleep(1_000);
-    server.resume();
+    await stalls[kind]!(1_000);
     // B asks as soon as Redis answers again, and keeps asking.
     let admitted: Admission | undefined;
     let admittedAt = 0;
