@@ -100,9 +100,9 @@ interface ToAdmit {
 }
 
 /**
- * Admission limits shared by every instance through Redis (ioredis). Each admission and each
- * release is one atomic Lua call; held leases carry a TTL that one batched heartbeat refreshes,
- * so a crashed instance's slots come back within a TTL. After a Redis restart or failover,
+ * Admission limits shared by every instance through Redis (ioredis). Each admission is one atomic
+ * Lua call and each release one transaction, shared by those asked for together; held leases
+ * carry a TTL that the heartbeat refreshes, so a crashed instance's slots come back within a TTL. After a Redis restart or failover,
  * admissions pause for one TTL while live holders re-register. When Redis is unreachable,
  * commands fail fast and, after `fallbackAfterMs`, the limiter falls back to this instance's
  * share of the limits (or refuses, with `fallback: 'fail-closed'`), returning to Redis by itself.
@@ -132,8 +132,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #toAdmit: ToAdmit[] = [];
   /** Releases of this tick, sent together. */
   readonly #toRelease: Held[] = [];
-  /** A release of the phantoms is due in this tick. */
-  #phantomsSoon = false;
   #admitting = false;
   #expiryTimer: TimerHandle | undefined;
   #expiryAt = Infinity;
@@ -235,7 +233,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     }
     const redis = this.#redis;
     if (redis !== undefined && this.#downSince === undefined) {
-      await this.#releaseInRedis(redis, [...this.#held.values(), ...this.#toRelease.splice(0)]);
+      await this.#releaseInRedis(redis, [...this.#held.values(), ...this.#toRelease.splice(0), ...this.#phantoms.values()]);
     }
     await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unregister();
@@ -424,8 +422,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const g = this.#globalSet();
     const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
     for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
-    const replies = await this.#bounded(tx.publish(this.#channel(), '1').zcard(g).exec());
-    if (replies === null) throw new Error('the release transaction was discarded');
+    const replies = (await this.#bounded(tx.publish(this.#channel(), '1').zcard(g).exec()))!; // null only under WATCH
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
@@ -438,7 +435,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   async #releaseInRedis(redis: Client, helds: readonly Held[]): Promise<void> {
     try {
-      for (let from = 0; from < helds.length; from += RELEASE_BATCH) this.#used = await this.#release(redis, helds.slice(from, from + RELEASE_BATCH));
+      for (let from = 0; from < helds.length; from += RELEASE_BATCH) {
+        const batch = helds.slice(from, from + RELEASE_BATCH);
+        this.#used = await this.#release(redis, batch);
+        if (this.#phantoms.size > 0) for (const h of batch) this.#phantoms.delete(h.id);
+      }
     } catch (err) {
       this.#down(err); // the leases expire by themselves within a TTL
     }
@@ -525,20 +526,21 @@ export class RedisLimiter implements ConcurrencyLimiter {
         calls.push(this.#bounded(heartbeatScript.run(redis, keys, args))); // sent together: one round trip
       }
       const replies = (await Promise.all(calls)) as (number | string)[][];
-      const reply = [...replies.at(-1)!.slice(0, 3), ...replies.flatMap((r) => r.slice(3))];
       this.#up();
-      const [used, instances, quietMs, ...lost] = reply;
+      const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
       this.#used = Number(used);
       this.#instancesSeen = Math.max(1, Number(instances));
       this.#quietUntil = this.#clock.now() + Number(quietMs);
-      for (const member of lost) this.#lose(String(member).split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      for (const lost of replies.flatMap((r) => r.slice(3))) {
+        this.#lose(String(lost).split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      }
       const expiresAt = this.#expiry(sentAt);
       for (const h of held) {
         h.viaRedis = true;
         if (this.#held.has(h.id)) h.expiresAt = expiresAt;
       }
       this.#armExpiry(this.#earliestExpiry());
-      if (this.#phantoms.size > 0) void this.#releasePhantoms();
+      if (this.#phantoms.size > 0) void this.#releaseInRedis(redis, [...this.#phantoms.values()]);
     } catch (err) {
       this.#down(err);
     }
@@ -584,31 +586,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     held.lost.abort(error);
   }
 
-  /** A timed-out admission: released by id now (queued behind it on the same connection) and again once Redis answers. */
+  /**
+   * A timed-out admission: released by id now, with this tick's releases (queued behind it on the
+   * same connection, so Redis runs it after the admission), and after each good heartbeat until
+   * a release of it succeeds.
+   */
   #forget(held: Held): void {
     this.#phantoms.set(held.id, held);
-    if (!this.#phantomsSoon) {
-      this.#phantomsSoon = true;
-      queueMicrotask(() => {
-        this.#phantomsSoon = false;
-        void this.#releasePhantoms();
-      });
-    }
-  }
-
-  async #releasePhantoms(): Promise<void> {
-    const redis = this.#redis;
-    if (redis === undefined) return;
-    const phantoms = [...this.#phantoms.values()];
-    for (let from = 0; from < phantoms.length; from += RELEASE_BATCH) {
-      const batch = phantoms.slice(from, from + RELEASE_BATCH);
-      try {
-        await this.#release(redis, batch);
-        for (const p of batch) this.#phantoms.delete(p.id);
-      } catch {
-        return; // tried again after the next good heartbeat
-      }
-    }
+    this.#releaseSoon(this.#redis!, held);
   }
 
   #down(err: unknown): void {

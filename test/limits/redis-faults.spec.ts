@@ -17,16 +17,17 @@ function abortedAt(signal: AbortSignal): { at?: number } {
   return seen;
 }
 
-describe('RedisLimiter through stalls', () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start(['--enable-debug-command', 'yes']);
-  });
-  afterAll(async () => {
-    server.resume();
-    await server.stop();
-  });
+/** One redis-server of this file's own, for the tests that need no server of their own. */
+let server: RedisServer;
+beforeAll(async () => {
+  server = await RedisServer.start(['--enable-debug-command', 'yes']);
+});
+afterAll(async () => {
+  server.resume();
+  await server.stop();
+});
 
+describe('RedisLimiter through stalls', () => {
   /** Stalls the server for `ms` in one of three ways; resolves when it answers again. */
   const stalls: Record<string, (ms: number) => Promise<void>> = {
     'SIGSTOP of the server': async (ms) => {
@@ -235,13 +236,6 @@ describe('RedisLimiter settings', () => {
 });
 
 describe('RedisLimiter keys, namespaces and first contact', () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server.stop();
-  });
 
   const make = (ns: string | undefined, global: number, extra: Record<string, unknown> = {}, name?: string) =>
     new RedisLimiter({

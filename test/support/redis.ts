@@ -1,6 +1,6 @@
 import { afterEach } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import type { ConcurrencyLimiter } from '../../lib/index.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -19,7 +19,7 @@ export function inspector(url = REDIS_URL): Redis {
 }
 
 /** Leases in a namespace's global set: every member but the sentinel (scored +inf). */
-export function leasesIn(redis: Redis, ns: string): Promise<number> {
+export function leasesIn(redis: Redis | Cluster, ns: string): Promise<number> {
   return redis.zcount(`{${ns}}:g`, '-inf', '(+inf');
 }
 
