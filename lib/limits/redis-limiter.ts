@@ -746,9 +746,10 @@ export function describeRedisError(err: unknown): string {
     return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
   }
   if (/^MOVED/.test(text)) return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
-  if (/^CLUSTERDOWN|^TRYAGAIN/.test(text) || /Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
-    return `the Redis Cluster cannot serve the namespace's slot (${text})`;
+  if (/Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
+    return `no startup node of the Redis Cluster answered (${text}); check redis.cluster.nodes and that the cluster is up`;
   }
+  if (/^CLUSTERDOWN|^TRYAGAIN/.test(text)) return `the Redis Cluster cannot serve the namespace's slot (${text})`;
   return text;
 }
 

@@ -68,6 +68,12 @@ describe('RedisLimiter on a Redis Cluster', () => {
     expect(String(a.stats().lastError)).toMatch(/Redis Cluster node .*pass the cluster as redis\.cluster/);
   });
 
+  it('a cluster whose startup nodes do not answer says so', async () => {
+    const a = await limiter(`cl-${nsCount++}`, { cluster: { nodes: [{ host: '127.0.0.1', port: 1 }] }, fallback: 'fail-closed', fallbackAfterMs: 0 });
+    await expect(a.admit(ask('u'))).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
+    expect(String(a.stats().lastError)).toMatch(/no startup node of the Redis Cluster answered .*check redis\.cluster\.nodes/);
+  });
+
   it('refuses a cluster without nodes, and two ways of connecting at once', () => {
     expect(() => new RedisLimiter({ redis: { cluster: { nodes: [] } } })).toThrow(PoolConfigError);
     expect(() => new RedisLimiter({ redis: { cluster: { nodes: cluster.nodes }, url: 'redis://127.0.0.1:6379' } })).toThrow(
