@@ -48,6 +48,9 @@ interface Held {
   expiresAt: number;
 }
 
+/** Why an admission is refused whose answer came after its TTL twice in a row. */
+const LATE = 'two answers in a row came after the lease TTL had passed here: this event loop is blocked for longer than leaseTtlMs';
+
 /** Latest local expiry is this much before the TTL: clock rates and Redis's own TIME may drift. */
 const EXPIRY_MARGIN = 0.02;
 
@@ -298,8 +301,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return waiting;
   }
 
-  /** One attempt: an admission, or the error that refused it. */
-  async #try(request: AdmissionRequest, key: string | undefined): Promise<Outcome> {
+  /**
+   * One attempt: an admission, or the error that refused it. `retried`: the attempt follows one
+   * whose answer came too late to hold on to.
+   */
+  async #try(request: AdmissionRequest, key: string | undefined, retried = false): Promise<Outcome> {
     if (this.#downSince === undefined) {
       const held = this.#newLease(request, key, true);
       const sentAt = this.#clock.now();
@@ -310,9 +316,18 @@ export class RedisLimiter implements ConcurrencyLimiter {
       if (!('error' in reply)) {
         const { status, quietMs } = reply;
         if (status === 1) {
-          this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
           held.expiresAt = this.#expiry(sentAt);
-          return this.#admitted(held);
+          if (this.#clock.now() < held.expiresAt) {
+            this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
+            return this.#admitted(held);
+          }
+          // The answer came after the lease's TTL had passed here (this event loop was blocked):
+          // Redis may already have given the slot to someone else. Give it back and ask again, once.
+          this.#forget(held);
+          await null; // the release goes out (this tick's microtask) before the new admission
+          if (!retried) return this.#try(request, key, true);
+          this.#counters.refusedGlobal++;
+          return new CapacityExceededError(request.pool, this.limits.global, this.limits.retryAfterMs, 'unavailable', new Error(LATE));
         }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
         if (status === -3) return new CapacityExceededError(request.pool, this.limits.global, quietMs, 'quarantine');

@@ -2,7 +2,7 @@
 // a holder stops counting on a lease once its last confirmation is a TTL old, Redis treats a long
 // silence like a restart, timed-out admissions leave no phantom, close() aborts held leases.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { LeaseLostError, PoolConfigError, RedisLimiter, type Admission } from '../../lib/index.js';
+import { CapacityExceededError, LeaseLostError, PoolConfigError, RedisLimiter, systemClock, type Admission } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -196,6 +196,35 @@ describe('RedisLimiter through stalls', () => {
       expect((lease.signal.reason as Error).message).toMatch(/the limiter closed/);
     }
     expect(await leasesIn(inspector(server.url), ns)).toBe(0);
+  });
+
+  it('an admission answered after its TTL had passed here is given back and asked for again, never handed out lapsed', async () => {
+    const ns = namespace(server.url);
+    // A clock that jumps, as performance.now() does across a blocked event loop.
+    let skew = 0;
+    let jumpEveryRead = false;
+    const clock = { ...systemClock, now: () => performance.now() + (jumpEveryRead ? (skew += 700) : skew) };
+    const redis = { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 200, commandTimeoutMs: 100 };
+    const a = await started(new RedisLimiter({ global: 2, clock, logger: new RecordingLogger(), redis }));
+    await until(() => a.stats().mode === 'redis');
+
+    const pending = a.admit(ask); // sent now, answered after the jump
+    skew += 700;
+    const lease = await pending;
+    expect(lease.signal.aborted).toBe(false);
+    await until(async () => (await leasesIn(inspector(server.url), ns)) === 1); // the late one was given back
+    expect(a.stats().counters).toMatchObject({ admitted: 1, lost: 0 });
+
+    // Late twice in a row: refused, saying why, and nothing is left held in Redis.
+    jumpEveryRead = true;
+    const refused = (await a.admit(ask).catch((e: unknown) => e)) as CapacityExceededError;
+    jumpEveryRead = false;
+    expect(refused).toBeInstanceOf(CapacityExceededError);
+    expect(refused.reason).toBe('unavailable');
+    expect(refused.message).toMatch(/after the lease TTL had passed here.*blocked for longer than leaseTtlMs/);
+    await until(async () => (await leasesIn(inspector(server.url), ns)) === 1);
+    lease.release();
+    await until(async () => (await leasesIn(inspector(server.url), ns)) === 0);
   });
 
   it('a holder whose event loop was blocked past the TTL sees its lease lost before its own timers run', async () => {
