@@ -350,6 +350,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#admitting = true;
     while (this.#toAdmit.length > 0) {
       const batch = this.#toAdmit.splice(0, ADMIT_BATCH);
+      // Releases of this tick go first, on the same connection: a slot given back just before is free for these.
+      if (this.#toRelease.length > 0) void this.#releaseInRedis(redis, this.#toRelease.splice(0));
       try {
         const run = this.#runId ?? (await this.#learnRun(redis));
         const reply = (await this.#bounded(acquireScript.run(
@@ -760,6 +762,7 @@ export function describeRedisError(err: unknown): string {
   if (/^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) || /SSL routines|certificate|TLS/i.test(text)) {
     return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
   }
+  if (code === 'ECONNRESET') return `Redis closed the connection (${text}); if it takes TLS connections only, use rediss:// (or tls in the options)`;
   if (/^MOVED/.test(text)) return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
   if (/Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
     return `no startup node of the Redis Cluster answered (${text}); check redis.cluster.nodes and that the cluster is up`;

@@ -45,6 +45,18 @@ describe('RedisLimiter on a real Redis', () => {
     expect(a.stats()).toMatchObject({ mode: 'redis', limit: 3, held: 0, counters: { admitted: 2, released: 2, refusedGlobal: 1 } });
   });
 
+  it('an admission asked for right after a release on the same instance gets the slot given back', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 1, perKey: 1 });
+    let lease = await a.admit(ask('ann'));
+    for (let i = 0; i < 5; i++) {
+      lease.release();
+      lease = await a.admit(ask('ann')); // same tick: the release must reach Redis first
+    }
+    expect(await leasesIn(inspector(), ns)).toBe(1);
+    lease.release();
+  });
+
   it('keeps per-key limits apart: one key full does not block another', async () => {
     const ns = namespace();
     const a = await limiter(ns, { perKey: 2 });

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,32 +26,37 @@ export class RedisServer {
   private constructor(
     readonly port: number,
     readonly extraArgs: readonly string[],
+    readonly tls: Certificates | undefined,
   ) {}
 
-  /** `extraArgs`: more redis-server arguments, e.g. `['--requirepass', 'secret']` or `['--replicaof', host, port]`. */
-  static async start(extraArgs: readonly string[] = []): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), extraArgs);
+  /**
+   * `extraArgs`: more redis-server arguments, e.g. `['--requirepass', 'secret']` or `['--replicaof', host, port]`.
+   * `tls`: the server answers TLS only, on `port`, with these certificates (clients need not present one).
+   */
+  static async start(extraArgs: readonly string[] = [], tls?: Certificates): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), extraArgs, tls);
     await server.start();
     return server;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `${this.tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${this.port}`;
   }
 
   async start(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir, ...this.extraArgs];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    this.#process = child;
-    let out = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes('Ready to accept connections')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${out}`)));
-    });
-    child.stdout!.resume();
+    const tls = this.tls;
+    const ports =
+      tls === undefined
+        ? ['--port', String(this.port)]
+        : ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no'];
+    const args = [...ports, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir, ...this.extraArgs];
+    this.#process = await spawnUntil(args, 'Ready to accept connections');
+  }
+
+  /** `master` or `slave` (ROLE); `down` when it does not answer. */
+  async role(): Promise<string> {
+    const out = await cli(this, 'ROLE').catch(() => 'down');
+    return out.split('\n')[0]!.trim();
   }
 
   /** Freezes the server (SIGSTOP): connections stay open, nothing is answered, data is kept. */
@@ -67,11 +72,101 @@ export class RedisServer {
   /** Kills the server at once (like a crash); its data is gone. */
   async stop(): Promise<void> {
     const child = this.#process;
-    if (child === undefined || child.exitCode !== null) return;
     this.#process = undefined;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    await kill(child);
+  }
+}
+
+/** Starts redis-server with `args`; resolves once it printed `ready`. */
+async function spawnUntil(args: string[], ready: string): Promise<ChildProcess> {
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes(ready)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server ${args.join(' ')} exited with ${code}: ${out}`)));
+  });
+  child.stdout!.resume();
+  return child;
+}
+
+/** Kills a child at once (SIGKILL) and waits for its exit. */
+async function kill(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** A certificate authority and a server certificate it signed, for 127.0.0.1 and localhost. */
+export interface Certificates {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+  /** The CA certificate (PEM), for a client's `tls.ca`. */
+  ca: string;
+}
+
+/** Makes a throwaway CA and a server certificate with openssl (EC keys: fast). */
+export async function certificates(): Promise<Certificates> {
+  const dir = mkdtempSync(join(tmpdir(), 'tls-'));
+  const at = (name: string) => join(dir, name);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await run('openssl', ['req', '-x509', ...ec, '-keyout', at('ca.key'), '-out', at('ca.crt'), '-days', '2', '-subj', '/CN=nestjs-shared-pool test CA']);
+  await run('openssl', ['req', ...ec, '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=localhost']);
+  writeFileSync(at('san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  await run('openssl', ['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at('server.crt'), '-days', '2', '-extfile', at('san.ext')]);
+  return { caFile: at('ca.crt'), certFile: at('server.crt'), keyFile: at('server.key'), ca: readFileSync(at('ca.crt'), 'utf8') };
+}
+
+/**
+ * A Redis Sentinel of the test's own, watching `master` as `name` with a quorum of 1: it fails
+ * over to a replica about `downAfterMs` after the master stops answering.
+ */
+export class RedisSentinel {
+  #process: ChildProcess | undefined;
+
+  private constructor(
+    readonly port: number,
+    readonly name: string,
+  ) {}
+
+  static async start(master: RedisServer, name = 'mymaster', downAfterMs = 500): Promise<RedisSentinel> {
+    const sentinel = new RedisSentinel(await freePort(), name);
+    const dir = mkdtempSync(join(tmpdir(), 'sentinel-'));
+    const conf = join(dir, 'sentinel.conf'); // Sentinel rewrites its file with what it learns
+    writeFileSync(
+      conf,
+      [
+        `port ${sentinel.port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${master.port} 1`,
+        `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+        `sentinel failover-timeout ${name} ${downAfterMs * 4}`,
+        '',
+      ].join('\n'),
+    );
+    sentinel.#process = await spawnUntil([conf, '--sentinel'], '+monitor master');
+    return sentinel;
+  }
+
+  /** The sentinels option of ioredis. */
+  get sentinels(): { host: string; port: number }[] {
+    return [{ host: '127.0.0.1', port: this.port }];
+  }
+
+  /** Asks the sentinel (`SENTINEL <args>`). */
+  ask(...args: string[]): Promise<string> {
+    return run('redis-cli', ['-p', String(this.port), 'SENTINEL', ...args], 1_000);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.#process;
+    this.#process = undefined;
+    await kill(child);
   }
 }
 
