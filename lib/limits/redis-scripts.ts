@@ -93,10 +93,12 @@ return reply
 `;
 
 /**
- * KEYS: global set, meta hash, instances set, then one key set per lease (the global set when none).
+ * KEYS: global set, meta hash, instances set.
  * ARGV: ttl ms, protect, instance id, server run id ('' unknown), first ('1': the first call of a
- * heartbeat, which registers the instance and removes expired leases), key-set prefix, then per
- * lease: member, 'h' (held through Redis) or 'r' (register: admitted while Redis was unreachable).
+ * heartbeat, which registers the instance and removes expired leases), key-set prefix, then one
+ * letter per lease ('h': held through Redis; 'r': register, admitted while Redis was unreachable),
+ * then the leases' members. A member names its key set (see above): the key sets are not passed
+ * as KEYS, which would cost Redis a key lookup each and the script a table.
  * Refreshes every lease that is still there; re-adds those Redis forgot during a quarantine, and
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
  * that none blocks Redis for long.
@@ -107,6 +109,7 @@ local g = KEYS[1]
 local now = now_ms()
 local ttl = tonumber(ARGV[1])
 local first = ARGV[5] == '1'
+local prefix = ARGV[6]
 local _, lost_set = live_leases(g, now)
 local quiet = 0
 if ARGV[2] == '1' then quiet = quiet_until(KEYS[2], now, ttl, lost_set, ARGV[4], first) end
@@ -118,42 +121,42 @@ if first then
   local expired = redis.call('ZRANGE', g, '-inf', now, 'BYSCORE', 'LIMIT', 0, 500)
   for _, member in ipairs(expired) do
     local key = string.match(member, '|(.*)$')
-    if key then redis.call('ZREM', ARGV[6] .. key, member) end
+    if key then redis.call('ZREM', prefix .. key, member) end
   end
   if #expired > 0 then redis.call('ZREM', g, unpack(expired)) end
 end
 -- The leases' scores in one call, and the refreshed ones written back in one call per set.
-local members = {}
-for i = 4, #KEYS do members[i - 3] = ARGV[7 + (i - 4) * 2] end
+local modes = ARGV[7]
 local lost = {}
-if #members > 0 then
-  local scores = redis.call('ZMSCORE', g, unpack(members))
+if #ARGV > 7 then
+  local scores = redis.call('ZMSCORE', g, unpack(ARGV, 8))
   local expiry = now + ttl
   local refresh = {}
   local by_key = {}
-  for j, member in ipairs(members) do
-    local k = KEYS[j + 3]
+  for j = 1, #ARGV - 7 do
+    local member = ARGV[j + 7]
     local score = scores[j]
-    if (score and tonumber(score) > now) or now < quiet or ARGV[6 + j * 2] == 'r' then
+    local key = string.match(member, '|(.*)$')
+    if (score and tonumber(score) > now) or now < quiet or string.byte(modes, j) == 114 then -- 'r'
       refresh[#refresh + 1] = expiry
       refresh[#refresh + 1] = member
-      if k ~= g then
-        local t = by_key[k]
+      if key then
+        local t = by_key[key]
         if not t then
           t = {}
-          by_key[k] = t
+          by_key[key] = t
         end
         t[#t + 1] = expiry
         t[#t + 1] = member
       end
     else
       if score then redis.call('ZREM', g, member) end
-      if k ~= g then redis.call('ZREM', k, member) end
+      if key then redis.call('ZREM', prefix .. key, member) end
       lost[#lost + 1] = member
     end
   end
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
-  for k, t in pairs(by_key) do redis.call('ZADD', k, unpack(t)) end
+  for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
 end
 local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
