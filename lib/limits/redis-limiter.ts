@@ -670,6 +670,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
       commandTimeout: timeout,
       disconnectTimeout: timeout,
       retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
+      // ioredis's ready check runs INFO, which a hardened ACL user may not (it then warns on every
+      // connect); a loading server answers LOADING, which counts as unreachable. Behind Sentinel
+      // the check also confirms the node's role, so it stays.
+      ...((client === undefined ? options : (client as Redis).options)?.sentinels === undefined ? { enableReadyCheck: false } : {}),
     };
     // A Cluster retries a command through redirections and failovers for as long as its own
     // settings allow: short waits here, and each call is bounded by commandTimeoutMs besides.
