@@ -15,8 +15,22 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  // The layers: core knows only pools; limits build on core; connectors on core; nest on all.
+  layer('lib/core/**/*.ts', 'lib/core knows only pools', ['../limits/*', '../nest/*', '../connectors/*', '../index.js', '@nestjs/*', 'ioredis']),
+  layer('lib/limits/**/*.ts', 'lib/limits builds on lib/core only', ['../nest/*', '../connectors/*', '../index.js', '@nestjs/*']),
+  layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', ['../nest/*', '../limits/*', '../index.js', '@nestjs/*']),
   {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', setTimeout: 'readonly' } },
   },
 );
+
+/** A layer may not import from the layers above it (type-only imports included). */
+function layer(files, why, forbidden) {
+  return {
+    files: [files],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: forbidden, message: `${why}: move the code, or invert the dependency.` }] }],
+    },
+  };
+}

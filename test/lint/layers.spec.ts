@@ -1,0 +1,36 @@
+// The layer rule of eslint.config.js, on code placed (virtually) in each layer: an import of an
+// upper layer fails `npm run lint`, with the rule's message; imports of lower layers pass.
+import { describe, expect, it } from '@jest/globals';
+import { ESLint } from 'eslint';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const eslint = new ESLint({ cwd: root });
+
+async function problems(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: `${root}${file}` });
+  return result!.messages.filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports').map((m) => m.message);
+}
+
+describe('layer boundaries (npm run lint)', () => {
+  it.each([
+    ['lib/core/x.ts', "import { PoolModule } from '../nest/pool.module.js';", /lib\/core knows only pools/],
+    ['lib/core/x.ts', "import type { RedisLimiter } from '../limits/redis-limiter.js';", /lib\/core knows only pools/],
+    ['lib/core/x.ts', "import { Injectable } from '@nestjs/common';", /lib\/core knows only pools/],
+    ['lib/core/x.ts', "import { Redis } from 'ioredis';", /lib\/core knows only pools/],
+    ['lib/limits/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/limits builds on lib\/core only/],
+    ['lib/connectors/x.ts', "import { RedisLimiter } from '../limits/index.js';", /lib\/connectors build on lib\/core only/],
+  ])('%s may not %s', async (file, code, message) => {
+    const found = await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(message);
+  });
+
+  it.each([
+    ['lib/limits/x.ts', "import { PoolConfigError } from '../core/index.js';"],
+    ['lib/nest/x.ts', "import { RedisLimiter } from '../limits/index.js';"],
+    ['lib/connectors/x.ts', "import { PoolConfigError } from '../core/index.js';"],
+  ])('%s may %s', async (file, code) => {
+    expect(await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`)).toEqual([]);
+  });
+});
