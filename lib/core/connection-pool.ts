@@ -8,6 +8,7 @@ import {
   type RetryOptions,
   type UseOptions,
 } from './call-options.js';
+import { backoffMs } from './backoff.js';
 import { Timers, type TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
 import type { Connector } from './connector.js';
@@ -198,8 +199,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         if (retryable || fatal) lease.fail(err);
         else lease.release();
         if (!retryable) throw err;
-        const base = retry?.baseDelayMs ?? 10;
-        await this.#pause(Math.min(base * 2 ** (attempt - 1), retry?.maxDelayMs ?? 1_000));
+        await this.#pause(backoffMs(attempt, retry?.baseDelayMs ?? 10, retry?.maxDelayMs ?? 1_000));
       }
     }
   }
@@ -820,7 +820,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#counters.createFailures++;
     this.#lastError = this.#lastCreateError = err;
     this.#failureStreak++;
-    const delay = Math.min(o.createBackoffMs * 2 ** (this.#failureStreak - 1), o.maxCreateBackoffMs);
+    const delay = backoffMs(this.#failureStreak, o.createBackoffMs, o.maxCreateBackoffMs);
     this.#backoffUntil = this.#timers.now() + delay;
     if (!this.#closed) o.logger.warn(`${err.message} (retry in ${delay} ms)`);
     conn.state = 'closed';

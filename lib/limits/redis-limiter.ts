@@ -16,6 +16,7 @@ import {
   type PoolLogger,
   type TimerHandle,
 } from '../core/index.js';
+import { backoffMs } from '../core/backoff.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
 import { acquireScript, heartbeatScript } from './redis-scripts.js';
@@ -669,7 +670,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       maxRetriesPerRequest: 0,
       commandTimeout: timeout,
       disconnectTimeout: timeout,
-      retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
+      retryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
       // ioredis's ready check runs INFO, which a hardened ACL user may not (it then warns on every
       // connect); a loading server answers LOADING, which counts as unreachable. Behind Sentinel
       // the check also confirms the node's role, so it stays.
@@ -687,7 +688,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       retryDelayOnTryAgain: 50,
       slotsRefreshTimeout: timeout,
       slotsRefreshInterval: 5_000,
-      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 1_000),
+      clusterRetryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
       redisOptions: { ...given?.redisOptions, commandTimeout: timeout, maxRetriesPerRequest: 0, connectTimeout: timeout * 2 },
     });
     if (client?.isCluster) {
