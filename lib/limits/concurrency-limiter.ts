@@ -12,10 +12,12 @@ export interface LimiterCounters {
   lost: number;
 }
 
+/** `local`; or for Redis: `redis`, `quarantine` (after a restart or a stall), `unreachable` (within `fallbackAfterMs`), `fallback`, `fail-closed`. */
+export type LimiterMode = 'local' | 'redis' | 'quarantine' | 'unreachable' | 'fallback' | 'fail-closed';
+
 /** A limiter's report: `pool.stats().admission` and the Terminus indicator show it. */
 export interface LimiterStats extends AdmissionStats {
-  /** `local`; or for Redis: `redis`, `quarantine` (after a restart), `unreachable` (within `fallbackAfterMs`), `fallback`, `fail-closed`. */
-  mode: string;
+  mode: LimiterMode;
   perKey: number;
   /** Leases this process holds. */
   held: number;

@@ -1,5 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
-import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import {
   CapacityExceededError,
   consoleLogger,
@@ -16,10 +15,13 @@ import {
   type PoolLogger,
   type TimerHandle,
 } from '../core/index.js';
-import { backoffMs } from '../core/backoff.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
-import { acquireScript, heartbeatScript } from './redis-scripts.js';
+import { bounded, connectRedis, describeRedisError, hangUp, subscriberOf, whereOf, withTimeout, type Client } from './redis-client.js';
+import { acquireScript, heartbeatScript, keyNameOf, RedisKeys } from './redis-scripts.js';
+import { resolveRedis, type RedisSettings } from './redis-settings.js';
+import { RedisAvailability } from './redis-availability.js';
+import { claimNamespace } from './namespace-registry.js';
 import { keyOf, refusalError } from './refusals.js';
 import { SlotCounts } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -55,9 +57,6 @@ const LATE = 'two answers in a row came after the lease TTL had passed here: thi
 /** Latest local expiry is this much before the TTL: clock rates and Redis's own TIME may drift. */
 const EXPIRY_MARGIN = 0.02;
 
-/** Longest lease TTL: a crashed instance's slots stay taken this long. */
-const MAX_TTL_MS = 86_400_000;
-
 /** Admissions per call at most: a call holds Redis a few µs per admission. */
 const ADMIT_BATCH = 200;
 
@@ -67,32 +66,7 @@ const RELEASE_BATCH = 500;
 /** Leases per heartbeat call: a call holds Redis 3 to 6 µs per lease, so none blocks it for long. */
 const HEARTBEAT_BATCH = 100;
 
-/** Keys longer than this are hashed (SHA-1) in Redis key names: they are sent on every call and heartbeat. */
-const MAX_KEY_LENGTH = 128;
-
-/**
- * The limits of every started limiter in this process, by Redis and namespace: two limiters that
- * would share a namespace with different limits would each enforce their own on one budget.
- */
-const namespaces = new Map<string, { name: string; global: number; perKey: number; users: number }>();
-
-/** The Redis settings after defaults. */
-interface RedisSettings {
-  readonly namespace: string;
-  readonly ttlMs: number;
-  readonly heartbeatMs: number;
-  readonly commandTimeoutMs: number;
-  readonly protect: boolean;
-  readonly fallback: 'local' | 'fail-closed';
-  readonly fallbackAfterMs: number;
-  readonly instances: number | undefined;
-  readonly pollMs: number;
-}
-
 type Outcome = Admission | Error;
-
-/** A connection to Redis: one server (or Sentinel's master), or a Cluster. */
-type Client = Redis | Cluster;
 
 /** What the admission call said of one admission, or that it failed (`sent`: it may still run in Redis). */
 type AcquireReply = { status: number; quietMs: number } | { error: unknown; sent: boolean };
@@ -114,6 +88,8 @@ interface ToAdmit {
 export class RedisLimiter implements ConcurrencyLimiter {
   readonly limits: ResolvedLimits;
   readonly #settings: RedisSettings;
+  readonly #keys: RedisKeys;
+  readonly #availability: RedisAvailability;
   readonly #connection: RedisLimitOptions;
   readonly #clock: Clock;
   readonly #timers: Timers;
@@ -143,31 +119,26 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
   #used = 0;
   #instancesSeen = 1;
-  #quietUntil = 0;
-  /** When Redis became unreachable; undefined while it answers. */
-  #downSince: number | undefined;
   #heartbeatTimer: TimerHandle | undefined;
   #pollTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
   #serving = false;
   #closed = false;
-  /** Whether Redis ever answered: until then the number of instances sharing the limits is unknown. */
-  #everReached = false;
   /**
    * The run_id of the server this connection talks to, learned once per connection (not by each
    * script: INFO is in @dangerous, and was most of the scripts' cost); '' when the user may not run INFO.
    */
   #runId: string | undefined;
-  /** Why Redis is unreachable: the first specific error of the outage (`lastError` describes it). */
-  #lastCause: unknown;
-  /** This limiter's entry in `namespaces`, once started. */
-  #registered: string | undefined;
+  /** Gives back this limiter's claim on its namespace, once started. */
+  #unclaim: (() => void) | undefined;
 
   constructor(options: RedisLimiterOptions) {
     this.limits = resolveLimits(options);
     this.#connection = options.redis;
     this.#settings = resolveRedis(this.limits.name, options.redis);
+    this.#keys = new RedisKeys(this.#settings.namespace);
     this.#clock = options.clock ?? systemClock;
+    this.#availability = new RedisAvailability(this.#settings, this.#clock);
     this.#timers = new Timers(this.#clock);
     this.#logger = options.logger ?? consoleLogger;
     this.#waiters = new SlotWaiters(this.#clock);
@@ -176,8 +147,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
   async start(): Promise<void> {
     if (this.#redis !== undefined) return;
-    this.#register();
-    const redis = await this.#connect();
+    this.#unclaim = claimNamespace(whereOf(this.#connection), this.#settings.namespace, this.limits);
+    const redis = await connectRedis(this.limits.name, this.#connection, this.#settings.commandTimeoutMs);
     this.#redis = redis;
     redis.on('error', (err: Error) => this.#down(err));
     // A new connection may reach another server (a failover): learn its run_id again.
@@ -204,7 +175,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   stats(): LimiterStats {
-    const mode = this.#mode();
+    const mode = this.#availability.mode();
     const used = mode === 'fallback' ? this.#local.used : this.#used;
     const limit = this.limits.global;
     const utilization = limit === Infinity ? 0 : used / limit;
@@ -218,7 +189,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       held: this.#local.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
-      ...(this.#lastCause === undefined ? {} : { lastError: describeRedisError(this.#lastCause) }),
+      ...(this.#availability.lastCause === undefined ? {} : { lastError: describeRedisError(this.#availability.lastCause) }),
     };
   }
 
@@ -236,11 +207,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
       held.lost.abort(new LeaseLostError(held.pool, held.id, 'the limiter closed and gave its slot back'));
     }
     const redis = this.#redis;
-    if (redis !== undefined && this.#downSince === undefined) {
+    if (redis !== undefined && this.#availability.reachable) {
       await this.#releaseInRedis(redis, [...this.#held.values(), ...this.#toRelease.splice(0), ...this.#phantoms.values()]);
     }
     await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
-    this.#unregister();
+    this.#unclaim?.();
   }
 
   /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */
@@ -259,33 +230,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
       );
     }
     return this.#runId;
-  }
-
-  /** Refuses to share a namespace (on the same Redis) with a limiter of other limits. */
-  #register(): void {
-    const where = whereOf(this.#connection);
-    const id = `${where}|${this.#settings.namespace}`;
-    const { name, global, perKey } = this.limits;
-    const other = namespaces.get(id);
-    if (other !== undefined && (other.global !== global || other.perKey !== perKey)) {
-      throw new PoolConfigError(
-        name,
-        'limits.redis.namespace',
-        `"${this.#settings.namespace}" is already used on this Redis by limiter "${other.name}" with other limits ` +
-          `(global ${other.global}, perKey ${other.perKey}; here ${global}, ${perKey}): they would share one budget. Give each its own namespace, or the same limits`,
-      );
-    }
-    if (other !== undefined) other.users++;
-    else namespaces.set(id, { name, global, perKey, users: 1 });
-    this.#registered = id;
-  }
-
-  #unregister(): void {
-    const id = this.#registered;
-    if (id === undefined) return;
-    this.#registered = undefined;
-    const entry = namespaces.get(id);
-    if (entry !== undefined && --entry.users === 0) namespaces.delete(id);
   }
 
   // ---- admission ------------------------------------------------------------------------------
@@ -307,7 +251,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * whose answer came too late to hold on to.
    */
   async #try(request: AdmissionRequest, key: string | undefined, retried = false): Promise<Outcome> {
-    if (this.#downSince === undefined) {
+    if (this.#availability.reachable) {
       const held = this.#newLease(request, key, true);
       const sentAt = this.#clock.now();
       const reply = await new Promise<AcquireReply>((settle) => {
@@ -357,13 +301,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
         const run = this.#runId ?? (await this.#learnRun(redis));
         const reply = (await this.#bounded(acquireScript.run(
           redis,
-          [this.#globalSet(), this.#meta(), ...batch.map((b) => b.held.keySet)],
+          [this.#keys.global, this.#keys.meta, ...batch.map((b) => b.held.keySet)],
           [this.#settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.#settings.protect ? '1' : '0', run, ...batch.map((b) => b.held.member)],
         ))) as number[];
         this.#up();
         const [used, quietMs] = reply as [number, number];
         this.#used = used;
-        if (quietMs > 0) this.#quietUntil = this.#clock.now() + quietMs;
+        if (quietMs > 0) this.#availability.quietUntil = this.#clock.now() + quietMs;
         batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs }));
       } catch (err) {
         this.#down(err);
@@ -376,11 +320,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   #tryWhileDown(request: AdmissionRequest, key: string | undefined): Outcome {
-    const mode = this.#mode();
+    const mode = this.#availability.mode();
     if (mode !== 'fallback') {
       this.#counters.refusedGlobal++;
-      const left = mode === 'unreachable' ? this.#downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
-      const last = this.#lastCause;
+      const left = mode === 'unreachable' ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
+      const last = this.#availability.lastCause;
       const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
       return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable', cause);
     }
@@ -399,7 +343,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return {
       id,
       key,
-      keySet: keyName === undefined ? this.#globalSet() : this.#keySetPrefix() + keyName,
+      keySet: keyName === undefined ? this.#keys.global : this.#keys.keySetPrefix + keyName,
       member: keyName === undefined ? id : `${id}|${keyName}`,
       pool: request.pool,
       viaRedis,
@@ -426,7 +370,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
         this.#local.give(held.key);
         this.#counters.released++;
         const redis = this.#redis;
-        if (redis !== undefined && this.#downSince === undefined && !this.#closed) this.#releaseSoon(redis, held);
+        if (redis !== undefined && this.#availability.reachable && !this.#closed) this.#releaseSoon(redis, held);
         if (this.#waiters.length > 0) void this.#serve();
       },
     };
@@ -437,10 +381,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * script: a script call costs Redis several times the commands it runs). Resolves to the leases left.
    */
   async #release(redis: Client, helds: readonly Held[]): Promise<number> {
-    const g = this.#globalSet();
+    const g = this.#keys.global;
     const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
     for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
-    const replies = (await this.#bounded(tx.publish(this.#channel(), '1').zcard(g).exec()))!; // null only under WATCH
+    const replies = (await this.#bounded(tx.publish(this.#keys.channel, '1').zcard(g).exec()))!; // null only under WATCH
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
@@ -490,13 +434,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #listen(): void {
     if (this.#subscriber !== undefined || this.#redis === undefined) return;
     const redis = this.#redis;
-    const sub = redis.isCluster
-      ? (redis as Cluster).duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
-      : (redis as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false });
+    const sub = subscriberOf(redis);
     this.#subscriber = sub;
     sub.on('error', () => {}); // the main connection reports outages
     sub.on('message', () => void this.#serve());
-    sub.subscribe(this.#channel()).catch(() => {});
+    sub.subscribe(this.#keys.channel).catch(() => {});
   }
 
   #schedulePoll(): void {
@@ -508,6 +450,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
         if (this.#waiters.length > 0) this.#schedulePoll();
       });
     }, delay);
+  }
+
+  /** A call bounded by commandTimeoutMs (see `bounded`). */
+  #bounded<V>(call: Promise<V>): Promise<V> {
+    return bounded(this.#redis, call, this.#settings.commandTimeoutMs);
   }
 
   // ---- heartbeat and Redis health -------------------------------------------------------------
@@ -533,9 +480,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const sentAt = this.#clock.now();
     try {
       const run = this.#runId ?? (await this.#learnRun(redis));
-      const fixedKeys = [this.#globalSet(), this.#meta(), this.#instancesSet()];
+      const fixedKeys = [this.#keys.global, this.#keys.meta, this.#keys.instances];
       const fixedArgs = [this.#settings.ttlMs, this.#settings.protect ? '1' : '0', this.#instance, run];
-      const prefix = this.#keySetPrefix();
+      const prefix = this.#keys.keySetPrefix;
       const calls: Promise<unknown>[] = [];
       for (let from = 0; from === 0 || from < held.length; from += HEARTBEAT_BATCH) {
         const batch = held.slice(from, from + HEARTBEAT_BATCH);
@@ -548,7 +495,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
       this.#used = Number(used);
       this.#instancesSeen = Math.max(1, Number(instances));
-      this.#quietUntil = this.#clock.now() + Number(quietMs);
+      this.#availability.quietUntil = this.#clock.now() + Number(quietMs);
       for (const lost of replies.flatMap((r) => r.slice(3))) {
         this.#lose(String(lost).split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
       }
@@ -615,43 +562,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   #down(err: unknown): void {
-    // ioredis follows a specific failure (WRONGPASS, a TLS error) with generic ones: keep the first.
-    const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(String((err as Error)?.message));
-    if (!(generic && this.#downSince !== undefined && this.#lastCause !== undefined)) this.#lastCause = err;
-    if (this.#downSince !== undefined || this.#closed) return;
-    this.#downSince = this.#clock.now();
-    let then = 'and after that too (fail-closed)';
-    if (this.#canShare()) then = 'then limited per instance until Redis is back';
-    else if (this.#settings.fallback === 'local') {
-      then = 'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
-    }
-    const why = describeRedisError(this.#lastCause);
-    this.#logger.warn(`limiter "${this.limits.name}": Redis is unreachable (${why}); admissions are refused for ${this.#settings.fallbackAfterMs} ms, ${then}`);
+    const warning = this.#availability.down(err, this.limits.name, this.#closed);
+    if (warning !== undefined) this.#logger.warn(warning);
   }
 
   #up(): void {
-    this.#everReached = true;
-    if (this.#downSince === undefined) return;
-    this.#downSince = undefined;
-    this.#lastCause = undefined;
+    if (!this.#availability.up()) return;
     this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
     void this.#heartbeat(); // registers what was admitted meanwhile
-  }
-
-  #mode(): string {
-    const now = this.#clock.now();
-    if (this.#downSince === undefined) return now < this.#quietUntil ? 'quarantine' : 'redis';
-    if (now - this.#downSince < this.#settings.fallbackAfterMs) return 'unreachable';
-    return this.#canShare() ? 'fallback' : 'fail-closed';
-  }
-
-  /**
-   * Whether limits per instance may stand in for Redis. Never having reached Redis, a limiter
-   * cannot know how many instances share the limits: a share computed as if it were alone would
-   * let every instance take the whole limit.
-   */
-  #canShare(): boolean {
-    return this.#settings.fallback === 'local' && (this.#everReached || this.#settings.instances !== undefined);
   }
 
   /** This instance's share of a limit while Redis is unreachable. */
@@ -659,207 +577,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (limit === Infinity) return Infinity;
     return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#instancesSeen)));
   }
-
-  async #connect(): Promise<Client> {
-    const { url, client, options, cluster } = this.#connection;
-    const timeout = this.#settings.commandTimeoutMs;
-    // Fail fast: no offline queue, no retries per command; reconnect in the background.
-    const failFast: RedisOptions = {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: timeout,
-      disconnectTimeout: timeout,
-      retryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
-      // ioredis's ready check runs INFO, which a hardened ACL user may not (it then warns on every
-      // connect); a loading server answers LOADING, which counts as unreachable. Behind Sentinel
-      // the check also confirms the node's role, so it stays.
-      ...((client === undefined ? options : (client as Redis).options)?.sentinels === undefined ? { enableReadyCheck: false } : {}),
-    };
-    // A Cluster retries a command through redirections and failovers for as long as its own
-    // settings allow: short waits here, and each call is bounded by commandTimeoutMs besides.
-    const clusterFailFast = (given: ClusterOptions | undefined): ClusterOptions => ({
-      ...given,
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRedirections: 4,
-      retryDelayOnFailover: 50,
-      retryDelayOnClusterDown: 50,
-      retryDelayOnTryAgain: 50,
-      slotsRefreshTimeout: timeout,
-      slotsRefreshInterval: 5_000,
-      clusterRetryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
-      redisOptions: { ...given?.redisOptions, commandTimeout: timeout, maxRetriesPerRequest: 0, connectTimeout: timeout * 2 },
-    });
-    if (client?.isCluster) {
-      const given = client as Cluster;
-      return given.duplicate(undefined, clusterFailFast(given.options));
-    }
-    if (client !== undefined) return (client as Redis).duplicate(failFast);
-    let ioredis: { Redis: typeof Redis; Cluster: typeof Cluster };
-    try {
-      ioredis = await import('ioredis');
-    } catch {
-      throw new PoolConfigError(this.limits.name, 'limits.redis', 'needs the ioredis package: npm install ioredis');
-    }
-    if (cluster !== undefined) return new ioredis.Cluster(cluster.nodes, clusterFailFast(cluster.options));
-    return url === undefined ? new ioredis.Redis({ ...options, ...failFast }) : new ioredis.Redis(url, { ...options, ...failFast });
-  }
-
-  /**
-   * A call bounded by commandTimeoutMs: a Cluster's own retries may outlast its per-command timeout.
-   * A Cluster whose call timed out asks for the slots again: a frozen master answers no MOVED, and
-   * ioredis would keep sending to it after its replica took over.
-   */
-  async #bounded<V>(call: Promise<V>): Promise<V> {
-    const redis = this.#redis;
-    if (!redis?.isCluster) return call;
-    try {
-      return await withTimeout(call, this.#settings.commandTimeoutMs, 'the command');
-    } catch (err) {
-      (redis as Cluster).refreshSlotsCache();
-      throw err;
-    }
-  }
-
-  #globalSet(): string {
-    return `{${this.#settings.namespace}}:g`;
-  }
-
-  #keySetPrefix(): string {
-    return `{${this.#settings.namespace}}:k:`;
-  }
-
-  #meta(): string {
-    return `{${this.#settings.namespace}}:meta`;
-  }
-
-  #instancesSet(): string {
-    return `{${this.#settings.namespace}}:i`;
-  }
-
-  #channel(): string {
-    return `{${this.#settings.namespace}}:released`;
-  }
-}
-
-/** Where a limiter's Redis is, to tell two limiters on one Redis apart. */
-function whereOf({ url, client, options, cluster }: RedisLimitOptions): string {
-  if (url !== undefined) return url;
-  const nodes = cluster?.nodes ?? (client?.isCluster ? (client as unknown as { startupNodes: unknown[] }).startupNodes : undefined);
-  if (nodes !== undefined) return `cluster ${JSON.stringify(nodes)}`;
-  const o = client === undefined ? options : (client as Redis).options;
-  if (o?.sentinels !== undefined) return `sentinel ${o.name ?? ''} ${JSON.stringify(o.sentinels)}/${o.db ?? 0}`;
-  return `${o?.host}:${o?.port}/${o?.db ?? 0}`;
-}
-
-/** What a Redis error means for the limiter, with what to change; the error's own text kept. */
-export function describeRedisError(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  const code = String((err as { code?: unknown })?.code ?? '');
-  if (/^NOPERM/.test(text)) {
-    return `the Redis user may not run a command the limiter needs (${text}); grant it +@scripting +@transaction +@sortedset +@hash +@pubsub +@connection, or use another user`;
-  }
-  if (/^READONLY/.test(text)) return `the URL points at a read-only replica (${text}); point it at the primary, or use Sentinel`;
-  if (/WRONGPASS|NOAUTH|invalid username-password|AUTH failed/i.test(text)) {
-    return `Redis refused the credentials (${text}); check the user and password of the URL or options`;
-  }
-  if (/^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) || /SSL routines|certificate|TLS/i.test(text)) {
-    return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
-  }
-  if (code === 'ECONNRESET') return `Redis closed the connection (${text}); if it takes TLS connections only, use rediss:// (or tls in the options)`;
-  if (/^MOVED/.test(text)) return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
-  if (/Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
-    return `no startup node of the Redis Cluster answered (${text}); check redis.cluster.nodes and that the cluster is up`;
-  }
-  if (/^CLUSTERDOWN|^TRYAGAIN/.test(text)) return `the Redis Cluster cannot serve the namespace's slot (${text})`;
-  return text;
-}
-
-/** A key's name in Redis: the key itself, or a hash of it when it is long (keys are sent on every call and heartbeat). */
-function keyNameOf(key: string): string {
-  return key.length > MAX_KEY_LENGTH ? `#${createHash('sha1').update(key).digest('hex')}` : key;
 }
 
 const LOCALLY_EXPIRED =
   'no heartbeat confirmed it within its TTL (Redis stalled or was unreachable, or this process was blocked): Redis may have given its slot away';
 
-function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
-  if (typeof r !== 'object' || r === null) throw new PoolConfigError(name, 'limits.redis', 'must be an object: { url } or { client }');
-  const given = (['url', 'client', 'options', 'cluster'] as const).filter((k) => r[k] !== undefined);
-  if (given.length !== 1) {
-    const got = given.length === 0 ? 'none' : given.join(' and ');
-    throw new PoolConfigError(name, 'limits.redis', `needs exactly one of url, client, options or cluster, got ${got}`);
-  }
-  if (r.cluster !== undefined && !(Array.isArray(r.cluster.nodes) && r.cluster.nodes.length > 0)) {
-    throw new PoolConfigError(name, 'limits.redis.cluster.nodes', 'must list at least one startup node, e.g. [{ host: "10.0.0.1", port: 6379 }]');
-  }
-  if (r.url !== undefined) {
-    let protocol = '';
-    try {
-      protocol = new URL(r.url).protocol;
-    } catch {
-      // reported below
-    }
-    if (protocol !== 'redis:' && protocol !== 'rediss:') {
-      throw new PoolConfigError(name, 'limits.redis.url', `must be a redis:// or rediss:// URL, got ${JSON.stringify(r.url)}`);
-    }
-  }
-  const ms = (field: keyof RedisLimitOptions, fallback: number, min = 1): number => {
-    const v = r[field] ?? fallback;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) {
-      throw new PoolConfigError(name, `limits.redis.${field}`, `must be a finite number of ${min} or more, got ${String(v)}`);
-    }
-    return v;
-  };
-  const ttlMs = ms('leaseTtlMs', 5_000, 10);
-  if (!Number.isInteger(ttlMs) || ttlMs > MAX_TTL_MS) {
-    throw new PoolConfigError(name, 'limits.redis.leaseTtlMs', `must be a whole number of ms from 10 to ${MAX_TTL_MS} (a day), got ${ttlMs}`);
-  }
-  const heartbeatMs = ms('heartbeatMs', ttlMs / 3);
-  if (heartbeatMs >= ttlMs) throw new PoolConfigError(name, 'limits.redis.heartbeatMs', `(${heartbeatMs}) must be below leaseTtlMs (${ttlMs})`);
-  const fallback = r.fallback ?? 'local';
-  if (fallback !== 'local' && fallback !== 'fail-closed') {
-    throw new PoolConfigError(name, 'limits.redis.fallback', `must be 'local' or 'fail-closed', got ${String(fallback)}`);
-  }
-  const namespace = r.namespace ?? `nsp:${name.replace(/[{}]/g, '_')}`;
-  if (typeof namespace !== 'string' || namespace.length === 0 || /[{}]/.test(namespace)) {
-    throw new PoolConfigError(name, 'limits.redis.namespace', 'must be a non-empty string without { or }');
-  }
-  if (r.instances !== undefined && !(Number.isInteger(r.instances) && r.instances >= 1)) {
-    throw new PoolConfigError(name, 'limits.redis.instances', `must be a whole number of 1 or more, got ${String(r.instances)}`);
-  }
-  return {
-    namespace,
-    ttlMs,
-    heartbeatMs,
-    commandTimeoutMs: ms('commandTimeoutMs', 1_000),
-    protect: r.restartProtection ?? true,
-    fallback,
-    fallbackAfterMs: ms('fallbackAfterMs', 2_000, 0),
-    instances: r.instances,
-    pollMs: ms('pollMs', 100),
-  };
-}
-
-function withTimeout<V>(promise: Promise<V>, ms: number, what: string): Promise<V> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** QUIT when connected (a clean close); otherwise stop reconnecting and drop the socket. */
-async function hangUp(redis: Client): Promise<void> {
-  if (redis.status === 'ready') {
-    try {
-      await redis.quit();
-      return;
-    } catch {
-      // fall through
-    }
-  }
-  redis.disconnect();
-}

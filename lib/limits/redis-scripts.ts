@@ -163,6 +163,36 @@ for _, member in ipairs(lost) do reply[#reply + 1] = member end
 return reply
 `;
 
+/**
+ * The names of a namespace's keys. Every name carries the namespace as a hash tag, so a namespace
+ * lives on one slot of a Redis Cluster: `{ns}:g` (the global set), `{ns}:k:<key>` (a key's set),
+ * `{ns}:meta`, `{ns}:i` (instances), and the `{ns}:released` channel.
+ */
+export class RedisKeys {
+  readonly global: string;
+  readonly keySetPrefix: string;
+  readonly meta: string;
+  readonly instances: string;
+  readonly channel: string;
+
+  constructor(namespace: string) {
+    const tag = `{${namespace}}`;
+    this.global = `${tag}:g`;
+    this.keySetPrefix = `${tag}:k:`;
+    this.meta = `${tag}:meta`;
+    this.instances = `${tag}:i`;
+    this.channel = `${tag}:released`;
+  }
+}
+
+/** Keys longer than this are hashed (SHA-1) in Redis key names: they are sent on every call and heartbeat. */
+const MAX_KEY_LENGTH = 128;
+
+/** A key's name in Redis: the key itself, or a hash of it when it is long (keys are sent on every call and heartbeat). */
+export function keyNameOf(key: string): string {
+  return key.length > MAX_KEY_LENGTH ? `#${createHash('sha1').update(key).digest('hex')}` : key;
+}
+
 /** A Lua script run by its SHA; reloaded when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH). */
 export class RedisScript {
   readonly #sha: string;
