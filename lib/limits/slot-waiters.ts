@@ -1,4 +1,5 @@
 import { Timers, type AdmissionRequest, type Clock, type TimerHandle } from '../core/index.js';
+import { Waiter, WaiterQueue } from '../core/waiter-queue.js';
 
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter<V> {
@@ -6,15 +7,23 @@ export interface SlotWaiter<V> {
   resolve(value: V): void;
 }
 
-interface Entry<V> extends SlotWaiter<V> {
-  reject(err: unknown): void;
-  timer: TimerHandle | undefined;
-  unhook: (() => void) | undefined;
+/** A waiter of the engine's queue (O(1) removal anywhere), with its request and timer. */
+class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
+  timer: TimerHandle | undefined = undefined;
+  unhook: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly request: AdmissionRequest,
+    resolve: (value: V) => void,
+    reject: (err: unknown) => void,
+  ) {
+    super(resolve, reject, request.timeoutMs);
+  }
 }
 
 /** Callers waiting for a slot, first come first served; each leaves at its deadline or abort. */
 export class SlotWaiters<V> {
-  readonly #entries: Entry<V>[] = [];
+  readonly #queue = new WaiterQueue<V>();
   /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
   readonly #timers: Timers;
 
@@ -23,7 +32,7 @@ export class SlotWaiters<V> {
   }
 
   get length(): number {
-    return this.#entries.length;
+    return this.#queue.length;
   }
 
   /** Waits until a slot is handed over (`resolve`), the request's deadline passes (rejects with `onTimeout()`), or its signal aborts. */
@@ -32,47 +41,46 @@ export class SlotWaiters<V> {
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<V>((resolve, reject) => {
-      const entry: Entry<V> = {
+      const entry: Entry<V> = new Entry<V>(
         request,
-        timer: undefined,
-        unhook: undefined,
-        resolve: (value) => {
+        (value) => {
           this.#leave(entry);
           resolve(value);
         },
-        reject: (err) => {
+        (err) => {
           this.#leave(entry);
           reject(err);
         },
-      };
+      );
       entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
       if (signal !== undefined) {
         const onAbort = () => entry.reject(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
         entry.unhook = () => signal.removeEventListener('abort', onAbort);
       }
-      this.#entries.push(entry);
+      this.#queue.push(entry);
     });
   }
 
   /** The waiters in arrival order (a copy: serving one removes it). */
   snapshot(): SlotWaiter<V>[] {
-    return [...this.#entries];
+    const entries: Entry<V>[] = [];
+    for (let w = this.#queue.head; w !== null; w = w.next) entries.push(w as Entry<V>);
+    return entries;
   }
 
   /** Whether `waiter` is still waiting (not served, timed out or aborted). */
   has(waiter: SlotWaiter<V>): boolean {
-    return this.#entries.includes(waiter as Entry<V>);
+    return (waiter as Entry<V>).queued;
   }
 
   /** Rejects every waiter. */
   rejectAll(err: Error): void {
-    for (const entry of [...this.#entries]) entry.reject(err);
+    for (const entry of this.snapshot()) (entry as Entry<V>).reject(err);
   }
 
   #leave(entry: Entry<V>): void {
-    const i = this.#entries.indexOf(entry);
-    if (i >= 0) this.#entries.splice(i, 1);
+    this.#queue.remove(entry);
     this.#timers.clear(entry.timer);
     entry.unhook?.();
   }
