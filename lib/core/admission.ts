@@ -1,4 +1,4 @@
-import type { PoolHealth } from './stats.js';
+import type { PoolHealth } from './health.js';
 
 /** What a pool asks its limiter for before it checks a connection out. */
 export interface AdmissionRequest {

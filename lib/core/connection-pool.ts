@@ -27,7 +27,8 @@ import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopeLeases, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
-import { utilizationHealth, type PoolCounters, type PoolHealth, type PoolStats } from './stats.js';
+import { utilizationHealth, type PoolHealth } from './health.js';
+import type { PoolCounters, PoolStats } from './stats.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
 
 const noop = () => {};

@@ -3,6 +3,7 @@ export * from './connector.js';
 export * from './errors.js';
 export * from './logger.js';
 export * from './options.js';
+export * from './health.js';
 export * from './stats.js';
 export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';

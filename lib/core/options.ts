@@ -3,20 +3,10 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
+import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
 
 /** How an acquire picks among ready connections that have room. */
 export type SelectionStrategy = 'spread' | 'pack';
-
-/** Utilization thresholds of {@link ConnectionPool.health}. */
-export interface HealthThresholds {
-  /** Utilization at or above this is `degraded`. Default 0.7. */
-  degraded?: number;
-  /** Utilization at or above this is `critical`. Default 0.9. */
-  critical?: number;
-}
-
-/** Seed 002's thresholds: below 70 % healthy, below 90 % degraded, below 100 % critical. */
-export const DEFAULT_HEALTH_THRESHOLDS: Readonly<Required<HealthThresholds>> = { degraded: 0.7, critical: 0.9 };
 
 /** Options of a {@link ConnectionPool}. Every field is optional; see the README's table. */
 export interface PoolOptions {

@@ -1,17 +1,6 @@
 import type { AdmissionStats } from './admission.js';
-import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './options.js';
+import type { PoolHealth } from './health.js';
 import type { ConnectionState } from './shared-connection.js';
-
-/** A pool's health, from its utilization and whether it can open connections. */
-export type PoolHealth = 'healthy' | 'degraded' | 'critical' | 'exhausted' | 'failing';
-
-/** The health a utilization alone gives: `exhausted` at 1 or more, then the thresholds. */
-export function utilizationHealth(utilization: number, thresholds: Required<HealthThresholds> = DEFAULT_HEALTH_THRESHOLDS): PoolHealth {
-  if (utilization >= 1) return 'exhausted';
-  if (utilization >= thresholds.critical) return 'critical';
-  if (utilization >= thresholds.degraded) return 'degraded';
-  return 'healthy';
-}
 
 /** One connection in {@link PoolStats}. */
 export interface ConnectionStats {
