@@ -16,3 +16,4 @@ export type {
 export { PoolHealthIndicator, type PoolHealthCheckOptions, type PoolHealthDetails } from './pool-health.indicator.js';
 export { PoolErrorFilter, poolErrorResponse, type PoolErrorResponse } from './pool-error.filter.js';
 export { NestPoolLogger } from './nest-pool-logger.js';
+export { PoolNotFoundError } from './pool-not-found.error.js';

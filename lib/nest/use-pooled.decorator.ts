@@ -2,11 +2,11 @@ import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkUseOptions } from '../core/call-options.js';
 import {
   PoolConfigError,
-  PoolNotFoundError,
   type ConnectionPool,
   type RetryOptions,
   type UseOptions,
 } from '../core/index.js';
+import { PoolNotFoundError } from './pool-not-found.error.js';
 import { holdScope, type HeldScope } from './held-scope.js';
 import { poolDirectory } from './pool-directory.js';
 
