@@ -20,6 +20,11 @@ export interface Clock {
    * never settled; an idle pool holds nothing. Optional: a virtual clock has no process to keep.
    */
   keepAlive?(): () => void;
+  /**
+   * Calls `fn` once the current turn of the event loop is done (`setImmediate` for the real
+   * clock). Optional: without it the pool uses `setTimeout(fn, 0)` of this clock.
+   */
+  defer?(fn: () => void): void;
 }
 
 /** Node fires a timer of more than 2^31 − 1 ms after 1 ms; the pool never asks for more. */
@@ -41,6 +46,9 @@ export const systemClock: Clock = {
   },
   clearTimeout(handle) {
     clearTimeout(handle as NodeJS.Timeout);
+  },
+  defer(fn) {
+    setImmediate(fn);
   },
   keepAlive() {
     holder ??= setInterval(noop, MAX_TIMER_MS).unref();
@@ -94,6 +102,13 @@ export class Timers {
       if (handle.inner !== undefined) this.clock.clearTimeout(handle.inner);
       handle.inner = undefined;
     } else this.clock.clearTimeout(handle);
+  }
+
+  /** See {@link Clock.defer}. Returns a handle to clear when the clock has no `defer` of its own. */
+  defer(fn: () => void): TimerHandle | undefined {
+    if (this.clock.defer === undefined) return this.clock.setTimeout(fn, 0);
+    this.clock.defer(fn);
+    return undefined;
   }
 
   /** See {@link Clock.keepAlive}; a no-op for clocks without it. */

@@ -29,11 +29,10 @@ import { findScope, scopeLeases, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
 import { utilizationHealth, type PoolHealth } from './health.js';
 import type { PoolCounters, PoolStats } from './stats.js';
+import { WaiterDeadlines } from './waiter-deadlines.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
 
 const noop = () => {};
-/** Most waiters dated by one clock read. */
-const STAMP_BATCH = 256;
 
 const isObject = (value: unknown): value is object => typeof value === 'object' || typeof value === 'function';
 
@@ -86,10 +85,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #lastCreateError: ConnectionFailedError | undefined;
   #backoffUntil = 0;
   #backoffTimer: TimerHandle | undefined;
-  #deadlineTimer: TimerHandle | undefined;
-  #deadlineAt = Infinity;
-  /** Waiters queued since the last stamp: one clock read dates a whole batch. */
-  readonly #unstamped: Waiter<Lease<T>>[] = [];
+  readonly #deadlines: WaiterDeadlines<Lease<T>>;
   #reapTimer: TimerHandle | undefined;
 
   #closed = false;
@@ -126,6 +122,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
+    this.#deadlines = new WaiterDeadlines(this.#timers, this.#waiters, (due) => this.#expired(due));
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#scheduleReap();
   }
@@ -478,9 +475,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs);
       this.#waiters.push(w);
       if (this.#waiters.length === 1) this.#hold();
-      const unstamped = this.#unstamped.push(w);
-      if (unstamped === 1) setImmediate(this.#stamp);
-      else if (unstamped >= STAMP_BATCH) this.#stamp();
+      this.#deadlines.queued(w);
       if (signal !== undefined) {
         const listener = () => {
           w.abort = null;
@@ -592,52 +587,16 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     );
   }
 
-  // ---- deadlines ------------------------------------------------------------------------------
+  // ---- deadlines (see WaiterDeadlines) -------------------------------------------------------
 
-  /**
-   * Dates the waiters queued since the last stamp. Reading the clock costs as much as the rest of
-   * an acquire, so it is read once per batch: at the end of the current event-loop turn, or
-   * after STAMP_BATCH waiters. A deadline may fire late by what remains of that turn (which
-   * delays every timer anyway), never early.
-   */
-  readonly #stamp = (): void => {
-    if (this.#unstamped.length === 0) return;
-    const now = this.#timers.now();
-    let earliest = Infinity;
-    for (const w of this.#unstamped) {
-      if (!w.queued) continue;
-      w.deadline = now + w.timeoutMs;
-      if (w.deadline < earliest) earliest = w.deadline;
+  /** Callers whose deadline passed, out of the queue, each told how the pool looked then. */
+  #expired(waiters: Waiter<Lease<T>>[]): void {
+    const snapshot = this.stats(); // one per sweep: a snapshot costs O(connections)
+    for (const w of waiters) {
+      this.#leave(w);
+      this.#counters.timeouts++;
+      w.reject(this.#exhausted(w.timeoutMs, snapshot));
     }
-    this.#unstamped.length = 0;
-    if (earliest < this.#deadlineAt) this.#armDeadline(earliest);
-  };
-
-  /** One timer for the whole queue, set for the earliest deadline. */
-  #armDeadline(at: number): void {
-    const timers = this.#timers;
-    timers.clear(this.#deadlineTimer);
-    this.#deadlineAt = at;
-    this.#deadlineTimer = timers.set(() => this.#expireWaiters(), at - timers.now());
-  }
-
-  #expireWaiters(): void {
-    this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
-    const now = this.#timers.now();
-    let next = Infinity;
-    let snapshot: PoolStats | undefined; // one per sweep: a snapshot costs O(connections)
-    for (let w = this.#waiters.head; w !== null; ) {
-      const following = w.next;
-      if (w.deadline <= now) {
-        snapshot ??= this.stats(); // the pool as the deadline found it
-        this.#leave(w);
-        this.#counters.timeouts++;
-        w.reject(this.#exhausted(w.timeoutMs, snapshot));
-      } else if (w.deadline < next) next = w.deadline;
-      w = following;
-    }
-    if (next !== Infinity) this.#armDeadline(next);
   }
 
   #exhausted(timeoutMs: number, snapshot: PoolStats): ConnectionsExhaustedError {
@@ -992,10 +951,9 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#closed = true;
     this.#hold();
     this.#debug(`closing: ${this.#clients} clients get up to ${graceMs} ms`);
-    for (const t of [this.#reapTimer, this.#backoffTimer, this.#deadlineTimer]) timers.clear(t);
-    this.#backoffTimer = this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
-    this.#unstamped.length = 0;
+    for (const t of [this.#reapTimer, this.#backoffTimer]) timers.clear(t);
+    this.#backoffTimer = undefined;
+    this.#deadlines.stop();
     for (let w = this.#next(); w !== null; w = this.#next()) w.reject(new PoolClosedError(this.name));
     this.#closeSignal.abort(new PoolClosedError(this.name));
     // No caller is left to serve: creates in flight are given up now, and arrive to be closed.

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { ConnectionsExhaustedError, PoolClosedError, QueueFullError, type Lease } from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
@@ -69,6 +69,24 @@ describe('sharing and selection', () => {
 });
 
 describe('waiting', () => {
+  it('dates a queued caller on the pool clock, not on a timer outside it, and times it out exactly', async () => {
+    const { pool, clock } = makePool({ clientLimit: 1, maxSize: 1 });
+    const held = await pool.acquire();
+    await clock.advance(0); // every earlier batch dated
+    const immediate = jest.spyOn(globalThis, 'setImmediate');
+    const waiter = track(pool.acquire({ timeoutMs: 100 }));
+    const calls = immediate.mock.calls.length; // read before mockRestore() clears it
+    immediate.mockRestore();
+    expect(calls).toBe(0); // the batch's clock read waits on the pool's clock, not on setImmediate
+    await clock.advance(99);
+    expect(waiter.settled).toBe(false);
+    await clock.advance(1);
+    expect(waiter.error).toBeInstanceOf(ConnectionsExhaustedError);
+    held.release();
+    await pool.close();
+    expect(clock.pending).toBe(0);
+  });
+
   it('serves waiters in FIFO order by direct hand-off on release', async () => {
     const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
     const held = await pool.acquire();

@@ -1,0 +1,85 @@
+import type { TimerHandle, Timers } from './clock.js';
+import type { Waiter, WaiterQueue } from './waiter-queue.js';
+
+/** Waiters dated per clock read at most: a batch of queued callers shares one read. */
+const STAMP_BATCH = 256;
+
+/**
+ * The deadlines of queued callers: each waiter is dated when it queues, and one timer, set for
+ * the earliest deadline, sweeps the queue. Reading the clock costs as much as the rest of an
+ * acquire, so waiters are dated in batches: at the end of the current event-loop turn (the
+ * clock's `defer`), or after STAMP_BATCH waiters. A deadline may fire late by what remains of
+ * that turn (which delays every timer anyway), never early.
+ */
+export class WaiterDeadlines<L> {
+  /** Waiters queued since the last stamp. */
+  readonly #unstamped: Waiter<L>[] = [];
+  #timer: TimerHandle | undefined;
+  #at = Infinity;
+  /** The pending stamp's timer, on a clock without `defer` (one at a time). */
+  #deferred: TimerHandle | undefined;
+
+  constructor(
+    readonly timers: Timers,
+    readonly queue: WaiterQueue<L>,
+    /** The waiters whose deadline passed, still queued, in queue order: one call per sweep. */
+    readonly expired: (waiters: Waiter<L>[]) => void,
+  ) {}
+
+  /** `w` was just queued: it is dated with the rest of its batch. */
+  queued(w: Waiter<L>): void {
+    const unstamped = this.#unstamped.push(w);
+    if (unstamped === 1 && this.#deferred === undefined) this.#deferred = this.timers.defer(this.#stampDeferred);
+    else if (unstamped >= STAMP_BATCH) this.#stamp();
+  }
+
+  /** No more deadlines (the pool is closing). */
+  stop(): void {
+    this.timers.clear(this.#timer);
+    this.timers.clear(this.#deferred);
+    this.#timer = this.#deferred = undefined;
+    this.#at = Infinity;
+    this.#unstamped.length = 0;
+  }
+
+  /** Dates the waiters queued since the last stamp. */
+  readonly #stampDeferred = (): void => {
+    this.#deferred = undefined;
+    this.#stamp();
+  };
+
+  #stamp(): void {
+    if (this.#unstamped.length === 0) return;
+    const now = this.timers.now();
+    let earliest = Infinity;
+    for (const w of this.#unstamped) {
+      if (!w.queued) continue;
+      w.deadline = now + w.timeoutMs;
+      if (w.deadline < earliest) earliest = w.deadline;
+    }
+    this.#unstamped.length = 0;
+    if (earliest < this.#at) this.#arm(earliest);
+  }
+
+  /** One timer for the whole queue, set for the earliest deadline. */
+  #arm(at: number): void {
+    const timers = this.timers;
+    timers.clear(this.#timer);
+    this.#at = at;
+    this.#timer = timers.set(() => this.#sweep(), at - timers.now());
+  }
+
+  #sweep(): void {
+    this.#timer = undefined;
+    this.#at = Infinity;
+    const now = this.timers.now();
+    let next = Infinity;
+    const due: Waiter<L>[] = [];
+    for (let w = this.queue.head; w !== null; w = w.next) {
+      if (w.deadline <= now) due.push(w);
+      else if (w.deadline < next) next = w.deadline;
+    }
+    if (due.length > 0) this.expired(due);
+    if (next !== Infinity) this.#arm(next);
+  }
+}
