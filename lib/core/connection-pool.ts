@@ -22,8 +22,9 @@ import {
   type ExhaustedReason,
 } from './errors.js';
 import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
-import type { Admission, AdmissionLimiter } from './admission.js';
-import { admitted, checkin, Lease, type LeaseOwner } from './lease.js';
+import type { AdmissionLimiter } from './admission.js';
+import { AdmissionGate, type GatedPool } from './admission-gate.js';
+import { checkin, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopeLeases, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
@@ -51,6 +52,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   readonly options: ResolvedOptions;
   readonly #connector: Connector<T>;
   readonly #limiter: AdmissionLimiter | undefined;
+  /** The limiter in front of the pool, when there is one. */
+  readonly #gate: AdmissionGate<T> | undefined;
   readonly #index: ConnectionIndex<T>;
   readonly #timers: Timers;
   /** Every connection from its create until it is closed. */
@@ -124,7 +127,24 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
     this.#deadlines = new WaiterDeadlines(this.#timers, this.#waiters, (due) => this.#expired(due));
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
+    this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#gated(), this.#limiter);
     this.#scheduleReap();
+  }
+
+  /** What the admission gate sees of this pool. */
+  #gated(): GatedPool<T> {
+    return {
+      name: this.name,
+      isClosed: () => this.#closed,
+      acquireTimeoutMs: this.options.acquireTimeoutMs,
+      timers: this.#timers,
+      counters: this.#counters,
+      closeSignal: this.#closeSignal.signal,
+      hold: () => this.#hold(),
+      unhold: () => this.#unhold(),
+      stats: () => this.stats(),
+      acquireConnection: (options) => this.#acquireConnection(options),
+    };
   }
 
   /** The pool's name. */
@@ -164,7 +184,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       this.#counters.aborted++;
       return Promise.reject(signal.reason);
     }
-    if (this.#limiter !== undefined) return this.#admitThenAcquire(this.#limiter, options);
+    if (this.#gate !== undefined) return this.#gate.acquire(options);
     return this.#acquireConnection(options);
   }
 
@@ -301,82 +321,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     return this.#wait(options);
   }
 
-  /** The limiter admits first; the connection's wait gets what is left of the same deadline. */
-  async #admitThenAcquire(limiter: AdmissionLimiter, options: AcquireOptions | undefined): Promise<Lease<T>> {
-    const timers = this.#timers;
-    const started = timers.now();
-    const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
-    const signal = options?.signal;
-    // close() ends a wait in the limiter; the caller's own signal does too.
-    const both = signal === undefined ? undefined : this.#eitherSignal(signal);
-    const stop = both?.signal ?? this.#closeSignal.signal;
-    const request = { pool: this.name, key: options?.key, timeoutMs, signal: stop };
-    let admission: Admission;
-    try {
-      // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
-      admission = limiter.tryAdmit?.(request) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
-    } catch (err) {
-      if (signal?.aborted && err === signal.reason) this.#counters.aborted++;
-      throw err;
-    } finally {
-      both?.unlink();
-    }
-    try {
-      // Admitted while the pool closed or the caller gave up: never join the queue.
-      if (this.#closed) throw new PoolClosedError(this.name);
-      if (signal?.aborted) {
-        this.#counters.aborted++;
-        throw signal.reason;
-      }
-      const left = Math.max(1, timeoutMs - (timers.now() - started));
-      const lease = await this.#acquireConnection({ signal, timeoutMs: left });
-      lease[admitted](admission);
-      return lease;
-    } catch (err) {
-      admission.release();
-      throw err;
-    }
-  }
-
-  /**
-   * An admission raced against the deadline and `stop` (the caller's abort or close()), which hold
-   * whatever the limiter does (a Redis round trip hears no signal); one that answers after either
-   * is given back.
-   */
-  #admitWithin(admitting: Promise<Admission>, timeoutMs: number, stop: AbortSignal): Promise<Admission> {
-    this.#hold();
-    return new Promise<Admission>((resolve, reject) => {
-      let over = false;
-      const settle = (): void => {
-        over = true;
-        this.#timers.clear(timer);
-        stop.removeEventListener('abort', onStop);
-        this.#unhold();
-      };
-      const end = (err: unknown): void => {
-        settle();
-        reject(err);
-      };
-      const onStop = () => end(stop.reason);
-      const timer = this.#timers.set(() => {
-        this.#counters.timeouts++;
-        end(new ConnectionsExhaustedError(this.name, 'admission', timeoutMs, this.stats()));
-      }, timeoutMs);
-      admitting.then(
-        (admission) => {
-          if (over) return admission.release();
-          settle();
-          resolve(admission);
-        },
-        (err: unknown) => {
-          if (!over) end(err);
-        },
-      );
-      if (stop.aborted) onStop();
-      else stop.addEventListener('abort', onStop, { once: true });
-    });
-  }
-
   /** A pause between tries of use(): it keeps the process alive, and close() ends it with PoolClosedError. */
   #pause(ms: number): Promise<void> {
     if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
@@ -398,21 +342,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const signal = this.#closeSignal.signal;
     signal.addEventListener('abort', fn, { once: true });
     return () => signal.removeEventListener('abort', fn);
-  }
-
-  /** A signal aborted by the caller's or by close(), whichever comes first; `unlink` once it is no longer needed. */
-  #eitherSignal(signal: AbortSignal): { signal: AbortSignal; unlink: () => void } {
-    const both = new AbortController();
-    const onCaller = () => both.abort(signal.reason);
-    signal.addEventListener('abort', onCaller, { once: true });
-    const unlisten = this.#whenClosed(() => both.abort(this.#closeSignal.signal.reason));
-    return {
-      signal: both.signal,
-      unlink: () => {
-        signal.removeEventListener('abort', onCaller);
-        unlisten();
-      },
-    };
   }
 
   /** The best connection with room, validating (out of band) any that sat idle too long. */

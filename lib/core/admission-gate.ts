@@ -1,0 +1,129 @@
+import type { Admission, AdmissionLimiter } from './admission.js';
+import type { AcquireOptions } from './call-options.js';
+import type { Timers } from './clock.js';
+import { ConnectionsExhaustedError, PoolClosedError } from './errors.js';
+import { admitted, type Lease } from './lease.js';
+import type { PoolCounters, PoolStats } from './stats.js';
+
+/** What the gate needs of its pool. */
+export interface GatedPool<T> {
+  readonly name: string;
+  isClosed(): boolean;
+  readonly acquireTimeoutMs: number;
+  readonly timers: Timers;
+  readonly counters: PoolCounters;
+  /** Aborted when close() begins. */
+  readonly closeSignal: AbortSignal;
+  /** Keeps the process alive while a wait is pending (see Clock.keepAlive). */
+  hold(): void;
+  unhold(): void;
+  stats(): PoolStats;
+  /** The pool's own acquire, after admission. */
+  acquireConnection(options: AcquireOptions): Promise<Lease<T>>;
+}
+
+/**
+ * The admission limiter in front of a pool: a caller is admitted first, then waits for a
+ * connection with what is left of the same deadline; its lease gives the admission back on
+ * release. The caller's signal and close() end a wait in the limiter whatever the limiter does.
+ */
+export class AdmissionGate<T> {
+  constructor(
+    readonly pool: GatedPool<T>,
+    readonly limiter: AdmissionLimiter,
+  ) {}
+
+  async acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
+    const { pool, limiter } = this;
+    const timers = pool.timers;
+    const started = timers.now();
+    const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
+    const signal = options?.signal;
+    // close() ends a wait in the limiter; the caller's own signal does too.
+    const both = signal === undefined ? undefined : this.#eitherSignal(signal);
+    const stop = both?.signal ?? pool.closeSignal;
+    const request = { pool: pool.name, key: options?.key, timeoutMs, signal: stop };
+    let admission: Admission;
+    try {
+      // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
+      admission = limiter.tryAdmit?.(request) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
+    } catch (err) {
+      if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
+      throw err;
+    } finally {
+      both?.unlink();
+    }
+    try {
+      // Admitted while the pool closed or the caller gave up: never join the queue.
+      if (pool.isClosed()) throw new PoolClosedError(pool.name);
+      if (signal?.aborted) {
+        pool.counters.aborted++;
+        throw signal.reason;
+      }
+      const left = Math.max(1, timeoutMs - (timers.now() - started));
+      const lease = await pool.acquireConnection({ signal, timeoutMs: left });
+      lease[admitted](admission);
+      return lease;
+    } catch (err) {
+      admission.release();
+      throw err;
+    }
+  }
+
+  /**
+   * An admission raced against the deadline and `stop` (the caller's abort or close()), which hold
+   * whatever the limiter does (a Redis round trip hears no signal); one that answers after either
+   * is given back.
+   */
+  #admitWithin(admitting: Promise<Admission>, timeoutMs: number, stop: AbortSignal): Promise<Admission> {
+    const pool = this.pool;
+    pool.hold();
+    return new Promise<Admission>((resolve, reject) => {
+      let over = false;
+      const settle = (): void => {
+        over = true;
+        pool.timers.clear(timer);
+        stop.removeEventListener('abort', onStop);
+        pool.unhold();
+      };
+      const end = (err: unknown): void => {
+        settle();
+        reject(err);
+      };
+      const onStop = () => end(stop.reason);
+      const timer = pool.timers.set(() => {
+        pool.counters.timeouts++;
+        end(new ConnectionsExhaustedError(pool.name, 'admission', timeoutMs, pool.stats()));
+      }, timeoutMs);
+      admitting.then(
+        (admission) => {
+          if (over) return admission.release();
+          settle();
+          resolve(admission);
+        },
+        (err: unknown) => {
+          if (!over) end(err);
+        },
+      );
+      if (stop.aborted) onStop();
+      else stop.addEventListener('abort', onStop, { once: true });
+    });
+  }
+
+  /** A signal aborted by the caller's or by close(), whichever comes first; `unlink` once it is no longer needed. */
+  #eitherSignal(signal: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+    const both = new AbortController();
+    const closing = this.pool.closeSignal;
+    const onCaller = () => both.abort(signal.reason);
+    const onClose = () => both.abort(closing.reason);
+    signal.addEventListener('abort', onCaller, { once: true });
+    closing.addEventListener('abort', onClose, { once: true });
+    return {
+      signal: both.signal,
+      unlink: () => {
+        signal.removeEventListener('abort', onCaller);
+        closing.removeEventListener('abort', onClose);
+      },
+    };
+  }
+}
