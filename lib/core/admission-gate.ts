@@ -2,7 +2,7 @@ import type { Admission, AdmissionLimiter } from './admission.js';
 import type { AcquireOptions } from './call-options.js';
 import type { Timers } from './clock.js';
 import { ConnectionsExhaustedError, PoolClosedError } from './errors.js';
-import { admitted, type Lease } from './lease.js';
+import { kAdmitted, type Lease } from './lease.js';
 import type { PoolCounters, PoolStats } from './stats.js';
 
 /** What the gate needs of its pool. */
@@ -62,7 +62,7 @@ export class AdmissionGate<T> {
       }
       const left = Math.max(1, timeoutMs - (timers.now() - started));
       const lease = await pool.acquireConnection({ signal, timeoutMs: left });
-      lease[admitted](admission);
+      lease[kAdmitted](admission);
       return lease;
     } catch (err) {
       admission.release();

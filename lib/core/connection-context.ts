@@ -2,12 +2,12 @@ import type { CreateContext } from './connector.js';
 import type { SharedConnection } from './shared-connection.js';
 
 /** @internal The pool's side of a connection's context. */
-export const fromConnector = Symbol('fromConnector');
+export const kFromConnector = Symbol('fromConnector');
 
 /** @internal */
 export interface ContextOwner<T> {
   readonly name: string;
-  [fromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void;
+  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void;
 }
 
 /** Handed out once the connection is open: its create can no longer be aborted. */
@@ -32,10 +32,10 @@ export class ConnectionContext<T> implements CreateContext {
   }
 
   retire(reason?: unknown): void {
-    this.#owner[fromConnector](this.#conn, { retire: reason });
+    this.#owner[kFromConnector](this.#conn, { retire: reason });
   }
 
   setClientLimit(limit: number): void {
-    this.#owner[fromConnector](this.#conn, { limit });
+    this.#owner[kFromConnector](this.#conn, { limit });
   }
 }

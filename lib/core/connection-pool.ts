@@ -21,10 +21,10 @@ import {
   SelfDeadlockError,
   type ExhaustedReason,
 } from './errors.js';
-import { ConnectionContext, fromConnector, type ContextOwner } from './connection-context.js';
+import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
-import { checkin, Lease, type LeaseOwner } from './lease.js';
+import { kCheckin, kCheckinFailed, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { findScope, scopeLeases, scopes } from './scope.js';
 import { SharedConnection } from './shared-connection.js';
@@ -366,10 +366,21 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     return new Lease(this, conn);
   }
 
-  /** @internal Called by {@link Lease.release} and {@link Lease.fail}. */
-  [checkin](conn: SharedConnection<T>, failure: unknown, failed: boolean): void {
+  /** @internal Called by {@link Lease.release}. */
+  [kCheckin](conn: SharedConnection<T>): void {
     this.#counters.released++;
-    if (failed) this.#retire(conn, failure === undefined ? 'failed by its user' : message(failure), failure);
+    this.#checkin(conn);
+  }
+
+  /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void {
+    this.#counters.released++;
+    this.#retire(conn, failure === undefined ? 'failed by its user' : message(failure), failure);
+    this.#checkin(conn);
+  }
+
+  /** A client leaves `conn`: its slot goes straight to the head of the queue, or back to the index. */
+  #checkin(conn: SharedConnection<T>): void {
     if (conn.state === 'ready') {
       // Hand the slot straight to the head of the queue (unless the connector lowered the limit).
       const w = conn.clients <= conn.limit ? this.#next() : null;
@@ -660,7 +671,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */
-  [fromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
+  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
     if ('retire' in change) {
       const reason = change.retire === undefined ? 'retired by its connector' : message(change.retire);
       if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = reason;

@@ -1,15 +1,19 @@
 import type { Admission } from './admission.js';
 import type { SharedConnection } from './shared-connection.js';
 
-/** @internal The pool's side of a lease. */
-export const checkin = Symbol('checkin');
+/** @internal The pool's side of a lease: a release. */
+export const kCheckin = Symbol('checkin');
+
+/** @internal The pool's side of a lease: a release of a connection its user failed. */
+export const kCheckinFailed = Symbol('checkinFailed');
 
 /** @internal Ties the limiter's admission to a lease, released with it. */
-export const admitted = Symbol('admitted');
+export const kAdmitted = Symbol('admitted');
 
 /** @internal */
 export interface LeaseOwner<T> {
-  [checkin](conn: SharedConnection<T>, failure: unknown, failed: boolean): void;
+  [kCheckin](conn: SharedConnection<T>): void;
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void;
 }
 
 const neverAborted = new AbortController().signal;
@@ -49,7 +53,7 @@ export class Lease<T> {
   }
 
   /** @internal */
-  [admitted](admission: Admission): void {
+  [kAdmitted](admission: Admission): void {
     this.#admission = admission;
   }
 
@@ -71,7 +75,7 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[checkin](this.#conn, undefined, false);
+    this.#owner[kCheckin](this.#conn);
     this.#admission?.release();
   }
 
@@ -79,7 +83,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[checkin](this.#conn, err, true);
+    this.#owner[kCheckinFailed](this.#conn, err);
     this.#admission?.release();
   }
 
