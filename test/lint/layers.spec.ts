@@ -1,7 +1,9 @@
 // The layer rule of eslint.config.js, on code placed (virtually) in each layer: an import of an
-// upper layer fails `npm run lint`, with the rule's message; imports of lower layers pass.
+// upper layer fails `npm run lint`, with the rule's message; imports of lower layers pass. And the
+// README's map of the code names only files that exist.
 import { describe, expect, it } from '@jest/globals';
 import { ESLint } from 'eslint';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,5 +34,14 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/connectors/x.ts', "import { PoolConfigError } from '../core/index.js';"],
   ])('%s may %s', async (file, code) => {
     expect(await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`)).toEqual([]);
+  });
+});
+
+describe("the README's map of the code", () => {
+  it('names only files and folders that exist', () => {
+    const readme = readFileSync(`${root}README.md`, 'utf8');
+    const paths = [...readme.matchAll(/`(lib\/[\w./-]+)`/g)].map((m) => m[1]!);
+    expect(paths.length).toBeGreaterThan(10);
+    expect(paths.filter((p) => !existsSync(`${root}${p}`))).toEqual([]);
   });
 });
