@@ -11,6 +11,7 @@ import {
 import { backoffMs } from './backoff.js';
 import { Timers, type TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
+import { ConnectionOpener } from './connection-opener.js';
 import type { Connector } from './connector.js';
 import {
   ConnectionFailedError,
@@ -21,6 +22,7 @@ import {
   SelfDeadlockError,
   type ExhaustedReason,
 } from './errors.js';
+import { messageOf } from './message-of.js';
 import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
@@ -34,12 +36,6 @@ import { WaiterDeadlines } from './waiter-deadlines.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
 
 const noop = () => {};
-
-const isObject = (value: unknown): value is object => typeof value === 'object' || typeof value === 'function';
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * A pool of shared connections: each serves up to `clientLimit` callers at once.
@@ -58,12 +54,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   readonly #timers: Timers;
   /** Every connection from its create until it is closed. */
   readonly #all = new Set<SharedConnection<T>>();
-  /**
-   * What creates resolved to, so a connector handing out one connection twice is caught: every
-   * object ever (closed ones too), and other values (a numeric handle) while they are open.
-   */
-  readonly #seen = new WeakSet<object>();
-  readonly #openValues = new Set<T>();
+  readonly #opener: ConnectionOpener<T>;
   readonly #waiters = new WaiterQueue<Lease<T>>();
   #nextId = 1;
 
@@ -100,7 +91,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #letGo: (() => void) | undefined;
   #onIdle: (() => void) | undefined;
   readonly #pendingCloses = new Set<Promise<void>>();
-  readonly #pendingCreates = new Set<Promise<void>>();
 
   readonly #counters: PoolCounters = {
     createsStarted: 0,
@@ -125,6 +115,13 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
     this.#index = new ConnectionIndex(this.options.clientLimit, this.options.strategy);
+    this.#opener = new ConnectionOpener(connector, this.options, {
+      timers: this.#timers,
+      opened: (conn) => this.#opened(conn),
+      failed: (conn, err) => this.#openFailed(conn, err),
+      abandoned: (conn) => this.#abandoned(conn),
+      closeValue: (value) => this.#closeValue(value),
+    });
     this.#deadlines = new WaiterDeadlines(this.#timers, this.#waiters, (due) => this.#expired(due));
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#gated(), this.#limiter);
@@ -231,11 +228,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         if (this.#closed) throw new PoolClosedError(this.name);
         if (this.#ready >= this.options.minSize) return;
         this.#fill();
-        if (this.#pendingCreates.size === 0) {
+        if (this.#opener.pending.size === 0) {
           // Only a backoff stops #fill() here: the last create failed.
           throw this.#lastCreateError ?? new ConnectionFailedError(this.name, 'warmup could not start a create');
         }
-        await Promise.race(this.#pendingCreates);
+        await Promise.race(this.#opener.pending);
       }
     } finally {
       this.#unhold();
@@ -301,7 +298,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       clients: this.#clients,
       waiting: this.#waiters.length,
       failureStreak: this.#failureStreak,
-      lastError: this.#lastError === undefined ? undefined : message(this.#lastError),
+      lastError: this.#lastError === undefined ? undefined : messageOf(this.#lastError),
       closed: this.#closed,
       counters: { ...this.#counters },
       connections,
@@ -375,7 +372,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void {
     this.#counters.released++;
-    this.#retire(conn, failure === undefined ? 'failed by its user' : message(failure), failure);
+    this.#retire(conn, failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
   }
 
@@ -597,83 +594,13 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#opening++;
     this.#counters.createsStarted++;
     this.#debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
-
-    let settled = false;
-    let finish!: (err?: unknown) => void;
-    const outcome = new Promise<void>((resolve, reject) => {
-      finish = (err?: unknown) => {
-        if (settled) return;
-        settled = true;
-        conn.abort = null;
-        conn.abandon = null;
-        this.#timers.clear(timer);
-        this.#pendingCreates.delete(outcome);
-        if (err === undefined) {
-          this.#opened(conn);
-          resolve();
-        } else if (err instanceof PoolClosedError) {
-          this.#abandoned(conn);
-          reject(err);
-        } else {
-          const failure =
-            err instanceof ConnectionFailedError ? err : new ConnectionFailedError(o.name, `create failed: ${message(err)}`, err);
-          this.#openFailed(conn, failure);
-          reject(failure);
-        }
-      };
-    });
-    this.#pendingCreates.add(outcome);
-    conn.abandon = () => {
-      const closed = new PoolClosedError(o.name);
-      conn.abort?.abort(closed);
-      finish(closed);
-    };
-    const timer = this.#timers.set(() => {
-      const err = new ConnectionFailedError(o.name, `create + ready took longer than createTimeoutMs (${o.createTimeoutMs} ms)`);
-      conn.abort?.abort(err);
-      finish(err);
-    }, o.createTimeoutMs);
-
-    const establish = async (): Promise<void> => {
-      const value = await this.#connector.create(conn.ctx);
-      if (value === undefined || value === null) {
-        if (settled) return;
-        throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
-      }
-      if (isObject(value) ? this.#seen.has(value) : this.#openValues.has(value)) {
-        // Never close it: it is another connection's, or closed already. Failing this create is all we may do.
-        if (settled) return;
-        throw new ConnectionFailedError(
-          o.name,
-          'create() resolved to a connection the pool already holds or has closed; a connector must open a new connection on every create()',
-        );
-      }
-      if (isObject(value)) this.#seen.add(value);
-      if (settled) {
-        // Timed out, or the pool closed meanwhile: a late connection is closed at once, never readied nor leaked.
-        this.#closeValue(value);
-        return;
-      }
-      conn.value = value;
-      if (!isObject(value)) this.#openValues.add(value);
-      conn.state = 'establishing';
-      let ready: boolean | void = true;
-      try {
-        if (this.#connector.ready) ready = await this.#connector.ready(value, conn.ctx);
-      } catch (err) {
-        throw new ConnectionFailedError(o.name, `ready() failed: ${message(err)}; the connection was closed`, err);
-      }
-      if (ready === false) throw new ConnectionFailedError(o.name, 'ready() returned false; the connection was closed');
-      finish();
-    };
-    establish().catch((err: unknown) => finish(err));
-    return outcome;
+    return this.#opener.open(conn);
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */
   [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
     if ('retire' in change) {
-      const reason = change.retire === undefined ? 'retired by its connector' : message(change.retire);
+      const reason = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
       if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = reason;
       else this.#retire(conn, reason, change.retire);
       return;
@@ -791,7 +718,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   /** Calls the connector's close, bounded by closeTimeoutMs; errors are logged, never thrown. */
   #closeValue(value: T): Promise<void> {
     this.#counters.closed++;
-    if (!isObject(value)) this.#openValues.delete(value);
+    this.#opener.closed(value);
     const close = this.#connector.close;
     if (close === undefined) return Promise.resolve();
     const { logger, closeTimeoutMs } = this.options;
@@ -801,7 +728,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
         resolve();
       }, closeTimeoutMs);
       new Promise<void>((closed) => closed(close.call(this.#connector, value)))
-        .catch((err: unknown) => logger.error(`pool "${this.name}": closing a connection failed: ${message(err)}`, err))
+        .catch((err: unknown) => logger.error(`pool "${this.name}": closing a connection failed: ${messageOf(err)}`, err))
         .finally(() => {
           this.#timers.clear(timer);
           resolve();
@@ -849,7 +776,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#validating--;
     if (failure !== undefined && !this.#closed) {
       this.#counters.validationFailures++;
-      this.#retire(conn, `validation failed: ${message(failure)}`, failure);
+      this.#retire(conn, `validation failed: ${messageOf(failure)}`, failure);
     }
     if (conn.state === 'ready') {
       conn.checked = true;
@@ -929,7 +856,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     try {
       return this.#connector.isFatal?.(err) === true;
     } catch (thrown) {
-      this.options.logger.error(`pool "${this.name}": connector.isFatal() threw (${message(thrown)}); the error counts as not fatal`, thrown);
+      this.options.logger.error(`pool "${this.name}": connector.isFatal() threw (${messageOf(thrown)}); the error counts as not fatal`, thrown);
       return false;
     }
   }
@@ -940,7 +867,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     try {
       return retry.retryOn(err) === true;
     } catch (thrown) {
-      this.options.logger.error(`pool "${this.name}": retry.retryOn threw (${message(thrown)}); not retrying`, thrown);
+      this.options.logger.error(`pool "${this.name}": retry.retryOn threw (${messageOf(thrown)}); not retrying`, thrown);
       return false;
     }
   }
