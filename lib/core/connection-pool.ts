@@ -9,6 +9,7 @@ import {
   type UseOptions,
 } from './call-options.js';
 import { backoffMs } from './backoff.js';
+import { closeWithin, validateWithin } from './bounded-calls.js';
 import { Timers, type TimerHandle } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
 import { ConnectionOpener } from './connection-opener.js';
@@ -722,18 +723,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     const close = this.#connector.close;
     if (close === undefined) return Promise.resolve();
     const { logger, closeTimeoutMs } = this.options;
-    return new Promise<void>((resolve) => {
-      const timer = this.#timers.set(() => {
-        logger.warn(`pool "${this.name}": a connection's close() did not settle within closeTimeoutMs (${closeTimeoutMs} ms); no longer waiting for it`);
-        resolve();
-      }, closeTimeoutMs);
-      new Promise<void>((closed) => closed(close.call(this.#connector, value)))
-        .catch((err: unknown) => logger.error(`pool "${this.name}": closing a connection failed: ${messageOf(err)}`, err))
-        .finally(() => {
-          this.#timers.clear(timer);
-          resolve();
-        });
-    });
+    return closeWithin(close.bind(this.#connector), value, this.#timers, closeTimeoutMs, logger, this.name);
   }
 
   // ---- validation -----------------------------------------------------------------------------
@@ -753,22 +743,11 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     conn.validating = true;
     this.#validating++;
     this.#index.remove(conn);
-    const limit = this.options.validateTimeoutMs;
-    let done = false;
-    const end = (failure: unknown): void => {
-      if (done) return;
-      done = true;
+    const validate = this.#connector.validate!.bind(this.#connector);
+    conn.endValidation = validateWithin(validate, conn.value as T, this.#timers, this.options.validateTimeoutMs, (failure) => {
       conn.endValidation = null;
-      this.#timers.clear(timer);
       this.#validated(conn, failure);
-    };
-    conn.endValidation = () => end(undefined);
-    const timer = this.#timers.set(() => end(new Error(`validate() did not settle within validateTimeoutMs (${limit} ms)`)), limit);
-    const check = async () => (await this.#connector.validate!(conn.value as T)) !== false;
-    check().then(
-      (alive) => end(alive ? undefined : new Error('validate() returned false')),
-      (err: unknown) => end(err ?? new Error('validate() threw')),
-    );
+    });
   }
 
   #validated(conn: SharedConnection<T>, failure: unknown): void {

@@ -1,0 +1,59 @@
+// The connector's calls after a create, each bounded by its timeout: a validate() or close() that
+// hangs never holds the pool.
+import type { Timers } from './clock.js';
+import type { PoolLogger } from './logger.js';
+import { messageOf } from './message-of.js';
+
+/**
+ * Runs `validate(value)` within `timeoutMs`. `done(failure)` is called once: `undefined` when the
+ * connection is alive, else why not (returned false, threw, or did not settle in time). Returns a
+ * function that ends the check at once as alive (the pool is closing).
+ */
+export function validateWithin<T>(
+  validate: (value: T) => boolean | void | Promise<boolean | void>,
+  value: T,
+  timers: Timers,
+  timeoutMs: number,
+  done: (failure: unknown) => void,
+): () => void {
+  let over = false;
+  const end = (failure: unknown): void => {
+    if (over) return;
+    over = true;
+    timers.clear(timer);
+    done(failure);
+  };
+  const timer = timers.set(() => end(new Error(`validate() did not settle within validateTimeoutMs (${timeoutMs} ms)`)), timeoutMs);
+  const check = async () => (await validate(value)) !== false;
+  check().then(
+    (alive) => end(alive ? undefined : new Error('validate() returned false')),
+    (err: unknown) => end(err ?? new Error('validate() threw')),
+  );
+  return () => end(undefined);
+}
+
+/**
+ * Runs `close(value)`, logging a failure; resolves when it settles or after `timeoutMs`, whichever
+ * comes first (with a warning: the pool no longer waits for it). Never rejects.
+ */
+export function closeWithin<T>(
+  close: (value: T) => unknown,
+  value: T,
+  timers: Timers,
+  timeoutMs: number,
+  logger: PoolLogger,
+  pool: string,
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = timers.set(() => {
+      logger.warn(`pool "${pool}": a connection's close() did not settle within closeTimeoutMs (${timeoutMs} ms); no longer waiting for it`);
+      resolve();
+    }, timeoutMs);
+    new Promise<void>((closed) => closed(close(value) as void))
+      .catch((err: unknown) => logger.error(`pool "${pool}": closing a connection failed: ${messageOf(err)}`, err))
+      .finally(() => {
+        timers.clear(timer);
+        resolve();
+      });
+  });
+}
