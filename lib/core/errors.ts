@@ -25,14 +25,30 @@ export class PoolError extends Error {
   }
 }
 
-/** An option is invalid. Thrown at construction, naming the pool and the field. */
+/**
+ * What a {@link PoolConfigError} is about: a pool (named by its name), a limiter (by its name),
+ * the Nest module (`PoolModule.forRoot`, `PoolModule.forRootAsync`) or a decorator (`@UsePooled`).
+ */
+export type ConfigSubject = 'pool' | 'limiter' | 'module' | 'decorator';
+
+/**
+ * An option is invalid. Thrown at construction, naming its subject and the field, with what to
+ * change. `pool` is the subject's name (a pool's, a limiter's, or the module method's).
+ */
 export class PoolConfigError extends PoolError {
   constructor(
-    pool: string,
+    name: string,
     readonly field: string,
     problem: string,
+    readonly subject: ConfigSubject = 'pool',
   ) {
-    super('POOL_CONFIG', pool, `pool "${pool}": option "${field}" ${problem}`);
+    const said = {
+      pool: `pool "${name}": option "${field}" ${problem}`,
+      limiter: `limiter "${name}": option "${field}" ${problem}`,
+      module: `${name}: option "${field}" ${problem}`,
+      decorator: `${name}: ${field} ${problem}`,
+    }[subject];
+    super('POOL_CONFIG', name, said);
   }
 }
 

@@ -71,26 +71,26 @@ export interface ResolvedLimits {
 function positiveInteger(name: string, field: string, value: unknown): number {
   if (value === undefined) return Infinity;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new PoolConfigError(name, field, `must be a whole number of 1 or more, got ${String(value)}`);
+    throw new PoolConfigError(name, field, `must be a whole number of 1 or more, got ${String(value)}`, 'limiter');
   }
   return value;
 }
 
 /** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
 export function resolveLimits(options: LimitOptions): ResolvedLimits {
-  if (typeof options !== 'object' || options === null) throw new PoolConfigError('limits', 'limits', 'must be an object');
+  if (typeof options !== 'object' || options === null) throw new PoolConfigError('limits', 'limits', 'must be an object', 'limiter');
   const name = options.name ?? 'limits';
   const retryAfterMs = options.retryAfterMs ?? 1_000;
   if (typeof retryAfterMs !== 'number' || !(retryAfterMs > 0) || !Number.isFinite(retryAfterMs)) {
-    throw new PoolConfigError(name, 'limits.retryAfterMs', `must be a finite number above 0, got ${String(retryAfterMs)}`);
+    throw new PoolConfigError(name, 'limits.retryAfterMs', `must be a finite number above 0, got ${String(retryAfterMs)}`, 'limiter');
   }
   if (options.wait !== undefined && typeof options.wait !== 'boolean') {
-    throw new PoolConfigError(name, 'limits.wait', `must be true or false, got ${typeof options.wait}`);
+    throw new PoolConfigError(name, 'limits.wait', `must be true or false, got ${typeof options.wait}`, 'limiter');
   }
   const global = positiveInteger(name, 'limits.global', options.global);
   const perKey = positiveInteger(name, 'limits.perKey', options.perKey);
   if (perKey !== Infinity && perKey > global) {
-    throw new PoolConfigError(name, 'limits.perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`);
+    throw new PoolConfigError(name, 'limits.perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`, 'limiter');
   }
   return {
     name,

@@ -21,6 +21,7 @@ export function claimNamespace(where: string, namespace: string, limits: Resolve
       'limits.redis.namespace',
       `"${namespace}" is already used on this Redis by limiter "${other.name}" with other limits ` +
         `(global ${other.global}, perKey ${other.perKey}; here ${global}, ${perKey}): they would share one budget. Give each its own namespace, or the same limits`,
+      'limiter',
     );
   }
   if (other !== undefined) other.users++;

@@ -51,7 +51,7 @@ export async function connectRedis(limiter: string, connection: RedisLimitOption
   try {
     ioredis = await import('ioredis');
   } catch {
-    throw new PoolConfigError(limiter, 'limits.redis', 'needs the ioredis package: npm install ioredis');
+    throw new PoolConfigError(limiter, 'limits.redis', 'needs the ioredis package: npm install ioredis', 'limiter');
   }
   if (cluster !== undefined) return new ioredis.Cluster(cluster.nodes, clusterFailFast(cluster.options));
   return url === undefined ? new ioredis.Redis({ ...options, ...failFast }) : new ioredis.Redis(url, { ...options, ...failFast });

@@ -129,7 +129,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   admit(request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
     if (this.#redis === undefined) {
-      return Promise.reject(new PoolConfigError(this.limits.name, 'limiter', 'is not started: call start() (PoolModule does) before admitting'));
+      return Promise.reject(new PoolConfigError(this.limits.name, 'limiter', 'is not started: call start() (PoolModule does) before admitting', 'limiter'));
     }
     return this.#admit(request);
   }

@@ -77,43 +77,46 @@ export interface PoolModuleAsyncOptions extends StaticSettings {
   useExisting?: Type<PoolSettingsFactory>;
 }
 
-const MODULE = 'PoolModule';
+/** A module error of `PoolModule.<method>`. */
+function moduleError(method: string, field: string, problem: string): PoolConfigError {
+  return new PoolConfigError(`PoolModule.${method}`, field, problem, 'module');
+}
 
 /** Checks the static part of a registration; throws {@link PoolConfigError} naming the field. */
 export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOptions, method: string): void {
   if (typeof options !== 'object' || options === null) {
-    throw new PoolConfigError(MODULE, method, 'takes an options object: { pools: [{ name, connector }] }');
+    throw moduleError(method, 'options', 'must be an object: { pools: [{ name, connector }] }');
   }
   if (!Array.isArray(options.pools) || options.pools.length === 0) {
-    throw new PoolConfigError(MODULE, `${method}.pools`, 'must list at least one pool: [{ name, connector }]');
+    throw moduleError(method, 'pools', 'must list at least one pool: [{ name, connector }]');
   }
   const seen = new Set<string>();
   options.pools.forEach((pool, i) => {
     const name: unknown = pool?.name;
     if (typeof name !== 'string' || name.length === 0) {
-      throw new PoolConfigError(MODULE, `${method}.pools[${i}].name`, 'must be a non-empty string');
+      throw moduleError(method, `pools[${i}].name`, 'must be a non-empty string');
     }
     if (name === 'status') throw new PoolConfigError(name, 'name', 'is reserved by health checks; pick another name');
     if (seen.has(name)) throw new PoolConfigError(name, 'name', `is listed twice in ${method}; give every pool its own name`);
     seen.add(name);
     checkConnectorSource(name, pool.connector);
   });
-  for (const flag of ['isGlobal', 'httpErrors'] as const) checkFlag(options[flag], `${method}.${flag}`);
+  for (const flag of ['isGlobal', 'httpErrors'] as const) checkFlag(options[flag], method, flag);
 }
 
 /** Checks the settings, after the async factory if there is one. */
 export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string): void {
   if (typeof settings !== 'object' || settings === null) {
-    throw new PoolConfigError(MODULE, method, `settings must be an object, got ${settings === null ? 'null' : typeof settings}`);
+    throw moduleError(method, 'settings', `must be an object, got ${settings === null ? 'null' : typeof settings}`);
   }
-  checkFlag(settings.failOnWarmupError, 'failOnWarmupError');
+  checkFlag(settings.failOnWarmupError, method, 'failOnWarmupError');
   const grace = settings.shutdownGraceMs;
   if (grace !== undefined && !(typeof grace === 'number' && grace >= 0)) {
-    throw new PoolConfigError(MODULE, 'shutdownGraceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(grace)}`);
+    throw moduleError(method, 'shutdownGraceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(grace)}`);
   }
   const pools: unknown = settings.pools ?? {};
   if (typeof pools !== 'object' || pools === null) {
-    throw new PoolConfigError(MODULE, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');
+    throw moduleError(method, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');
   }
   for (const [name, options] of Object.entries(pools)) {
     if (typeof options !== 'object' || options === null) {
@@ -127,21 +130,22 @@ export function checkSettings(settings: PoolModuleSettings, names: readonly stri
   for (const name of names) {
     const { limits, ...options } = settings.pools?.[name] ?? {};
     resolveOptions({ ...options, name });
-    if (limits !== undefined) checkLimits(limits, `pools.${name}.limits`);
+    if (limits !== undefined) checkLimits(limits, method, `pools.${name}.limits`, `${name}:limits`);
   }
-  if (settings.limits !== undefined) checkLimits(settings.limits, 'limits');
+  if (settings.limits !== undefined) checkLimits(settings.limits, method, 'limits', 'limits');
 }
 
-function checkLimits(limits: unknown, field: string): void {
+/** `limiter`: the name the limiter will have (the pool's own: `<pool>:limits`), which its errors name. */
+function checkLimits(limits: unknown, method: string, field: string, limiter: string): void {
   if (typeof limits !== 'object' || limits === null) {
-    throw new PoolConfigError(MODULE, field, 'must be { global?, perKey?, wait?, redis? } or a limiter (LocalLimiter, RedisLimiter)');
+    throw moduleError(method, field, 'must be { global?, perKey?, wait?, redis? } or a limiter (LocalLimiter, RedisLimiter)');
   }
-  makeLimiter(limits as LimitsConfig, field); // constructing checks every field; nothing connects yet
+  makeLimiter(limits as LimitsConfig, limiter); // constructing checks every field; nothing connects yet
 }
 
-function checkFlag(value: unknown, field: string): void {
+function checkFlag(value: unknown, method: string, field: string): void {
   if (value !== undefined && typeof value !== 'boolean') {
-    throw new PoolConfigError(MODULE, field, `must be true or false, got ${typeof value}`);
+    throw moduleError(method, field, `must be true or false, got ${typeof value}`);
   }
 }
 

@@ -45,7 +45,7 @@ export class PoolModule {
     checkRegistration(options, 'forRootAsync');
     const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
     if (sources.length !== 1) {
-      throw new PoolConfigError('PoolModule', 'forRootAsync', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`);
+      throw new PoolConfigError('PoolModule.forRootAsync', 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
     }
     const declared = names(options.pools);
     const checked = async (settings: PoolModuleSettings | Promise<PoolModuleSettings>) => {

@@ -37,12 +37,12 @@ type Kind = 'promise' | 'observable' | 'generator';
  */
 export function UsePooled(name: string, options: UsePooledOptions = {}): MethodDecorator {
   if (typeof name !== 'string' || name.length === 0) {
-    throw new PoolConfigError(String(name), '@UsePooled(name)', 'must be a non-empty string naming a pool');
+    throw new PoolConfigError(`@UsePooled(${JSON.stringify(name) ?? String(name)})`, 'the name', 'must be a non-empty string naming a pool', 'decorator');
   }
   const invalid = checkUseOptions(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation });
   if (invalid !== undefined) throw invalid;
   if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new PoolConfigError(name, '@UsePooled key', `must be a function of the method's arguments, got ${typeof options.key}`);
+    throw new PoolConfigError(`@UsePooled('${name}')`, 'key', `must be a function of the method's arguments, got ${typeof options.key}`, 'decorator');
   }
 
   return (target, propertyKey, descriptor) => {
@@ -50,11 +50,11 @@ export function UsePooled(name: string, options: UsePooledOptions = {}): MethodD
     const where = `${owner}.${String(propertyKey)}`;
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
-      throw new PoolConfigError(name, '@UsePooled', `decorates methods only; ${where} is not a method`);
+      throw new PoolConfigError(`@UsePooled('${name}')`, where, 'is not a method; @UsePooled decorates methods only', 'decorator');
     }
     const kind = kindOf(original as Method, target, propertyKey);
     if (kind !== 'promise' && options.retry !== undefined) {
-      throw new PoolConfigError(name, '@UsePooled retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`);
+      throw new PoolConfigError(`@UsePooled('${name}')`, 'retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`, 'decorator');
     }
     const call = new PooledCall(name, where, options);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator }[kind](original as Method, call);

@@ -163,19 +163,40 @@ describe('PoolModule.forRoot', () => {
     await expect(compiling).rejects.toThrow('pool "db": option "name" is used by two pools of this application');
   });
 
+  it('names the right subject in a bad option: the module, a pool, or the limiter the pool would get', () => {
+    const connector = new FakeConnector();
+    const thrown = (register: () => unknown) => {
+      try {
+        register();
+      } catch (err) {
+        return err as PoolConfigError;
+      }
+      throw new Error('no error');
+    };
+    const moduleError = thrown(() => PoolModule.forRoot({ pools: [] }));
+    expect(moduleError).toMatchObject({ subject: 'module', pool: 'PoolModule.forRoot', field: 'pools' });
+    const poolError = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { maxSize: 0 } }] }));
+    expect(poolError).toMatchObject({ subject: 'pool', pool: 'orders', field: 'maxSize' });
+    const ownLimits = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { limits: { global: -1 } } }] }));
+    expect(ownLimits).toMatchObject({ subject: 'limiter', pool: 'orders:limits', field: 'limits.global' });
+    expect(ownLimits.message).toBe('limiter "orders:limits": option "limits.global" must be a whole number of 1 or more, got -1');
+    const shared = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector }], limits: { global: 2, perKey: 3 } }));
+    expect(shared.message).toMatch(/^limiter "limits": option "limits.perKey" \(3\) must not exceed limits.global \(2\)/);
+  });
+
   it('rejects bad registrations at once, saying what to change', () => {
     const connector = new FakeConnector();
     const cases: [() => unknown, string][] = [
-      [() => PoolModule.forRoot({ pools: [] }), 'option "forRoot.pools" must list at least one pool'],
-      [() => PoolModule.forRoot(undefined as never), 'option "forRoot" takes an options object'],
-      [() => PoolModule.forRoot({ pools: [{ name: '', connector }] }), 'option "forRoot.pools[0].name" must be a non-empty string'],
+      [() => PoolModule.forRoot({ pools: [] }), 'PoolModule.forRoot: option "pools" must list at least one pool'],
+      [() => PoolModule.forRoot(undefined as never), 'PoolModule.forRoot: option "options" must be an object: { pools: [{ name, connector }] }'],
+      [() => PoolModule.forRoot({ pools: [{ name: '', connector }] }), 'PoolModule.forRoot: option "pools[0].name" must be a non-empty string'],
       [() => PoolModule.forRoot({ pools: [{ name: 'status', connector }] }), 'option "name" is reserved by health checks'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: {} as never }] }), 'pool "db": option "connector" must be a connector class'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: { useFactory: 3 } as never }] }), 'option "connector.useFactory" must be a function'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }), 'pool "db": option "maxSize" must be greater than 0'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }), 'option "shutdownGraceMs" must be a number of 0 or more'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }), 'option "forRoot.isGlobal" must be true or false'],
-      [() => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }), 'takes exactly one of useFactory, useClass or useExisting; got none'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }), 'PoolModule.forRoot: option "shutdownGraceMs" must be a number of 0 or more'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }), 'PoolModule.forRoot: option "isGlobal" must be true or false'],
+      [() => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }), 'PoolModule.forRootAsync: option "options" takes exactly one of useFactory, useClass or useExisting; got none'],
       [
         () => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }], useFactory: () => ({}), useClass: SettingsFactory }),
         'got useFactory and useClass',
@@ -229,7 +250,7 @@ describe('PoolModule.forRootAsync', () => {
         .compile();
     await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow('pool "db": option "clientLimit" must be a whole number, got 1.5');
     await expect(start({ pools: { dbb: {} } })).rejects.toThrow('pool "dbb": option "pools" has options but is not declared in forRootAsync({ pools }); declared: db');
-    await expect(start(null)).rejects.toThrow('settings must be an object, got null');
+    await expect(start(null)).rejects.toThrow('PoolModule.forRootAsync: option "settings" must be an object, got null');
     await expect(start({ failOnWarmupError: 1 })).rejects.toThrow('option "failOnWarmupError" must be true or false');
   });
 });
