@@ -69,6 +69,35 @@ function tarnPool(max: number) {
   };
 }
 
+/** A bare semaphore of `max` permits with a FIFO of waiters: the floor of any pool's cost. */
+function semaphore(max: number) {
+  let free = max;
+  const queue: (() => void)[] = [];
+  let head = 0;
+  const acquire = (): Promise<void> | undefined => {
+    if (free > 0) {
+      free--;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => queue.push(resolve));
+  };
+  const release = (): void => {
+    if (head < queue.length) {
+      queue[head++]!();
+      if (head > 4096 && head * 2 > queue.length) {
+        queue.splice(0, head);
+        head = 0;
+      }
+    } else free++;
+  };
+  const cycle: Cycle = async () => {
+    await acquire();
+    await undefined;
+    release();
+  };
+  return { cycle, warm: async () => {}, close: async () => {} };
+}
+
 const bare: Cycle = async () => {
   await undefined;
   await undefined;
@@ -324,6 +353,25 @@ async function limiterBench() {
 }
 
 /** The pools side by side: exclusive and shared rates, cold bursts, memory. */
+/** Deep queues: 10,000 callers on 1,000 exclusive connections, so 9,000 wait at any time. */
+async function deepQueue(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const best = await compare(
+    {
+      'nestjs-shared-pool': () => ours(1, 1_000),
+      'generic-pool': () => generic(1_000),
+      tarn: () => tarnPool(1_000),
+      'bare semaphore': () => semaphore(1_000),
+    },
+    10_000,
+    1_000_000,
+  );
+  const ratio = best['nestjs-shared-pool']! / best['bare semaphore']!;
+  results.deepQueue = { ...best, ratioVsSemaphore: ratio, ratioVsGenericPool: best['nestjs-shared-pool']! / best['generic-pool']! };
+  const shape = 'deep queue: 10,000 callers, maxSize 1,000 (9,000 queued)';
+  for (const [name, r] of Object.entries(best)) rows.push([shape, name, fmt(r), '']);
+  rows.push([shape, 'ratio vs bare semaphore', `${ratio.toFixed(2)}×`, 'target ≥ 0.5×']);
+}
+
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const exclusive: Record<string, unknown> = {};
   for (const concurrency of [1, 100]) {
@@ -347,6 +395,7 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
     rows.push([`exclusive, ${concurrency} caller(s)`, 'with a LocalLimiter, ratio vs generic-pool', `${limited.toFixed(2)}×`, '']);
   }
   results.exclusive = exclusive;
+  await deepQueue(results, rows, fmt);
 
   const shared: Record<string, unknown> = {};
   for (const maxSize of [10, 1000]) {
@@ -398,6 +447,13 @@ async function main() {
 
   // `npm run bench -- --limiters`: only the limiters, printed, results.json left as it is.
   const onlyLimiters = process.argv.includes('--limiters');
+  // `npm run bench -- --deep`: only the deep-queue shape, printed, results.json left as it is.
+  const onlyDeep = process.argv.includes('--deep');
+  if (onlyDeep) {
+    await deepQueue(results, rows, fmt);
+    for (const r of rows) console.log(r.join(' | '));
+    return;
+  }
   if (!onlyLimiters) await poolBench(results, rows, fmt);
 
   const lim = await limiterBench();
