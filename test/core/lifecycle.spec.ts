@@ -127,6 +127,19 @@ describe('create failures', () => {
 });
 
 describe('idle expiry, lifetime and minSize', () => {
+  it.each([
+    [1_000, 1_000],
+    [100, 500],
+  ])('with reapIntervalMs %i, a 500 ms lifetime ends at the first check after it: %i ms', async (reapIntervalMs, rotatedAt) => {
+    const { pool, clock } = makePool({ maxSize: 1, minSize: 1, maxLifetimeMs: 500, reapIntervalMs });
+    await pool.warmup();
+    await clock.advance(rotatedAt - 1);
+    expect(pool.stats().counters.createsStarted).toBe(1);
+    await clock.advance(1);
+    expect(pool.stats().counters.createsStarted).toBe(2); // the replacement opens at the check
+    await pool.close();
+  });
+
   it('closes a connection idle for maxIdleMs, counting from when its last client left', async () => {
     const { pool, connector, clock } = makePool({ maxIdleMs: 5_000, reapIntervalMs: 1_000 });
     const lease = await pool.acquire();
