@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type AdmissionLimiter } from '../../lib/index.js';
+import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type AdmissionLimiter, type LimiterMode } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';
@@ -17,6 +17,8 @@ describe('LocalLimiter', () => {
     a.release();
     a.release(); // idempotent
     await expect(limiter.admit(ask())).resolves.toBeDefined();
+    const mode: LimiterMode = limiter.stats().mode; // the modes are a typed union, exported from the root
+    expect(mode).toBe('local');
     expect(limiter.stats()).toMatchObject({ mode: 'local', used: 2, limit: 2, utilization: 1, health: 'exhausted', counters: { admitted: 3, released: 1, refusedGlobal: 1 } });
   });
 
