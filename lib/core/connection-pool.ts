@@ -11,6 +11,7 @@ import {
 import { backoffMs } from './backoff.js';
 import { closeWithin, validateWithin } from './bounded-calls.js';
 import { Timers, type TimerHandle } from './clock.js';
+import { HouseKeeper } from './house-keeper.js';
 import { ConnectionIndex } from './connection-index.js';
 import { ConnectionOpener } from './connection-opener.js';
 import type { Connector } from './connector.js';
@@ -81,7 +82,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
   #backoffUntil = 0;
   #backoffTimer: TimerHandle | undefined;
   readonly #deadlines: WaiterDeadlines<Lease<T>>;
-  #reapTimer: TimerHandle | undefined;
+  readonly #keeper: HouseKeeper<T>;
 
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -126,7 +127,22 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#deadlines = new WaiterDeadlines(this.#timers, this.#waiters, (due) => this.#expired(due));
     this.#growLoad = this.options.growAt < 1 ? this.options.growAt : Infinity;
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#gated(), this.#limiter);
-    this.#scheduleReap();
+    this.#keeper = new HouseKeeper<T>({
+      options: this.options,
+      timers: this.#timers,
+      isClosed: () => this.#closed,
+      connections: () => this.#all,
+      readyCount: () => this.#ready,
+      mayOpen: () => this.#opening < this.options.maxConcurrentCreates && !this.#backingOff(),
+      retire: (conn, reason) => this.#retire(conn, reason),
+      rotate: (conn) => {
+        conn.rotating = true;
+        this.#rotations++;
+        void this.#create(conn).catch(noop);
+      },
+      fill: () => this.#fill(),
+    });
+    this.#keeper.start();
   }
 
   /** What the admission gate sees of this pool. */
@@ -765,31 +781,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     if (!this.#closed) this.#dispatch();
   }
 
-  // ---- background reaper ----------------------------------------------------------------------
-
-  #scheduleReap(): void {
-    this.#reapTimer = this.#timers.set(() => this.#reap(), this.options.reapIntervalMs);
-  }
-
-  /** Retires idle-expired connections, rotates old ones (replacement first), tops up minSize. */
-  #reap(): void {
-    if (this.#closed) return;
-    const o = this.options;
-    const now = this.#timers.now();
-    for (const conn of this.#all) {
-      if (conn.state !== 'ready' || conn.validating) continue;
-      if (conn.clients === 0 && now - conn.idleSince >= o.maxIdleMs && this.#ready > o.minSize) {
-        this.#retire(conn, 'idle');
-      } else if (now >= conn.expiresAt && !conn.rotating && this.#opening < o.maxConcurrentCreates && !this.#backingOff()) {
-        conn.rotating = true;
-        this.#rotations++;
-        void this.#create(conn).catch(noop);
-      }
-    }
-    this.#fill();
-    this.#scheduleReap();
-  }
-
   // ---- shutdown -------------------------------------------------------------------------------
 
   async #shutdown(graceMs: number): Promise<void> {
@@ -797,7 +788,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#closed = true;
     this.#hold();
     this.#debug(`closing: ${this.#clients} clients get up to ${graceMs} ms`);
-    for (const t of [this.#reapTimer, this.#backoffTimer]) timers.clear(t);
+    this.#keeper.stop();
+    timers.clear(this.#backoffTimer);
     this.#backoffTimer = undefined;
     this.#deadlines.stop();
     for (let w = this.#next(); w !== null; w = this.#next()) w.reject(new PoolClosedError(this.name));
