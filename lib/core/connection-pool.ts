@@ -135,11 +135,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       readyCount: () => this.#ready,
       mayOpen: () => this.#opening < this.options.maxConcurrentCreates && !this.#backingOff(),
       retire: (conn, reason) => this.#retire(conn, reason),
-      rotate: (conn) => {
-        conn.rotating = true;
-        this.#rotations++;
-        void this.#create(conn).catch(noop);
-      },
+      rotate: (conn) => this.#rotate(conn),
       fill: () => this.#fill(),
     });
     this.#keeper.start();
@@ -612,6 +608,13 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
     this.#counters.createsStarted++;
     this.#debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
     return this.#opener.open(conn);
+  }
+
+  /** Opens a replacement for `conn`, which keeps serving until it is ready (it does not count against maxSize meanwhile). */
+  #rotate(conn: SharedConnection<T>): void {
+    conn.rotating = true;
+    this.#rotations++;
+    void this.#create(conn).catch(noop);
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */

@@ -1,4 +1,5 @@
 import type { TimerHandle, Timers } from './clock.js';
+import { EarliestTimer } from './earliest-timer.js';
 import type { Waiter, WaiterQueue } from './waiter-queue.js';
 
 /** Waiters dated per clock read at most: a batch of queued callers shares one read. */
@@ -14,8 +15,7 @@ const STAMP_BATCH = 256;
 export class WaiterDeadlines<L> {
   /** Waiters queued since the last stamp. */
   readonly #unstamped: Waiter<L>[] = [];
-  #timer: TimerHandle | undefined;
-  #at = Infinity;
+  readonly #timer: EarliestTimer;
   /** The pending stamp's timer, on a clock without `defer` (one at a time). */
   #deferred: TimerHandle | undefined;
 
@@ -24,7 +24,9 @@ export class WaiterDeadlines<L> {
     readonly queue: WaiterQueue<L>,
     /** The waiters whose deadline passed, still queued, in queue order: one call per sweep. */
     readonly expired: (waiters: Waiter<L>[]) => void,
-  ) {}
+  ) {
+    this.#timer = new EarliestTimer(timers, () => this.#sweep());
+  }
 
   /** `w` was just queued: it is dated with the rest of its batch. */
   queued(w: Waiter<L>): void {
@@ -35,10 +37,9 @@ export class WaiterDeadlines<L> {
 
   /** No more deadlines (the pool is closing). */
   stop(): void {
-    this.timers.clear(this.#timer);
+    this.#timer.stop();
     this.timers.clear(this.#deferred);
-    this.#timer = this.#deferred = undefined;
-    this.#at = Infinity;
+    this.#deferred = undefined;
     this.#unstamped.length = 0;
   }
 
@@ -58,20 +59,10 @@ export class WaiterDeadlines<L> {
       if (w.deadline < earliest) earliest = w.deadline;
     }
     this.#unstamped.length = 0;
-    if (earliest < this.#at) this.#arm(earliest);
-  }
-
-  /** One timer for the whole queue, set for the earliest deadline. */
-  #arm(at: number): void {
-    const timers = this.timers;
-    timers.clear(this.#timer);
-    this.#at = at;
-    this.#timer = timers.set(() => this.#sweep(), at - timers.now());
+    this.#timer.atLatest(earliest);
   }
 
   #sweep(): void {
-    this.#timer = undefined;
-    this.#at = Infinity;
     const now = this.timers.now();
     let next = Infinity;
     const due: Waiter<L>[] = [];
@@ -80,6 +71,6 @@ export class WaiterDeadlines<L> {
       else if (w.deadline < next) next = w.deadline;
     }
     if (due.length > 0) this.expired(due);
-    if (next !== Infinity) this.#arm(next);
+    this.#timer.set(next);
   }
 }

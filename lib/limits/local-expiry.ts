@@ -1,4 +1,5 @@
-import type { Timers, TimerHandle } from '../core/index.js';
+import { EarliestTimer } from '../core/earliest-timer.js';
+import type { Timers } from '../core/index.js';
 import type { Held } from './redis-calls.js';
 
 /** Latest local expiry is this much before the TTL: clock rates and Redis's own TIME may drift. */
@@ -14,9 +15,7 @@ export const LOCALLY_EXPIRED =
  * give its slot away, whatever Redis does. One timer, at the earliest expiry.
  */
 export class LocalExpiry {
-  #timer: TimerHandle | undefined;
-  #at = Infinity;
-  #stopped = false;
+  readonly #timer: EarliestTimer;
 
   constructor(
     readonly timers: Timers,
@@ -25,7 +24,9 @@ export class LocalExpiry {
     readonly held: ReadonlyMap<string, Held>,
     /** Called for each lease whose expiry passed. */
     readonly lapsed: (held: Held) => void,
-  ) {}
+  ) {
+    this.#timer = new EarliestTimer(timers, () => this.#expire());
+  }
 
   /** The local expiry of a lease confirmed by a call sent at `sentAt`. */
   after(sentAt: number): number {
@@ -34,33 +35,22 @@ export class LocalExpiry {
 
   /** A lease became held (or its expiry moved earlier). */
   watch(held: Held): void {
-    if (held.expiresAt < this.#at) this.#arm(held.expiresAt);
+    this.#timer.atLatest(held.expiresAt);
   }
 
   /** Expiries moved (a heartbeat confirmed leases): the timer moves to the earliest. */
   rearm(): void {
     let earliest = Infinity;
     for (const h of this.held.values()) if (h.expiresAt < earliest) earliest = h.expiresAt;
-    this.#arm(earliest);
+    this.#timer.set(earliest);
   }
 
   stop(): void {
-    this.#stopped = true;
-    this.timers.clear(this.#timer);
-    this.#timer = undefined;
-  }
-
-  #arm(at: number): void {
-    this.timers.clear(this.#timer);
-    this.#timer = undefined;
-    this.#at = at;
-    if (at === Infinity || this.#stopped) return;
-    this.#timer = this.timers.set(() => this.#expire(), at - this.timers.now());
+    this.#timer.stop();
   }
 
   /** Leases whose confirmation is older than a TTL: Redis may have given their slots away. */
   #expire(): void {
-    this.#timer = undefined;
     const now = this.timers.now();
     for (const h of [...this.held.values()]) if (h.expiresAt <= now) this.lapsed(h);
     this.rearm();

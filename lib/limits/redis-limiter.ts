@@ -207,8 +207,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
           }
           // The answer came after the lease's TTL had passed here (this event loop was blocked):
           // Redis may already have given the slot to someone else. Give it back and ask again, once.
-          this.#calls.forget(held);
-          await null; // the release goes out (this tick's microtask) before the new admission
+          this.#calls.forget(held); // released before the next admission call (see RedisCalls)
           if (!retried) return this.#try(request, key, true);
           this.#counters.refusedGlobal++;
           return new CapacityExceededError(request.pool, this.limits.global, this.limits.retryAfterMs, 'unavailable', new Error(LATE));
