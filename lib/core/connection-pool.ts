@@ -421,23 +421,23 @@ export class ConnectionPool<T> implements LeaseOwner<T>, ContextOwner<T> {
       if (refusal !== undefined) return Promise.reject(refusal);
     }
     const timeoutMs = options?.timeoutMs ?? this.options.acquireTimeoutMs;
-    return new Promise<Lease<T>>((resolve, reject) => {
-      const w = new Waiter<Lease<T>>(resolve, reject, timeoutMs);
-      this.#waiters.push(w);
-      if (this.#waiters.length === 1) this.#hold();
-      this.#deadlines.queued(w);
-      if (signal !== undefined) {
-        const listener = () => {
-          w.abort = null;
-          this.#leave(w);
-          this.#counters.aborted++;
-          reject(signal.reason);
-        };
-        w.abort = { signal, listener };
-        signal.addEventListener('abort', listener, { once: true });
-      }
-      if (this.#canCreate()) this.#fill();
-    });
+    const w = new Waiter<Lease<T>>(timeoutMs);
+    const promise = w.promise();
+    this.#waiters.push(w);
+    if (this.#waiters.length === 1) this.#hold();
+    this.#deadlines.queued(w);
+    if (signal !== undefined) {
+      const listener = () => {
+        w.abort = null;
+        this.#leave(w);
+        this.#counters.aborted++;
+        w.reject(signal.reason);
+      };
+      w.abort = { signal, listener };
+      signal.addEventListener('abort', listener, { once: true });
+    }
+    if (this.#canCreate()) this.#fill();
+    return promise;
   }
 
   /** Why a caller may not queue (closed, aborted, the blocking period, a full queue, a self-deadlock), if it may not. */

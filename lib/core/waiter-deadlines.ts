@@ -51,13 +51,14 @@ export class WaiterDeadlines<L> {
 
   #stamp(): void {
     if (this.#unstamped.length === 0) return;
-    const now = this.timers.now();
-    let earliest = Infinity;
+    const stamp = { at: this.timers.now() };
+    let shortest = Infinity;
     for (const w of this.#unstamped) {
       if (!w.queued) continue;
-      w.deadline = now + w.timeoutMs;
-      if (w.deadline < earliest) earliest = w.deadline;
+      w.stamp = stamp;
+      if (w.timeoutMs < shortest) shortest = w.timeoutMs;
     }
+    const earliest = stamp.at + shortest;
     this.#unstamped.length = 0;
     this.#timer.atLatest(earliest);
   }
@@ -67,8 +68,9 @@ export class WaiterDeadlines<L> {
     let next = Infinity;
     const due: Waiter<L>[] = [];
     for (let w = this.queue.head; w !== null; w = w.next) {
-      if (w.deadline <= now) due.push(w);
-      else if (w.deadline < next) next = w.deadline;
+      const deadline = w.deadline;
+      if (deadline <= now) due.push(w);
+      else if (deadline < next) next = deadline;
     }
     if (due.length > 0) this.expired(due);
     this.#timer.set(next);

@@ -4,6 +4,19 @@ export interface AbortHook {
   readonly listener: () => void;
 }
 
+/** When a batch of waiters was dated: the waiters of a batch share it (see WaiterDeadlines). */
+export interface Stamp {
+  readonly at: number;
+}
+
+const unsettled = (): void => {};
+/** The waiter whose promise is being made: one executor for every waiter, so no closure per caller. */
+let forming: Waiter<unknown> | null = null;
+function bind(resolve: (lease: unknown) => void, reject: (err: unknown) => void): void {
+  forming!.resolve = resolve;
+  forming!.reject = reject;
+}
+
 /** A caller queued for a connection. Links make removal O(1). */
 export class Waiter<L> {
   prev: Waiter<L> | null = null;
@@ -11,14 +24,25 @@ export class Waiter<L> {
   queued = false;
   /** Set only for callers with a signal, so the common waiter stays small. */
   abort: AbortHook | null = null;
-  /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
-  deadline = Infinity;
+  /** When the waiter was dated; null until the pool stamps it. */
+  stamp: Stamp | null = null;
+  resolve: (lease: L) => void = unsettled;
+  reject: (err: unknown) => void = unsettled;
 
-  constructor(
-    readonly resolve: (lease: L) => void,
-    readonly reject: (err: unknown) => void,
-    readonly timeoutMs: number,
-  ) {}
+  constructor(readonly timeoutMs: number) {}
+
+  /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
+  get deadline(): number {
+    return this.stamp === null ? Infinity : this.stamp.at + this.timeoutMs;
+  }
+
+  /** The caller's promise: `resolve` and `reject` settle it. Call once. */
+  promise(): Promise<L> {
+    forming = this as Waiter<unknown>;
+    const promise = new Promise<L>(bind as (resolve: (lease: L) => void, reject: (err: unknown) => void) => void);
+    forming = null;
+    return promise;
+  }
 }
 
 /** FIFO of waiters: push, and remove (of the head or any other), are O(1). */

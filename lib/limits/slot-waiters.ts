@@ -12,12 +12,8 @@ class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
   timer: TimerHandle | undefined = undefined;
   unhook: (() => void) | undefined = undefined;
 
-  constructor(
-    readonly request: AdmissionRequest,
-    resolve: (value: V) => void,
-    reject: (err: unknown) => void,
-  ) {
-    super(resolve, reject, request.timeoutMs);
+  constructor(readonly request: AdmissionRequest) {
+    super(request.timeoutMs);
   }
 }
 
@@ -40,26 +36,27 @@ export class SlotWaiters<V> {
     const { timeoutMs, signal } = request;
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<V>((resolve, reject) => {
-      const entry: Entry<V> = new Entry<V>(
-        request,
-        (value) => {
-          this.#leave(entry);
-          resolve(value);
-        },
-        (err) => {
-          this.#leave(entry);
-          reject(err);
-        },
-      );
-      entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
-      if (signal !== undefined) {
-        const onAbort = () => entry.reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-        entry.unhook = () => signal.removeEventListener('abort', onAbort);
-      }
-      this.#queue.push(entry);
-    });
+    const entry = new Entry<V>(request);
+    const promise = entry.promise();
+    // Whoever settles the entry (a slot, the deadline, an abort) takes it out of the queue first.
+    const resolve = entry.resolve;
+    const reject = entry.reject;
+    entry.resolve = (value) => {
+      this.#leave(entry);
+      resolve(value);
+    };
+    entry.reject = (err) => {
+      this.#leave(entry);
+      reject(err);
+    };
+    entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
+    if (signal !== undefined) {
+      const onAbort = () => entry.reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      entry.unhook = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.#queue.push(entry);
+    return promise;
   }
 
   /** The waiters in arrival order (a copy: serving one removes it). */

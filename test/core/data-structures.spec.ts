@@ -85,7 +85,7 @@ describe('WaiterQueue', () => {
         const made: Waiter<number>[] = [];
         for (const op of script) {
           if (op === 'push') {
-            const w = new Waiter<number>(() => {}, () => {}, 0);
+            const w = new Waiter<number>(0);
             made.push(w);
             queue.push(w);
             model.push(w);
