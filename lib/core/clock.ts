@@ -116,3 +116,25 @@ export class Timers {
     return this.clock.keepAlive?.() ?? noop;
   }
 }
+
+/**
+ * @internal Counted holds on the process: while one is on (a pending acquire, a close under way),
+ * the clock's `keepAlive` keeps the process running; an idle pool holds nothing.
+ */
+export class ProcessHold {
+  #count = 0;
+  #letGo: (() => void) | undefined;
+
+  constructor(readonly timers: Timers) {}
+
+  hold(): void {
+    if (this.#count++ === 0) this.#letGo = this.timers.keepAlive();
+  }
+
+  unhold(): void {
+    if (--this.#count > 0) return;
+    const letGo = this.#letGo;
+    this.#letGo = undefined;
+    letGo?.();
+  }
+}

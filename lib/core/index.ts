@@ -4,7 +4,7 @@ export * from './errors.js';
 export * from './logger.js';
 export * from './options.js';
 export * from './health.js';
-export * from './stats.js';
+export type * from './stats.js';
 export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';
 export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';

@@ -1,11 +1,18 @@
 // The engine's data structures on their own, against plain models (as HikariCP tests its
-// ConcurrentBag): the connection index with its bitmap buckets, the waiter queue, the backoff.
+// ConcurrentBag): the connection index with its bitmap buckets, the waiter queue, the connection
+// set and its counts, the backoff.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { backoffMs } from '../../lib/core/backoff.js';
+import { Timers } from '../../lib/core/clock.js';
 import { ConnectionIndex } from '../../lib/core/connection-index.js';
+import { ConnectionSet } from '../../lib/core/connection-set.js';
+import { CreateBackoff } from '../../lib/core/create-backoff.js';
+import { ConnectionFailedError } from '../../lib/core/errors.js';
+import { resolveOptions } from '../../lib/core/options.js';
 import { SharedConnection } from '../../lib/core/shared-connection.js';
 import { Waiter, WaiterQueue } from '../../lib/core/waiter-queue.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 type Op = { kind: 'add'; clients: number; limit: number } | { kind: 'remove'; at: number } | { kind: 'update'; at: number; clients: number };
 
@@ -105,6 +112,166 @@ describe('WaiterQueue', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('Waiter', () => {
+  it('settles its own promise, once, and each waiter its own', async () => {
+    const a = new Waiter<string>(0);
+    const b = new Waiter<string>(0);
+    const pa = a.promise();
+    const pb = b.promise();
+    b.reject(new Error('b failed'));
+    a.resolve('a');
+    a.reject(new Error('too late'));
+    await expect(pa).resolves.toBe('a');
+    await expect(pb).rejects.toThrow('b failed');
+  });
+
+  it('has no deadline until stamped, then the stamp plus its timeout', () => {
+    const w = new Waiter<number>(250);
+    expect(w.deadline).toBe(Infinity);
+    w.stamp = { at: 1_000 };
+    expect(w.deadline).toBe(1_250);
+    expect(Object.assign(new Waiter<number>(Infinity), { stamp: { at: 5 } }).deadline).toBe(Infinity);
+  });
+});
+
+describe('ConnectionSet', () => {
+  type SetOp =
+    | { kind: 'begin'; rotate: number | null }
+    | { kind: 'opened' | 'drop' | 'retire' | 'validate' | 'validated'; at: number }
+    | { kind: 'limit'; at: number; limit: number }
+    | { kind: 'clients'; at: number; clients: number };
+  const setOps = fc.array(
+    fc.oneof(
+      fc.record({ kind: fc.constant('begin' as const), rotate: fc.option(fc.nat(), { nil: null }) }),
+      fc.record({ kind: fc.constantFrom('opened' as const, 'drop' as const, 'retire' as const, 'validate' as const, 'validated' as const), at: fc.nat() }),
+      fc.record({ kind: fc.constant('limit' as const), at: fc.nat(), limit: fc.integer({ min: 1, max: 8 }) }),
+      fc.record({ kind: fc.constant('clients' as const), at: fc.nat(), clients: fc.nat(8) }),
+    ),
+    { maxLength: 150 },
+  );
+
+  it('keeps its counts equal to a recount of its connections through any sequence of changes', () => {
+    fc.assert(
+      fc.property(setOps, (script: SetOp[]) => {
+        const set = new ConnectionSet<number>(8, 'spread');
+        const pickFrom = (at: number) => {
+          const all = [...set.all];
+          return all.length === 0 ? undefined : all[at % all.length]!;
+        };
+        for (const op of script) {
+          if (op.kind === 'begin') {
+            const old = op.rotate === null ? undefined : pickFrom(op.rotate);
+            // Only a ready connection not already rotating is rotated, as the house-keeper does.
+            set.begin(old !== undefined && old.state === 'ready' && !old.rotating && !old.validating ? old : null);
+            continue;
+          }
+          const conn = pickFrom(op.at);
+          if (conn === undefined) continue;
+          const opening = conn.state === 'opening';
+          const idleReady = conn.state === 'ready' && conn.clients === 0;
+          if (op.kind === 'opened' && opening) {
+            const old = set.opened(conn, 10, 1_000);
+            if (old !== null) set.retire(old);
+          } else if (op.kind === 'drop' && opening) set.dropOpening(conn);
+          else if (op.kind === 'retire') set.retire(conn);
+          else if (op.kind === 'validate' && idleReady && !conn.validating) set.startValidation(conn);
+          else if (op.kind === 'validated' && conn.validating) set.endValidation(conn, 20);
+          else if (op.kind === 'limit') set.setLimit(conn, op.limit);
+          else if (op.kind === 'clients' && conn.state === 'ready' && !conn.validating) {
+            // Checkout and checkin move clients and refile the connection, as the pool does.
+            const clients = Math.min(op.clients, conn.limit);
+            set.clients += clients - conn.clients;
+            conn.clients = clients;
+            set.index.update(conn);
+          }
+        }
+        const all = [...set.all];
+        const ready = all.filter((c) => c.state === 'ready');
+        expect(set.opening).toBe(all.filter((c) => c.state === 'opening').length);
+        expect(set.ready).toBe(ready.length);
+        expect(set.capacity).toBe(ready.reduce((sum, c) => sum + c.limit, 0));
+        expect(set.validating).toBe(all.filter((c) => c.validating).length);
+        expect(set.rotations).toBe(ready.filter((c) => c.rotating).length);
+        expect(set.size).toBe(set.opening + set.ready - set.rotations);
+        expect(set.clients).toBe(all.reduce((sum, c) => sum + c.clients, 0));
+        // The index holds exactly the ready connections with room that are not being validated.
+        expect(set.index.size).toBe(ready.filter((c) => !c.validating && c.clients < c.limit).length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives the connection a replacement rotates out once the replacement is ready, and keeps it when the replacement fails', () => {
+    const set = new ConnectionSet<number>(4, 'spread');
+    const old = set.begin(null);
+    expect(set.opened(old, 0, 100)).toBeNull();
+    const first = set.begin(old);
+    expect(old.rotating).toBe(true);
+    expect(set.size).toBe(1); // the replacement does not count against maxSize
+    set.dropOpening(first);
+    expect(old.rotating).toBe(false);
+    expect(set.size).toBe(1);
+    const second = set.begin(old);
+    expect(set.opened(second, 5, 105)).toBe(old);
+    expect(set.retire(old)).toBe(true);
+    expect(set.retire(old)).toBe(false); // already draining: nothing changes
+    expect([set.ready, set.rotations, set.size]).toEqual([1, 0, 1]);
+  });
+});
+
+describe('CreateBackoff', () => {
+  const backoffOn = (clock: VirtualClock, retry: () => void, blockingPeriod = true) =>
+    new CreateBackoff(new Timers(clock), resolveOptions({ name: 'b', createBackoffMs: 100, maxCreateBackoffMs: 400, blockingPeriod }, { create: async () => 1 }), retry);
+  const failure = (detail: string) => new ConnectionFailedError('b', detail);
+
+  it('holds creates back for the growing delay, retries once per backoff, and ends with a success', async () => {
+    const clock = new VirtualClock();
+    let retries = 0;
+    const backoff = backoffOn(clock, () => retries++);
+    expect(backoff.active()).toBe(false);
+    expect(backoff.failed(failure('refused'))).toBe(100);
+    expect(backoff.active()).toBe(true);
+    expect(backoff.active()).toBe(true); // asking again sets no second timer
+    await clock.advance(99);
+    expect(retries).toBe(0);
+    await clock.advance(1);
+    expect(retries).toBe(1);
+    expect(backoff.active()).toBe(false);
+    expect([backoff.failed(failure('refused')), backoff.failed(failure('refused')), backoff.failed(failure('refused'))]).toEqual([200, 400, 400]);
+    expect(backoff.streak).toBe(4);
+    backoff.succeeded();
+    expect([backoff.streak, backoff.active()]).toEqual([0, false]);
+  });
+
+  it('blocks callers only while nothing can serve them and the backoff runs, naming the last failure and the wait left', async () => {
+    const clock = new VirtualClock();
+    const backoff = backoffOn(clock, () => {});
+    expect(backoff.blocks(true)).toBe(false); // no failure yet
+    backoff.failed(failure('ECONNREFUSED'));
+    expect(backoff.blocks(false)).toBe(false); // a connection can still serve
+    expect(backoff.blocks(true)).toBe(true);
+    await clock.advance(30);
+    const err = backoff.failFast();
+    expect(err.message).toContain('ECONNREFUSED');
+    expect(err.message).toContain('next attempt in 70 ms');
+    expect(err.cause).toBe(backoff.lastFailure);
+    await clock.advance(70);
+    expect(backoff.blocks(true)).toBe(false);
+    expect(backoffOn(clock, () => {}, false).blocks(true)).toBe(false);
+  });
+
+  it('stops: a backoff timer set before stop() never calls retry', async () => {
+    const clock = new VirtualClock();
+    let retries = 0;
+    const backoff = backoffOn(clock, () => retries++);
+    backoff.failed(failure('x'));
+    expect(backoff.active()).toBe(true);
+    backoff.stop();
+    await clock.advance(1_000);
+    expect([retries, clock.pending]).toEqual([0, 0]);
   });
 });
 

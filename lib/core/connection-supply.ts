@@ -1,0 +1,243 @@
+import type { Timers } from './clock.js';
+import { ConnectionCloser } from './connection-closer.js';
+import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
+import { ConnectionOpener } from './connection-opener.js';
+import { ConnectionSet } from './connection-set.js';
+import type { Connector } from './connector.js';
+import { CreateBackoff } from './create-backoff.js';
+import { ConnectionFailedError, PoolClosedError } from './errors.js';
+import { HouseKeeper } from './house-keeper.js';
+import { IdleValidation } from './idle-validation.js';
+import { messageOf } from './message-of.js';
+import type { ResolvedOptions } from './options.js';
+import type { SharedConnection } from './shared-connection.js';
+import type { PoolCounters } from './stats.js';
+
+const noop = () => {};
+
+/** What the supply asks of the pool's queue side. */
+export interface SupplyHost {
+  isClosed(): boolean;
+  /** Callers queued now. */
+  waiting(): number;
+  /** Connections gained room (opened, validated, a limit raised): serve the queue. */
+  dispatch(): void;
+  /** Nothing can serve the queue until the next attempt: fail every queued caller with `error()`. */
+  failQueue(error: () => unknown): void;
+}
+
+/**
+ * Where a pool's connections come from and where they go: creates as demand and `minSize` need
+ * them (with backoff after failures), readiness, validation of idle connections, retirement,
+ * rotation, and closing. It keeps the pool's {@link ConnectionSet}; the pool's queue side reads
+ * it on the hot path and tells the supply when a connection drains.
+ */
+export class ConnectionSupply<T> implements ContextOwner<T> {
+  readonly set: ConnectionSet<T>;
+  readonly opener: ConnectionOpener<T>;
+  readonly closer: ConnectionCloser<T>;
+  readonly backoff: CreateBackoff;
+  readonly validation: IdleValidation<T>;
+  readonly keeper: HouseKeeper<T>;
+  /** The last failure: of a create, or what retired a connection. */
+  lastError: unknown = undefined;
+
+  constructor(
+    readonly connector: Connector<T>,
+    readonly options: ResolvedOptions,
+    readonly timers: Timers,
+    readonly counters: PoolCounters,
+    readonly host: SupplyHost,
+  ) {
+    const o = options;
+    this.set = new ConnectionSet(o.clientLimit, o.strategy);
+    this.closer = new ConnectionCloser(connector, o, {
+      timers,
+      counters,
+      valueClosed: (value) => this.opener.closed(value),
+      connectionClosed: (conn) => {
+        this.set.all.delete(conn);
+        this.#debug(`connection ${conn.id} closed`);
+        this.fill();
+      },
+    });
+    this.opener = new ConnectionOpener(connector, o, {
+      timers,
+      opened: (conn) => this.#opened(conn),
+      failed: (conn, err) => this.#openFailed(conn, err),
+      abandoned: (conn) => this.#dropOpening(conn),
+      closeValue: (value) => this.closer.closeValue(value),
+    });
+    this.backoff = new CreateBackoff(timers, o, () => this.fill());
+    this.validation = new IdleValidation(connector, o, timers, this.set, (conn, failure) => this.#validated(conn, failure));
+    this.keeper = new HouseKeeper<T>({
+      options: o,
+      timers,
+      isClosed: () => host.isClosed(),
+      connections: () => this.set.all,
+      readyCount: () => this.set.ready,
+      mayOpen: () => this.set.opening < o.maxConcurrentCreates && !this.backoff.active(),
+      retire: (conn, reason) => this.retire(conn, reason),
+      rotate: (conn) => void this.#create(conn).catch(noop),
+      fill: () => this.fill(),
+    });
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  #canCreate(): boolean {
+    const set = this.set;
+    return !this.host.isClosed() && set.size < this.options.maxSize && set.opening < this.options.maxConcurrentCreates;
+  }
+
+  /** Starts the creates that queued callers and `minSize` need, unless backing off. */
+  fill(): void {
+    const o = this.options;
+    const set = this.set;
+    while (this.#canCreate() && (this.host.waiting() > set.opening * o.clientLimit || set.size < o.minSize)) {
+      if (this.backoff.active()) return;
+      void this.#create(null).catch(noop);
+    }
+  }
+
+  /** A caller queued: open what the queue needs, if a create may start. */
+  demand(): void {
+    if (this.#canCreate()) this.fill();
+  }
+
+  /** Opens one more connection ahead of demand, so callers do not queue behind a cold connect. */
+  grow(): void {
+    if (this.set.opening === 0 && this.#canCreate() && !this.backoff.active()) void this.#create(null).catch(noop);
+  }
+
+  /** Opens connections until `minSize` are ready; rejects with the first create failure. */
+  async warmup(): Promise<void> {
+    // fill() opens what minSize lacks within maxConcurrentCreates, creates in flight included.
+    for (;;) {
+      if (this.host.isClosed()) throw new PoolClosedError(this.name);
+      if (this.set.ready >= this.options.minSize) return;
+      this.fill();
+      if (this.opener.pending.size === 0) {
+        // Only a backoff stops fill() here: the last create failed.
+        throw this.backoff.lastFailure ?? new ConnectionFailedError(this.name, 'warmup could not start a create');
+      }
+      await Promise.race(this.opener.pending);
+    }
+  }
+
+  /**
+   * Opens one connection, or a replacement for `replaces` (rotation: the old one keeps serving
+   * until the new one is ready). The slot is counted before any await, so concurrent callers
+   * never open the same one twice. Settles when the connection is ready (or failed).
+   */
+  #create(replaces: SharedConnection<T> | null): Promise<void> {
+    const conn = this.set.begin(replaces);
+    conn.ctx = new ConnectionContext(this, conn);
+    this.counters.createsStarted++;
+    this.#debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
+    return this.opener.open(conn);
+  }
+
+  #opened(conn: SharedConnection<T>): void {
+    const o = this.options;
+    this.counters.opened++;
+    this.backoff.succeeded();
+    const now = this.timers.now();
+    const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
+    this.#debug(`connection ${conn.id} ready`);
+    if (old !== null) this.retire(old, 'rotated: past its lifetime');
+    if (this.host.isClosed()) this.retire(conn, 'pool closed');
+    else if (conn.retireOnReady !== undefined) this.retire(conn, conn.retireOnReady);
+    this.host.dispatch();
+  }
+
+  #openFailed(conn: SharedConnection<T>, err: ConnectionFailedError): void {
+    this.counters.createFailures++;
+    this.lastError = err;
+    const delay = this.backoff.failed(err);
+    if (!this.host.isClosed()) this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
+    this.#dropOpening(conn);
+    // Nothing else can serve the queue until the next attempt: route the connect error to it.
+    const set = this.set;
+    if (this.options.blockingPeriod && set.ready === 0 && set.opening === 0 && this.host.waiting() > 0) {
+      this.host.failQueue(() => this.backoff.failFast());
+    }
+    this.fill();
+  }
+
+  /** A create that failed or was given up (the pool closed): its value, if any, is closed. */
+  #dropOpening(conn: SharedConnection<T>): void {
+    this.set.dropOpening(conn);
+    if (conn.value !== undefined) void this.closer.closeValue(conn.value);
+  }
+
+  /** @internal Called by a connection's {@link ConnectionContext}. */
+  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
+    if ('retire' in change) {
+      const reason = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = reason;
+      else this.retire(conn, reason, change.retire);
+      return;
+    }
+    const limit = Math.max(1, Math.min(this.options.clientLimit, Math.floor(change.limit) || 1));
+    if (this.set.setLimit(conn, limit)) this.host.dispatch();
+  }
+
+  /** Takes a ready connection out of service; it closes once its last client leaves. */
+  retire(conn: SharedConnection<T>, reason: string, cause?: unknown): void {
+    if (!this.set.retire(conn)) return;
+    this.counters.retired++;
+    if (cause !== undefined) this.lastError = cause;
+    this.#debug(`connection ${conn.id} retired: ${reason}`);
+    // A connection being validated closes when its validation ends.
+    if (conn.clients === 0 && !conn.validating) this.closer.close(conn);
+    if (!this.host.isClosed()) this.fill();
+  }
+
+  /**
+   * Retires every connection: ready ones take no new clients and close once idle; ones still
+   * opening (their create began before the refresh) are retired as soon as they are ready.
+   */
+  refresh(): void {
+    for (const conn of this.set.all) {
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = 'refresh';
+      else this.retire(conn, 'refresh');
+    }
+  }
+
+  /** A validation ended: a dead connection retires; a live one is back in service. */
+  #validated(conn: SharedConnection<T>, failure: unknown): void {
+    const closed = this.host.isClosed();
+    if (failure !== undefined && !closed) {
+      this.counters.validationFailures++;
+      this.retire(conn, `validation failed: ${messageOf(failure)}`, failure);
+    }
+    this.set.endValidation(conn, this.timers.now());
+    if (conn.state === 'draining' && conn.clients === 0) this.closer.close(conn);
+    if (!closed) this.host.dispatch();
+  }
+
+  /**
+   * The pool is closing: background work stops, creates in flight are given up (a late arrival is
+   * closed), every connection retires, and running validations end.
+   */
+  stop(): void {
+    this.keeper.stop();
+    this.backoff.stop();
+    for (const conn of [...this.set.all]) conn.abandon?.();
+    this.refresh();
+    for (const conn of [...this.set.all]) conn.endValidation?.();
+  }
+
+  /** After the grace period: closes what still drains, and settles when every close has. */
+  async closeAll(): Promise<void> {
+    for (const conn of this.set.all) if (conn.state === 'draining') this.closer.close(conn);
+    await this.closer.settled();
+  }
+
+  #debug(msg: string): void {
+    this.options.logger.debug?.(`pool "${this.name}": ${msg}`);
+  }
+}

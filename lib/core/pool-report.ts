@@ -1,0 +1,84 @@
+import type { AdmissionLimiter } from './admission.js';
+import type { ConnectionSupply } from './connection-supply.js';
+import type { ExhaustedReason } from './errors.js';
+import { utilizationHealth, type PoolHealth } from './health.js';
+import { messageOf } from './message-of.js';
+import type { ResolvedOptions } from './options.js';
+import type { PoolCounters, PoolStats } from './stats.js';
+
+/** Counters at zero, for a new pool. */
+export function newCounters(): PoolCounters {
+  return {
+    createsStarted: 0,
+    opened: 0,
+    createFailures: 0,
+    closed: 0,
+    retired: 0,
+    acquired: 0,
+    released: 0,
+    timeouts: 0,
+    aborted: 0,
+    failedFast: 0,
+    validationFailures: 0,
+  };
+}
+
+/** What the reports read of a pool: live values. */
+export interface ReportedPool {
+  readonly options: ResolvedOptions;
+  readonly supply: ConnectionSupply<unknown>;
+  readonly counters: PoolCounters;
+  readonly limiter: AdmissionLimiter | undefined;
+  waiting(): number;
+  isClosed(): boolean;
+}
+
+/** Health from utilization: see the README's table. */
+export function healthOf(pool: ReportedPool): PoolHealth {
+  if (pool.supply.set.ready === 0 && pool.supply.backoff.streak > 0) return 'failing';
+  if (pool.waiting() > 0) return 'exhausted';
+  return utilizationHealth(utilizationOf(pool), pool.options.health);
+}
+
+/** Clients per slot, or the limiter's utilization if higher. */
+export function utilizationOf(pool: ReportedPool): number {
+  const o = pool.options;
+  const own = pool.supply.set.clients / (o.maxSize * o.clientLimit);
+  return pool.limiter === undefined ? own : Math.max(own, pool.limiter.stats().utilization);
+}
+
+/** A snapshot of counts, counters and one row per connection. */
+export function statsOf(pool: ReportedPool): PoolStats {
+  const { options: o, supply } = pool;
+  const set = supply.set;
+  const connections = set.rows(supply.timers.now());
+  return {
+    name: o.name,
+    health: healthOf(pool),
+    utilization: utilizationOf(pool),
+    maxSize: o.maxSize,
+    minSize: o.minSize,
+    clientLimit: o.clientLimit,
+    size: set.size,
+    opening: set.opening,
+    ready: set.ready,
+    idle: connections.filter((c) => c.state === 'ready' && c.clients === 0).length,
+    draining: connections.filter((c) => c.state === 'draining').length,
+    clients: set.clients,
+    waiting: pool.waiting(),
+    failureStreak: supply.backoff.streak,
+    lastError: supply.lastError === undefined ? undefined : messageOf(supply.lastError),
+    closed: pool.isClosed(),
+    counters: { ...pool.counters },
+    connections,
+    ...(pool.limiter === undefined ? {} : { admission: pool.limiter.stats() }),
+  };
+}
+
+/** Why callers ran out of time: creates failing, the first connections still opening, or all busy. */
+export function exhaustedReason(pool: ReportedPool): ExhaustedReason {
+  const { set, backoff } = pool.supply;
+  if (backoff.streak > 0) return 'creates-failing';
+  if (set.opening > 0 && set.index.size === 0 && set.clients === 0) return 'opening';
+  return 'all-busy';
+}
