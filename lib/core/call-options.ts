@@ -1,4 +1,5 @@
-import { PoolConfigError } from './errors.js';
+import type { PoolConfigError } from './errors.js';
+import { is, optionError, shown, violation, type OptionScope } from './option-rules.js';
 
 /** Options of one `acquire()`. */
 export interface AcquireOptions {
@@ -39,54 +40,47 @@ export interface CloseOptions {
   graceMs?: number;
 }
 
+/** Where the errors of one call's options go: the pool, and the call's name before each field. */
+const scopeOf = (pool: string, call: string): OptionScope => ({ subject: 'pool', name: pool, path: `${call}.` });
+
+const graceRule = is.noted(is.atLeast(0), 'Infinity: wait for every lease');
+const keyRule = is.text;
+
 /** The first problem with the options of `close()`, if any. */
 export function checkCloseOptions(pool: string, options: CloseOptions): PoolConfigError | undefined {
-  if (typeof options !== 'object' || options === null) return new PoolConfigError(pool, 'close', 'options must be an object');
-  const { graceMs } = options;
-  if (graceMs !== undefined && !(typeof graceMs === 'number' && graceMs >= 0)) {
-    return new PoolConfigError(pool, 'close.graceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(graceMs)}`);
-  }
-  return undefined;
+  if (typeof options !== 'object' || options === null) return optionError({ subject: 'pool', name: pool }, 'close', `options must be an object, got ${shown(options)}`);
+  return violation(scopeOf(pool, 'close'), 'graceMs', options.graceMs, graceRule);
 }
-
-const optionalPositive = (v: unknown) => v === undefined || (typeof v === 'number' && v > 0);
 
 /** The first problem with the options of one acquire, if any. */
 export function checkAcquireOptions(pool: string, options: AcquireOptions): PoolConfigError | undefined {
+  const scope = scopeOf(pool, 'acquire');
   const { timeoutMs, signal, key } = options;
-  if (!optionalPositive(timeoutMs)) {
-    return new PoolConfigError(pool, 'acquire.timeoutMs', `must be a number above 0, got ${String(timeoutMs)}`);
-  }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    return new PoolConfigError(pool, 'acquire.signal', 'must be an AbortSignal');
-  }
-  if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
-    return new PoolConfigError(pool, 'acquire.key', `must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);
-  }
-  return undefined;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
+  return violation(scope, 'timeoutMs', timeoutMs, is.above(0)) ?? violation(scope, 'key', key, keyRule);
 }
+
+const retryRules = {
+  attempts: is.whole(1),
+  baseDelayMs: is.finiteAtLeast(0),
+  maxDelayMs: is.finiteAtLeast(0),
+  retryOn: is.function,
+} as const;
+const propagationRule = is.oneOf('reuse', 'new');
 
 /** The first problem with the options of one use(), if any: its acquire options, retry and propagation. */
 export function checkUseOptions(pool: string, options: UseOptions): PoolConfigError | undefined {
   const invalid = checkAcquireOptions(pool, options);
   if (invalid !== undefined) return invalid;
+  // Named as in the options (`retry.attempts`): use() and @UsePooled share them.
+  const scope: OptionScope = { subject: 'pool', name: pool };
   const { retry, propagation } = options;
-  if (propagation !== undefined && propagation !== 'reuse' && propagation !== 'new') {
-    return new PoolConfigError(pool, 'propagation', `must be 'reuse' or 'new', got ${String(propagation)}`);
-  }
-  if (retry === undefined) return undefined;
-  const attempts = retry.attempts ?? 1;
-  if (!Number.isInteger(attempts) || attempts < 1) {
-    return new PoolConfigError(pool, 'retry.attempts', `must be a whole number of 1 or more, got ${String(attempts)}`);
-  }
-  for (const field of ['baseDelayMs', 'maxDelayMs'] as const) {
-    const v = retry[field];
-    if (v !== undefined && !(typeof v === 'number' && v >= 0 && Number.isFinite(v))) {
-      return new PoolConfigError(pool, `retry.${field}`, `must be a finite number of 0 or more, got ${String(v)}`);
-    }
-  }
-  if (retry.retryOn !== undefined && typeof retry.retryOn !== 'function') {
-    return new PoolConfigError(pool, 'retry.retryOn', `must be a function, got ${typeof retry.retryOn}`);
+  const wrong = violation(scope, 'propagation', propagation, propagationRule) ?? violation(scope, 'retry', retry, is.object);
+  if (wrong !== undefined || retry === undefined) return wrong;
+  const retryScope = scopeOf(pool, 'retry');
+  for (const field of ['attempts', 'baseDelayMs', 'maxDelayMs', 'retryOn'] as const) {
+    const bad = violation(retryScope, field, retry[field], retryRules[field]);
+    if (bad !== undefined) return bad;
   }
   return undefined;
 }

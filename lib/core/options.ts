@@ -3,6 +3,7 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
+import { is, OptionReader, optionError, shown, violation } from './option-rules.js';
 import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
 
 /** How an acquire picks among ready connections that have room. */
@@ -105,109 +106,76 @@ export interface ResolvedOptions {
   readonly limiter: AdmissionLimiter | undefined;
 }
 
-type Check = (value: number) => string | undefined;
-const integer: Check = (v) => (Number.isInteger(v) ? undefined : 'must be a whole number');
-const positive: Check = (v) => (v > 0 ? undefined : 'must be greater than 0');
-const nonNegative: Check = (v) => (v >= 0 ? undefined : 'must be 0 or more');
-const fraction: Check = (v) => (v > 0 && v <= 1 ? undefined : 'must be a fraction in (0, 1]');
-const finiteOrInfinity: Check = (v) => (Number.isNaN(v) ? 'must be a number, not NaN' : undefined);
-const finite: Check = (v) => (Number.isFinite(v) ? undefined : 'must be a finite number');
-
-function num(pool: string, field: string, value: unknown, fallback: number, ...checks: Check[]): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new PoolConfigError(pool, field, `must be a number, got ${typeof value}`);
-  for (const check of [finiteOrInfinity, ...checks]) {
-    const problem = check(value);
-    if (problem) throw new PoolConfigError(pool, field, `${problem}, got ${value}`);
-  }
-  return value;
-}
-
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'isFatal'] as const;
 
 /** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
 export function validateConnector(pool: string, connector: unknown): void {
   if (typeof connector !== 'object' || connector === null) {
-    throw new PoolConfigError(pool, 'connector', 'must be an object with a create() method');
+    throw new PoolConfigError(pool, 'connector', `must be an object with a create() method, got ${shown(connector)}`);
   }
   const c = connector as Record<string, unknown>;
-  if (typeof c.create !== 'function') throw new PoolConfigError(pool, 'connector.create', 'must be a function');
-  for (const method of CONNECTOR_METHODS) {
-    if (c[method] !== undefined && typeof c[method] !== 'function') {
-      throw new PoolConfigError(pool, `connector.${method}`, `must be a function when set, got ${typeof c[method]}`);
-    }
+  const scope = { subject: 'pool', name: pool, path: 'connector.' } as const;
+  if (c.create === undefined) throw optionError(scope, 'create', 'must be a function');
+  for (const method of ['create', ...CONNECTOR_METHODS]) {
+    const invalid = violation(scope, method, c[method], is.function);
+    if (invalid !== undefined) throw invalid;
   }
 }
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
 export function resolveOptions(options: PoolOptions = {}, connector?: Connector<unknown>): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new PoolConfigError('default', 'options', 'must be an object');
+    throw new PoolConfigError('default', 'options', `must be an object, got ${shown(options)}`);
   }
   const name = options.name ?? 'default';
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new PoolConfigError(String(name), 'name', 'must be a non-empty string');
-  }
+  if (!is.text.ok(name)) throw new PoolConfigError(String(name), 'name', `must be ${is.text.says}, got ${shown(name)}`);
   if (connector !== undefined) validateConnector(name, connector);
-  const n = (field: keyof PoolOptions, fallback: number, ...checks: Check[]) =>
-    num(name, field, options[field], fallback, ...checks);
+  const read = new OptionReader({ subject: 'pool', name }, options);
 
-  const maxSize = n('maxSize', 10, finite, integer, positive);
-  const minSize = n('minSize', 0, finite, integer, nonNegative);
-  if (minSize > maxSize) throw new PoolConfigError(name, 'minSize', `(${minSize}) must not exceed maxSize (${maxSize})`);
-  const createBackoffMs = n('createBackoffMs', 10, finite, positive);
-  const maxCreateBackoffMs = n('maxCreateBackoffMs', 5_000, finite, positive);
+  const maxSize = read.get('maxSize', is.whole(1), 10);
+  const minSize = read.get('minSize', is.whole(0), 0);
+  if (minSize > maxSize) read.fail('minSize', `(${minSize}) must not exceed maxSize (${maxSize})`);
+  const createBackoffMs = read.get('createBackoffMs', is.finiteAbove(0), 10);
+  const maxCreateBackoffMs = read.get('maxCreateBackoffMs', is.finiteAbove(0), 5_000);
   if (maxCreateBackoffMs < createBackoffMs) {
-    throw new PoolConfigError(name, 'maxCreateBackoffMs', `(${maxCreateBackoffMs}) must not be below createBackoffMs (${createBackoffMs})`);
+    read.fail('maxCreateBackoffMs', `(${maxCreateBackoffMs}) must not be below createBackoffMs (${createBackoffMs})`);
   }
-  const strategy = options.strategy ?? 'spread';
-  if (strategy !== 'spread' && strategy !== 'pack') {
-    throw new PoolConfigError(name, 'strategy', `must be 'spread' or 'pack', got ${String(strategy)}`);
-  }
-  const health = options.health ?? {};
-  const degraded = num(name, 'health.degraded', health.degraded, DEFAULT_HEALTH_THRESHOLDS.degraded, fraction);
-  const critical = num(name, 'health.critical', health.critical, DEFAULT_HEALTH_THRESHOLDS.critical, fraction);
-  if (critical < degraded) throw new PoolConfigError(name, 'health.critical', `(${critical}) must not be below health.degraded (${degraded})`);
+  const health = read.nested('health');
+  const degraded = health.get('degraded', is.fraction, DEFAULT_HEALTH_THRESHOLDS.degraded);
+  const critical = health.get('critical', is.fraction, DEFAULT_HEALTH_THRESHOLDS.critical);
+  if (critical < degraded) health.fail('critical', `(${critical}) must not be below health.degraded (${degraded})`);
   const clock = options.clock ?? systemClock;
   if (typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-    throw new PoolConfigError(name, 'clock', 'must have now(), setTimeout() and clearTimeout()');
+    read.fail('clock', 'must have now(), setTimeout() and clearTimeout()');
   }
   const logger = options.logger ?? consoleLogger;
-  if (typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
-    throw new PoolConfigError(name, 'logger', 'must have warn() and error()');
-  }
-
-  const blockingPeriod = options.blockingPeriod ?? true;
-  if (typeof blockingPeriod !== 'boolean') {
-    throw new PoolConfigError(name, 'blockingPeriod', `must be true or false, got ${typeof blockingPeriod}`);
-  }
-
+  if (typeof logger.warn !== 'function' || typeof logger.error !== 'function') read.fail('logger', 'must have warn() and error()');
   const limiter = options.limiter;
   if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
-    throw new PoolConfigError(name, 'limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
+    read.fail('limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
   }
 
   return {
     name,
     maxSize,
     minSize,
-    clientLimit: n('clientLimit', 100, finite, integer, positive),
-    maxIdleMs: n('maxIdleMs', 300_000, positive),
-    maxLifetimeMs: n('maxLifetimeMs', Infinity, positive),
-    createTimeoutMs: n('createTimeoutMs', 10_000, positive),
-    acquireTimeoutMs: n('acquireTimeoutMs', 60_000, positive),
-    maxWaiting: n('maxWaiting', Infinity, nonNegative),
-    strategy,
-    maxConcurrentCreates: n('maxConcurrentCreates', maxSize, finite, integer, positive),
-    growAt: n('growAt', 0.8, fraction),
-    validateAfterIdleMs: n('validateAfterIdleMs', 30_000, nonNegative),
-    validateTimeoutMs: n('validateTimeoutMs', 5_000, positive),
-    closeTimeoutMs: n('closeTimeoutMs', 5_000, nonNegative),
-    blockingPeriod,
-    reapIntervalMs: n('reapIntervalMs', 1_000, finite, positive),
+    clientLimit: read.get('clientLimit', is.whole(1), 100),
+    maxIdleMs: read.get('maxIdleMs', is.above(0), 300_000),
+    maxLifetimeMs: read.get('maxLifetimeMs', is.above(0), Infinity),
+    createTimeoutMs: read.get('createTimeoutMs', is.above(0), 10_000),
+    acquireTimeoutMs: read.get('acquireTimeoutMs', is.above(0), 60_000),
+    maxWaiting: read.get('maxWaiting', is.atLeast(0), Infinity),
+    strategy: read.get('strategy', is.oneOf('spread', 'pack'), 'spread'),
+    maxConcurrentCreates: read.get('maxConcurrentCreates', is.whole(1), maxSize),
+    growAt: read.get('growAt', is.fraction, 0.8),
+    validateAfterIdleMs: read.get('validateAfterIdleMs', is.atLeast(0), 30_000),
+    validateTimeoutMs: read.get('validateTimeoutMs', is.above(0), 5_000),
+    closeTimeoutMs: read.get('closeTimeoutMs', is.atLeast(0), 5_000),
+    blockingPeriod: read.get('blockingPeriod', is.boolean, true),
+    reapIntervalMs: read.get('reapIntervalMs', is.finiteAbove(0), 1_000),
     createBackoffMs,
     maxCreateBackoffMs,
-    lifetimeJitter: n('lifetimeJitter', 0.025, finite, nonNegative, (v) => (v < 0.5 ? undefined : 'must be below 0.5')),
+    lifetimeJitter: read.get('lifetimeJitter', is.from(0, 0.5), 0.025),
     health: { degraded, critical },
     clock,
     logger,

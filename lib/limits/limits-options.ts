@@ -1,5 +1,6 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
+import { is, OptionReader, shown } from '../core/option-rules.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -68,35 +69,24 @@ export interface ResolvedLimits {
   readonly retryAfterMs: number;
 }
 
-function positiveInteger(name: string, field: string, value: unknown): number {
-  if (value === undefined) return Infinity;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new PoolConfigError(name, field, `must be a whole number of 1 or more, got ${String(value)}`, 'limiter');
-  }
-  return value;
-}
-
 /** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
 export function resolveLimits(options: LimitOptions): ResolvedLimits {
-  if (typeof options !== 'object' || options === null) throw new PoolConfigError('limits', 'limits', 'must be an object', 'limiter');
+  if (typeof options !== 'object' || options === null) {
+    throw new PoolConfigError('limits', 'limits', `must be an object, got ${shown(options)}`, 'limiter');
+  }
   const name = options.name ?? 'limits';
-  const retryAfterMs = options.retryAfterMs ?? 1_000;
-  if (typeof retryAfterMs !== 'number' || !(retryAfterMs > 0) || !Number.isFinite(retryAfterMs)) {
-    throw new PoolConfigError(name, 'limits.retryAfterMs', `must be a finite number above 0, got ${String(retryAfterMs)}`, 'limiter');
-  }
-  if (options.wait !== undefined && typeof options.wait !== 'boolean') {
-    throw new PoolConfigError(name, 'limits.wait', `must be true or false, got ${typeof options.wait}`, 'limiter');
-  }
-  const global = positiveInteger(name, 'limits.global', options.global);
-  const perKey = positiveInteger(name, 'limits.perKey', options.perKey);
+  if (!is.text.ok(name)) throw new PoolConfigError(String(name), 'limits.name', `must be ${is.text.says}, got ${shown(name)}`, 'limiter');
+  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options);
+  const global = read.get('global', is.whole(1), Infinity);
+  const perKey = read.get('perKey', is.whole(1), Infinity);
   if (perKey !== Infinity && perKey > global) {
-    throw new PoolConfigError(name, 'limits.perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`, 'limiter');
+    read.fail('perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`);
   }
   return {
     name,
     global,
     perKey,
-    wait: options.wait ?? false,
-    retryAfterMs,
+    wait: read.get('wait', is.boolean, false),
+    retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
   };
 }

@@ -1,5 +1,6 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
 import { PoolConfigError, resolveOptions, type Connector, type PoolOptions } from '../core/index.js';
+import { is, optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
 import { makeLimiter } from './module-limiters.js';
 
@@ -77,9 +78,18 @@ export interface PoolModuleAsyncOptions extends StaticSettings {
   useExisting?: Type<PoolSettingsFactory>;
 }
 
+/** Where the errors of `PoolModule.<method>`'s own options go. */
+const moduleScope = (method: string): OptionScope => ({ subject: 'module', name: `PoolModule.${method}` });
+
 /** A module error of `PoolModule.<method>`. */
 function moduleError(method: string, field: string, problem: string): PoolConfigError {
-  return new PoolConfigError(`PoolModule.${method}`, field, problem, 'module');
+  return optionError(moduleScope(method), field, problem);
+}
+
+/** Throws if `value` of the module's `field` breaks `rule`. */
+function check(method: string, field: string, value: unknown, rule: Rule): void {
+  const invalid = violation(moduleScope(method), field, value, rule);
+  if (invalid !== undefined) throw invalid;
 }
 
 /** Checks the static part of a registration; throws {@link PoolConfigError} naming the field. */
@@ -93,35 +103,27 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
   const seen = new Set<string>();
   options.pools.forEach((pool, i) => {
     const name: unknown = pool?.name;
-    if (typeof name !== 'string' || name.length === 0) {
-      throw moduleError(method, `pools[${i}].name`, 'must be a non-empty string');
-    }
+    if (typeof name !== 'string' || name.length === 0) throw moduleError(method, `pools[${i}].name`, `must be ${is.text.says}, got ${shown(name)}`);
     if (name === 'status') throw new PoolConfigError(name, 'name', 'is reserved by health checks; pick another name');
     if (seen.has(name)) throw new PoolConfigError(name, 'name', `is listed twice in ${method}; give every pool its own name`);
     seen.add(name);
     checkConnectorSource(name, pool.connector);
   });
-  for (const flag of ['isGlobal', 'httpErrors'] as const) checkFlag(options[flag], method, flag);
+  for (const flag of ['isGlobal', 'httpErrors'] as const) check(method, flag, options[flag], is.boolean);
 }
 
 /** Checks the settings, after the async factory if there is one. */
 export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string): void {
-  if (typeof settings !== 'object' || settings === null) {
-    throw moduleError(method, 'settings', `must be an object, got ${settings === null ? 'null' : typeof settings}`);
-  }
-  checkFlag(settings.failOnWarmupError, method, 'failOnWarmupError');
-  const grace = settings.shutdownGraceMs;
-  if (grace !== undefined && !(typeof grace === 'number' && grace >= 0)) {
-    throw moduleError(method, 'shutdownGraceMs', `must be a number of 0 or more (Infinity: wait for every lease), got ${String(grace)}`);
-  }
+  if (typeof settings !== 'object' || settings === null) throw moduleError(method, 'settings', `must be an object, got ${shown(settings)}`);
+  check(method, 'failOnWarmupError', settings.failOnWarmupError, is.boolean);
+  check(method, 'shutdownGraceMs', settings.shutdownGraceMs, is.noted(is.atLeast(0), 'Infinity: wait for every lease'));
   const pools: unknown = settings.pools ?? {};
   if (typeof pools !== 'object' || pools === null) {
     throw moduleError(method, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');
   }
   for (const [name, options] of Object.entries(pools)) {
-    if (typeof options !== 'object' || options === null) {
-      throw new PoolConfigError(name, 'options', `must be an object, got ${options === null ? 'null' : typeof options}`);
-    }
+    const invalid = violation({ subject: 'pool', name }, 'options', options ?? null, is.object);
+    if (invalid !== undefined) throw invalid;
     if (!names.includes(name)) {
       throw new PoolConfigError(name, 'pools', `has options but is not declared in ${method}({ pools }); declared: ${names.join(', ')}`);
     }
@@ -143,12 +145,6 @@ function checkLimits(limits: unknown, method: string, field: string, limiter: st
   makeLimiter(limits as LimitsConfig, limiter); // constructing checks every field; nothing connects yet
 }
 
-function checkFlag(value: unknown, method: string, field: string): void {
-  if (value !== undefined && typeof value !== 'boolean') {
-    throw moduleError(method, field, `must be true or false, got ${typeof value}`);
-  }
-}
-
 /** Whether a source is a factory (otherwise a class or an instance). */
 export function isConnectorFactory<T>(source: ConnectorSource<T>): source is ConnectorFactory<T> {
   return typeof source === 'object' && source !== null && 'useFactory' in source;
@@ -158,7 +154,8 @@ function checkConnectorSource(name: string, source: unknown): void {
   if (typeof source === 'function') return; // a class: Nest makes it, then the pool checks it
   if (typeof source === 'object' && source !== null) {
     if ('useFactory' in source) {
-      if (typeof source.useFactory !== 'function') throw new PoolConfigError(name, 'connector.useFactory', 'must be a function');
+      const invalid = violation({ subject: 'pool', name }, 'connector.useFactory', source.useFactory ?? null, is.function);
+      if (invalid !== undefined) throw invalid;
       return;
     }
     if (typeof (source as { create?: unknown }).create === 'function') return;

@@ -1,5 +1,6 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkUseOptions } from '../core/call-options.js';
+import { optionError, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import {
   PoolConfigError,
   type ConnectionPool,
@@ -28,6 +29,9 @@ export interface UsePooledOptions {
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 type Kind = 'promise' | 'observable' | 'generator';
 
+/** `key` picks the admission key from the method's arguments. */
+const keyRule: Rule = { says: "a function of the method's arguments", ok: (v) => typeof v === 'function' };
+
 /**
  * Runs the method with a connection of the pool `name` checked out: `pool.current` reads it
  * inside, and it is checked in whatever happens. Async methods hold it until they settle, methods
@@ -37,24 +41,24 @@ type Kind = 'promise' | 'observable' | 'generator';
  */
 export function UsePooled(name: string, options: UsePooledOptions = {}): MethodDecorator {
   if (typeof name !== 'string' || name.length === 0) {
-    throw new PoolConfigError(`@UsePooled(${JSON.stringify(name) ?? String(name)})`, 'the name', 'must be a non-empty string naming a pool', 'decorator');
+    throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(name) ?? String(name)})` }, 'the name', 'must be a non-empty string naming a pool');
   }
-  const invalid = checkUseOptions(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation });
+  const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}')` };
+  const invalid =
+    checkUseOptions(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation }) ??
+    violation(scope, 'key', options.key, keyRule);
   if (invalid !== undefined) throw invalid;
-  if (options.key !== undefined && typeof options.key !== 'function') {
-    throw new PoolConfigError(`@UsePooled('${name}')`, 'key', `must be a function of the method's arguments, got ${typeof options.key}`, 'decorator');
-  }
 
   return (target, propertyKey, descriptor) => {
     const owner = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${owner}.${String(propertyKey)}`;
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
-      throw new PoolConfigError(`@UsePooled('${name}')`, where, 'is not a method; @UsePooled decorates methods only', 'decorator');
+      throw optionError(scope, where, 'is not a method; @UsePooled decorates methods only');
     }
     const kind = kindOf(original as Method, target, propertyKey);
     if (kind !== 'promise' && options.retry !== undefined) {
-      throw new PoolConfigError(`@UsePooled('${name}')`, 'retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`, 'decorator');
+      throw optionError(scope, 'retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`);
     }
     const call = new PooledCall(name, where, options);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator }[kind](original as Method, call);

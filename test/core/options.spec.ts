@@ -1,17 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionPool, PoolConfigError, type Connector, type PoolOptions } from '../../lib/index.js';
+import { ConnectionPool, type Connector, type PoolOptions } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
-import { makePool } from '../support/harness.js';
+import { configError, makePool } from '../support/harness.js';
 
-function configError(fn: () => unknown): PoolConfigError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(PoolConfigError);
-    return err as PoolConfigError;
-  }
-  throw new Error('expected a PoolConfigError');
-}
 
 const make = (options: PoolOptions, connector: unknown = new FakeConnector()) =>
   new ConnectionPool(connector as Connector<unknown>, { name: 'orders', ...options });

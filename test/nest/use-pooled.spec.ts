@@ -215,7 +215,7 @@ describe('@UsePooled on async methods', () => {
   it('passes the admission key from the arguments, and rejects a key that is not a string', async () => {
     const { service, pool } = await setup();
     await expect(service.forUser('ann')).resolves.toBe('ann on 1');
-    await expect(service.badKey()).rejects.toThrow('pool "db": option "acquire.key" must be a non-empty string, got number');
+    await expect(service.badKey()).rejects.toThrow('pool "db": option "acquire.key" must be a non-empty string, got 42');
     expect(service.calls).toEqual([]);
     expect(pool.stats().clients).toBe(0);
   });
@@ -347,7 +347,7 @@ describe('@UsePooled options', () => {
     expect(() => UsePooled('db', { timeoutMs: -5 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got -5');
     expect(() => UsePooled('db', { propagation: 'sometimes' as never })).toThrow(`option "propagation" must be 'reuse' or 'new'`);
     expect(() => UsePooled('db', { retry: { attempts: 0 } })).toThrow('option "retry.attempts" must be a whole number of 1 or more');
-    expect(() => UsePooled('db', { key: 'user' as never })).toThrow("@UsePooled('db'): key must be a function of the method's arguments, got string");
+    expect(() => UsePooled('db', { key: 'user' as never })).toThrow("@UsePooled('db'): key must be a function of the method's arguments, got \"user\"");
   });
 
   it('refuse retry on a stream method', () => {

@@ -1,6 +1,18 @@
-import { ConnectionPool, type PoolLogger, type PoolOptions } from '../../lib/index.js';
+import { expect } from '@jest/globals';
+import { ConnectionPool, PoolConfigError, type PoolLogger, type PoolOptions } from '../../lib/index.js';
 import { FakeConnector } from './fake-connector.js';
 import { VirtualClock } from './virtual-clock.js';
+
+/** The PoolConfigError `fn` throws (the test fails if it throws anything else, or nothing). */
+export function configError(fn: () => unknown): PoolConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(PoolConfigError);
+    return err as PoolConfigError;
+  }
+  throw new Error('expected a PoolConfigError');
+}
 
 /** A logger that keeps what it was told. */
 export class RecordingLogger implements PoolLogger {
