@@ -38,6 +38,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   readonly #supply: ConnectionSupply<T>;
   /** The supply's connections and counts, read and bumped on the hot path. */
   readonly #set: ConnectionSupply<T>['set'];
+  readonly #backoff: ConnectionSupply<T>['backoff'];
   readonly #deadlines: WaiterDeadlines<Lease<T>>;
   /** The pool as its collaborators see it (admission, use(), the reports), each through its own interface. */
   readonly #inside: GatedPool<T> & UsingPool<T> & ReportedPool;
@@ -79,6 +80,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       },
     });
     this.#set = this.#supply.set;
+    this.#backoff = this.#supply.backoff;
     this.#inside = {
       pool: this,
       name: o.name,
@@ -275,7 +277,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
     const signal = options?.signal;
     // One cheap test keeps the common case short; #refusal() looks closer.
-    if (this.#closed || signal !== undefined || this.#supply.backoff.streak > 0 || this.#mayRefuse || this.#scopesLive > 0) {
+    if (this.#closed || signal !== undefined || this.#backoff.streak > 0 || this.#mayRefuse || this.#scopesLive > 0) {
       const refusal = this.#refusal(signal);
       if (refusal !== undefined) return Promise.reject(refusal);
     }
@@ -336,10 +338,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       return signal.reason;
     }
     const set = this.#set;
-    const backoff = this.#supply.backoff;
-    if (backoff.blocks(set.ready === 0 && set.opening === 0)) {
+    if (this.#backoff.blocks(set.ready === 0 && set.opening === 0)) {
       this.#counters.failedFast++;
-      return backoff.failFast();
+      return this.#backoff.failFast();
     }
     const o = this.options;
     // Callers may also wait for the slots that connections opening or still to open will bring.
@@ -358,7 +359,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #expired(waiters: Waiter<Lease<T>>[]): void {
     const snapshot = this.stats(); // one per sweep: a snapshot costs O(connections)
     const reason = exhaustedReason(this.#inside);
-    const cause = reason === 'creates-failing' ? this.#supply.backoff.lastFailure : undefined;
+    const cause = reason === 'creates-failing' ? this.#backoff.lastFailure : undefined;
     for (const w of waiters) {
       this.#leave(w);
       this.#counters.timeouts++;

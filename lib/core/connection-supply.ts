@@ -89,7 +89,8 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
 
   #canCreate(): boolean {
     const set = this.set;
-    return !this.host.isClosed() && set.size < this.options.maxSize && set.opening < this.options.maxConcurrentCreates;
+    // The counts first: a saturated pool answers without a call.
+    return set.size < this.options.maxSize && set.opening < this.options.maxConcurrentCreates && !this.host.isClosed();
   }
 
   /** Starts the creates that queued callers and `minSize` need, unless backing off. */
