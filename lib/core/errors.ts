@@ -145,13 +145,13 @@ export class KeyLimitError extends PoolError {
   }
 }
 
-/** `pool.current` was read outside a `use()` / `@UsePooled` scope of that pool. */
+/** `pool.current` was read outside a `use()` scope of that pool. */
 export class PoolContextError extends PoolError {
   constructor(pool: string) {
     super(
       'POOL_CONTEXT',
       pool,
-      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() or a @UsePooled method, ` +
+      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() (or code it runs), ` +
         'not from a task that outlived it (such a task takes its own lease with pool.use())',
     );
   }
