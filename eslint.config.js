@@ -16,7 +16,7 @@ export default tseslint.config(
     },
   },
   // The layers: core knows only pools; limits build on core; connectors on core; nest on all.
-  layer('lib/core/**/*.ts', 'lib/core knows only pools', ['../limits/*', '../nest/*', '../connectors/*', '../index.js', '@nestjs/*', 'ioredis']),
+  layer('lib/core/**/*.ts', 'lib/core knows only pools', ['../limits/*', '../nest/*', '../connectors/*', '../index.js', '@nestjs/*', 'ioredis', 'rxjs']),
   layer('lib/limits/**/*.ts', 'lib/limits builds on lib/core only', ['../nest/*', '../connectors/*', '../index.js', '@nestjs/*']),
   layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', ['../nest/*', '../limits/*', '../index.js', '@nestjs/*']),
   {

@@ -2,7 +2,11 @@
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1', '^nestjs-shared-pool$': '<rootDir>/lib/index.ts' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^nestjs-shared-pool$': '<rootDir>/lib/index.ts',
+    '^nestjs-shared-pool/(core|limits|connectors)$': '<rootDir>/lib/$1/index.ts',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },

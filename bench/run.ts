@@ -10,7 +10,10 @@ import { fileURLToPath } from 'node:url';
 import genericPool from 'generic-pool';
 import tarn from 'tarn';
 import { Redis } from 'ioredis';
-import { ConnectionPool, LocalLimiter, RedisLimiter, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ConnectionPool, getPoolToken, InjectPool, LocalLimiter, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 type Resource = { id: number };
@@ -409,9 +412,59 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
   results.exclusive = exclusive;
 }
 
+/** A service with one decorated method, to weigh `@UsePooled` against a direct `pool.use()`. */
+@Injectable()
+class Decorated {
+  constructor(@InjectPool('bench') private readonly pool: ConnectionPool<Resource>) {}
+
+  @UsePooled('bench')
+  async id(): Promise<number> {
+    return this.pool.current.id;
+  }
+
+  @UsePooled('bench', { key: (user: unknown) => String(user) })
+  async idFor(_user: string): Promise<number> {
+    return this.pool.current.id;
+  }
+}
+
+@Module({
+  imports: [PoolModule.forRoot({ pools: [{ name: 'bench', connector: instant, options: { clientLimit: 1, maxSize: 10, minSize: 10, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS } }] })],
+  providers: [Decorated],
+})
+class DecoratedModule {}
+
+/** `@UsePooled` against `pool.use()` on the same pool of a Nest app, 1 and 100 callers. */
+async function decoratorBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const app = await NestFactory.createApplicationContext(DecoratedModule, { logger: false });
+  const pool = app.get<ConnectionPool<Resource>>(getPoolToken('bench'));
+  const service = app.get(Decorated);
+  const same = () => ({ warm: async () => {}, close: async () => {} });
+  const decorator: Record<string, unknown> = {};
+  for (const concurrency of [1, 100]) {
+    const best = await compare(
+      {
+        'pool.use()': () => ({ ...same(), cycle: async () => void (await pool.use((c) => c.id)) }),
+        '@UsePooled': () => ({ ...same(), cycle: async () => void (await service.id()) }),
+        '@UsePooled with a key': () => ({ ...same(), cycle: async () => void (await service.idFor('ann')) }),
+      },
+      concurrency,
+      500_000,
+    );
+    const cost = best['pool.use()']! / best['@UsePooled']!;
+    decorator[`c${concurrency}`] = { ...best, costVsUse: cost };
+    const shape = `@UsePooled vs pool.use(), ${concurrency} caller(s)`;
+    for (const [name, r] of Object.entries(best)) rows.push([shape, name, fmt(r), `${(1e6 / r!).toFixed(2)} µs per call`]);
+    rows.push([shape, 'time per call, @UsePooled / pool.use()', `${cost.toFixed(2)}×`, 'target ≤ 1.10×']);
+  }
+  results.decorator = decorator;
+  await app.close();
+}
+
 /** The pools side by side: exclusive and shared rates, deep queues, cold bursts, memory. */
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   await exclusiveBench(results, rows, fmt);
+  await decoratorBench(results, rows, fmt);
   await deepQueue(results, rows, fmt);
 
   const shared: Record<string, unknown> = {};
@@ -468,8 +521,11 @@ async function main() {
   const onlyDeep = process.argv.includes('--deep');
   // `npm run bench -- --exclusive`: only the warm exclusive shapes, printed, results.json left as it is.
   const onlyExclusive = process.argv.includes('--exclusive');
-  if (onlyDeep || onlyExclusive) {
+  // `npm run bench -- --decorator`: only @UsePooled against pool.use(), printed, results.json left as it is.
+  const onlyDecorator = process.argv.includes('--decorator');
+  if (onlyDeep || onlyExclusive || onlyDecorator) {
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
+    if (onlyDecorator) await decoratorBench(results, rows, fmt);
     if (onlyDeep) await deepQueue(results, rows, fmt);
     for (const r of rows) console.log(r.join(' | '));
     return;

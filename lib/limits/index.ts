@@ -1,4 +1,4 @@
 export type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
-export type { LimitOptions, RedisLimitOptions } from './limits-options.js';
+export type { LimitOptions, RedisClientLike, RedisClusterNode, RedisConnectionOptions, RedisLimitOptions } from './limits-options.js';
 export { LocalLimiter } from './local-limiter.js';
 export { RedisLimiter, type RedisLimiterOptions } from './redis-limiter.js';

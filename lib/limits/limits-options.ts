@@ -1,4 +1,3 @@
-import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
 import { is, OptionReader, shown } from '../core/option-rules.js';
 
@@ -21,6 +20,37 @@ export interface LimitOptions {
   logger?: PoolLogger;
 }
 
+// The ioredis types are described here by the fields the limiter reads, so that these types
+// compile in an app without ioredis (it is an optional peer). An ioredis client or options object
+// fits them as it is; every other ioredis option passes through to ioredis.
+
+/** An ioredis `Redis` or `Cluster` client. */
+export interface RedisClientLike {
+  readonly isCluster: boolean;
+  readonly options: object;
+  duplicate(...args: never[]): unknown;
+}
+
+/** ioredis `RedisOptions`: the connection fields are typed, any other ioredis option is passed on. */
+export interface RedisConnectionOptions {
+  host?: string;
+  port?: number;
+  path?: string;
+  username?: string;
+  password?: string;
+  db?: number;
+  /** Node's `tls.connect()` options: TLS to the server. */
+  tls?: object;
+  /** Sentinel: the sentinels to ask, and `name` the master's name. */
+  sentinels?: Partial<{ host: string; port: number }>[];
+  name?: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- `unknown` would refuse ioredis's own RedisOptions (an interface has no index signature)
+  [option: string]: any;
+}
+
+/** A startup node of a Redis Cluster: `6379`, `'host:port'`, `'redis://host:port'` or `{ host, port }`. */
+export type RedisClusterNode = string | number | { host?: string; port?: number };
+
 /** How a Redis limiter reaches Redis and behaves when it cannot. */
 export interface RedisLimitOptions {
   /** `redis://host:port/db` or `rediss://` (TLS). One of `url`, `client`, `options` or `cluster`. */
@@ -29,14 +59,19 @@ export interface RedisLimitOptions {
    * An ioredis client (a `Redis` or a `Cluster`) to copy the connection settings from: it is
    * duplicated with fail-fast settings, never used or closed.
    */
-  client?: Redis | Cluster;
+  client?: RedisClientLike;
   /** ioredis options: a host and port, or `sentinels` and `name` for Sentinel, `tls` for TLS. */
-  options?: RedisOptions;
+  options?: RedisConnectionOptions;
   /**
    * A Redis Cluster: its startup nodes, and ioredis `Cluster` options. Every key of a limiter shares
    * one hash tag (the namespace), so its leases live on one slot.
    */
-  cluster?: { nodes: ClusterNode[]; options?: ClusterOptions };
+  cluster?: {
+    nodes: RedisClusterNode[];
+    /** ioredis `ClusterOptions`, passed on as they are. */
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as for RedisConnectionOptions
+    options?: Record<string, any>;
+  };
   /** Prefix of every key, inside a hash tag so Redis Cluster keeps them on one slot. Default `'nsp:<limiter name>'`. */
   namespace?: string;
   /** A lease lives this long unless its holder's heartbeat refreshes it; a crashed holder's slots free within it. Default 5 000. */

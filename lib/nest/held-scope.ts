@@ -18,7 +18,7 @@ export interface HeldScope {
  * if it cannot be had (timeout, abort, closed pool). Reuse, scoping, release and fatal-error
  * handling are all `use()`'s own.
  */
-export function holdScope(pool: ConnectionPool<unknown>, options: UseOptions): Promise<HeldScope> {
+export function holdScope(pool: Pick<ConnectionPool<unknown>, 'use'>, options: UseOptions): Promise<HeldScope> {
   return new Promise((resolve, reject) => {
     let finish!: (failure?: { error: unknown }) => void;
     const body = new Promise<void>((ok, fail) => (finish = (f) => (f === undefined ? ok() : fail(f.error))));

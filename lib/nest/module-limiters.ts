@@ -14,26 +14,22 @@ export function makeLimiter(config: LimitsConfig, name: string): ConcurrencyLimi
   return redis === undefined ? new LocalLimiter({ ...limits, name, logger }) : new RedisLimiter({ ...limits, name, logger, redis });
 }
 
-/** The limiters of one `PoolModule` import: the shared one and each pool's own. It closes those it made. */
+/**
+ * The limiters of one `PoolModule` import: the shared one and each pool's own, each started when
+ * the first pool that uses it is made (so pools a test overrode start none). It closes those it made.
+ */
 export class ModuleLimiters {
   readonly #made: ConcurrencyLimiter[] = [];
+  #shared: Promise<ConcurrencyLimiter> | undefined;
 
-  #shared: ConcurrencyLimiter | undefined;
+  constructor(private readonly settings: PoolModuleSettings) {}
 
-  static async create(settings: PoolModuleSettings): Promise<ModuleLimiters> {
-    const limiters = new ModuleLimiters();
-    if (settings.limits !== undefined) limiters.#shared = await limiters.#start(settings.limits, 'limits');
-    return limiters;
-  }
-
-  /** The limiter shared by the pools without limits of their own. */
-  get shared(): ConcurrencyLimiter | undefined {
-    return this.#shared;
-  }
-
-  /** The limiter of pool `name`: its own if configured, else the shared one. */
+  /** The limiter of pool `name`: its own if configured, else the shared one, if any. */
   async forPool(name: string, config: LimitsConfig | undefined): Promise<ConcurrencyLimiter | undefined> {
-    return config === undefined ? this.#shared : this.#start(config, `${name}:limits`);
+    if (config !== undefined) return this.#start(config, `${name}:limits`);
+    const shared = this.settings.limits;
+    if (shared === undefined) return undefined;
+    return (this.#shared ??= this.#start(shared, 'limits'));
   }
 
   async close(): Promise<void> {

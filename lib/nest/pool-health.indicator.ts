@@ -1,13 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
-import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import type { PoolHealth, PoolStats } from '../core/index.js';
-import { poolDirectory } from './pool-directory.js';
+import { PoolConfigError, type PoolHealth, type PoolStats } from '../core/index.js';
+import { PoolRegistry } from './pool-registry.js';
+
+/** Pool states that can be counted as down (`healthy` never is). */
+export type DownState = Exclude<PoolHealth, 'healthy'>;
 
 /** Options of {@link PoolHealthIndicator.isHealthy}. */
 export interface PoolHealthCheckOptions {
   /** The pools to report. Default: every pool of the application. */
   pools?: readonly string[];
+  /**
+   * Which pool states make the check down; the other states short of `healthy` make it
+   * degraded. Default `['exhausted', 'failing']`: callers queue or nothing connects. For a
+   * liveness probe, `['failing']` keeps a busy pod alive (a restart would not make it less busy).
+   */
+  downOn?: readonly DownState[];
 }
 
 /** What the health check reports for one pool. */
@@ -27,25 +34,29 @@ export interface PoolHealthDetails {
   admission?: { mode: string; used: number; limit: number | null; utilization: number };
 }
 
-type Status = 'up' | 'degraded' | 'down';
-const STATUS: Record<PoolHealthDetails['health'], Status> = {
-  healthy: 'up',
-  degraded: 'degraded',
-  critical: 'degraded',
-  exhausted: 'down',
-  failing: 'down',
-  missing: 'down',
-};
+/** The status of a check, as Terminus reads it. */
+export type PoolCheckStatus = 'up' | 'degraded' | 'down';
+type Status = PoolCheckStatus;
+
+/**
+ * What {@link PoolHealthIndicator.isHealthy} returns: the shape of Terminus's
+ * `HealthIndicatorResult`, the details of each pool beside the status.
+ */
+export type PoolHealthResult<Key extends string = string> = Record<Key, { status: PoolCheckStatus } & Record<string, PoolHealthDetails | PoolCheckStatus>>;
+
+const DOWN_BY_DEFAULT: readonly DownState[] = ['exhausted', 'failing'];
+const DOWN_STATES: readonly string[] = ['degraded', 'critical', 'exhausted', 'failing'];
 const RANK: Record<Status, number> = { up: 0, degraded: 1, down: 2 };
 const worse = (a: Status, b: Status): Status => (RANK[b] > RANK[a] ? b : a);
 /** Limits that are only approximate (Redis away, or re-registering) degrade; refusing everything is down. */
 const ADMISSION_STATUS: Record<string, Status> = { quarantine: 'degraded', unreachable: 'degraded', fallback: 'degraded', 'fail-closed': 'down' };
 
 /**
- * Terminus health indicator of the pools: `healthy` is up, `degraded` and `critical` are
- * degraded (still serving), `exhausted` and `failing` are down. A limiter that is not sharing its
- * limits through Redis right now (quarantine, unreachable, fallback) makes it degraded, one that
- * fails closed down. The worst pool sets the status.
+ * Health indicator of the pools for Terminus (`HealthCheckService.check`), or for any check of
+ * your own: it needs nothing of Terminus. `healthy` is up; `exhausted` and `failing` are down
+ * (`downOn` changes which), the other states degraded (still serving). A limiter that is not
+ * sharing its limits through Redis right now (quarantine, unreachable, fallback) makes it
+ * degraded, one that fails closed down. The worst pool sets the status.
  *
  * ```ts
  * this.health.check([() => this.pools.isHealthy('pools')]);
@@ -53,28 +64,29 @@ const ADMISSION_STATUS: Record<string, Status> = { quarantine: 'degraded', unrea
  */
 @Injectable()
 export class PoolHealthIndicator {
-  constructor(
-    private readonly indicators: HealthIndicatorService,
-    private readonly app: ModulesContainer,
-  ) {}
+  constructor(private readonly registry: PoolRegistry) {}
 
-  isHealthy<const Key extends string>(key: Key, options: PoolHealthCheckOptions = {}): HealthIndicatorResult<Key> {
-    const pools = poolDirectory.ofApp(this.app);
-    const names = options.pools ?? pools.map((p) => p.name);
+  isHealthy<const Key extends string>(key: Key, options: PoolHealthCheckOptions = {}): PoolHealthResult<Key> {
+    const downOn = checkDownOn(options.downOn ?? DOWN_BY_DEFAULT);
     const details: Record<string, PoolHealthDetails> = {};
     let status: Status = 'up';
-    for (const name of names) {
-      const pool = pools.find((p) => p.name === name);
-      const row = pool === undefined ? missing(name) : report(pool.stats());
+    for (const name of options.pools ?? this.registry.names()) {
+      const stats = this.registry.get(name)?.stats?.();
+      const row = stats === undefined ? missing(name) : report(stats);
       details[name] = row;
-      const rowStatus = worse(STATUS[row.health], row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode] ?? 'up');
-      status = worse(status, rowStatus);
+      const poolStatus: Status = row.health === 'healthy' ? 'up' : row.health === 'missing' || downOn.includes(row.health) ? 'down' : 'degraded';
+      status = worse(status, worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode] ?? 'up'));
     }
-    const session = this.indicators.check(key);
-    if (status === 'up') return session.up(details);
-    if (status === 'degraded') return session.degraded(details);
-    return session.down(details);
+    return { [key]: { ...details, status } } as PoolHealthResult<Key>;
   }
+}
+
+function checkDownOn(states: readonly DownState[]): readonly DownState[] {
+  const wrong = Array.isArray(states) ? states.find((s) => !DOWN_STATES.includes(s)) : states;
+  if (wrong !== undefined) {
+    throw new PoolConfigError('PoolHealthIndicator.isHealthy', 'downOn', `must list pool states among ${DOWN_STATES.join(', ')}; got ${JSON.stringify(wrong)}`, 'module');
+  }
+  return states;
 }
 
 function report(s: PoolStats): PoolHealthDetails {

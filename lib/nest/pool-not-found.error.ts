@@ -1,19 +1,26 @@
 import { PoolError } from '../core/index.js';
 
-/** No open pool has this name: a `@UsePooled` method names a pool that was never registered. */
+/**
+ * A `@UsePooled` method cannot find its pool: no pool of the application has the name, or the
+ * method was called on an object no Nest application made.
+ */
 export class PoolNotFoundError extends PoolError {
   constructor(
     pool: string,
     /** Who asked, e.g. `CatsService.findAll`. */
     readonly usedBy: string,
-    /** Names of the pools that are registered. */
+    /** Names of the pools the application registers. */
     readonly registered: readonly string[],
+    /** Why, when the name is not the problem. */
+    problem?: string,
   ) {
     const known = registered.length === 0 ? 'no pool is registered' : `registered: ${registered.map((n) => `"${n}"`).join(', ')}`;
     super(
       'POOL_NOT_FOUND',
       pool,
-      `pool "${pool}" used by ${usedBy} does not exist (${known}); add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`,
+      problem === undefined
+        ? `pool "${pool}" used by ${usedBy} does not exist (${known}); add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`
+        : `@UsePooled('${pool}') on ${usedBy} ${problem}`,
     );
   }
 }

@@ -1,12 +1,11 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER, ModulesContainer } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
+import { APP_FILTER } from '@nestjs/core';
 import { ConnectionPool, PoolConfigError, type Connector } from '../core/index.js';
 import { NestPoolLogger } from './nest-pool-logger.js';
-import { poolDirectory } from './pool-directory.js';
+import { PoolCoreModule } from './pool-core.module.js';
 import { PoolErrorFilter } from './pool-error.filter.js';
-import { PoolHealthIndicator } from './pool-health.indicator.js';
-import { PoolLifecycle } from './pool-lifecycle.js';
+import { ModulePools, PoolLifecycle } from './pool-lifecycle.js';
+import { PoolRegistry } from './pool-registry.js';
 import {
   checkRegistration,
   checkSettings,
@@ -76,21 +75,21 @@ function names(pools: readonly AsyncPoolDefinition[]): string[] {
 
 function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[]): DynamicModule {
   const poolTokens = options.pools.map((p) => getPoolToken(p.name));
+  const poolNames = names(options.pools);
   const providers: Provider[] = [
     ...settings,
     ...options.pools.flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
-    { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => ModuleLimiters.create(settings), inject: [POOL_MODULE_SETTINGS] },
-    { provide: MODULE_POOLS, useFactory: (...pools: ConnectionPool<unknown>[]) => pools, inject: poolTokens },
+    { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
+    { provide: MODULE_POOLS, useFactory: () => new ModulePools(poolNames) },
     PoolLifecycle,
-    PoolHealthIndicator,
   ];
   if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
   return {
     module: PoolModule,
     global: options.isGlobal === true,
-    imports: [...(options.imports ?? []), TerminusModule],
+    imports: [...(options.imports ?? []), PoolCoreModule],
     providers,
-    exports: [...poolTokens, PoolHealthIndicator],
+    exports: poolTokens,
   };
 }
 
@@ -106,17 +105,13 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
 function poolProvider(name: string): Provider {
   return {
     provide: getPoolToken(name),
-    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, ModulesContainer],
-    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, app: ModulesContainer) => {
+    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, MODULE_POOLS, PoolRegistry],
+    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, made: ModulePools, registry: PoolRegistry) => {
+      registry.declare(name, made); // before anything opens: a second pool of this name is refused
       const { limits, ...options } = settings.pools?.[name] ?? {};
       const limiter = await limiters.forPool(name, limits);
       const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...options, name, limiter });
-      try {
-        poolDirectory.add(pool, app);
-      } catch (err) {
-        void pool.close({ graceMs: 0 });
-        throw err;
-      }
+      made.pools.push(pool);
       return pool;
     },
   };

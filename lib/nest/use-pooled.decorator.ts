@@ -1,43 +1,34 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkUseOptions } from '../core/call-options.js';
 import { optionError, violation, type OptionScope, type Rule } from '../core/option-rules.js';
-import {
-  PoolConfigError,
-  type ConnectionPool,
-  type RetryOptions,
-  type UseOptions,
-} from '../core/index.js';
-import { PoolNotFoundError } from './pool-not-found.error.js';
+import { PoolConfigError } from '../core/index.js';
 import { holdScope, type HeldScope } from './held-scope.js';
-import { poolDirectory } from './pool-directory.js';
+import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
 
-/** Options of {@link UsePooled}. */
-export interface UsePooledOptions {
-  /** Deadline to get a connection. Default: the pool's `acquireTimeoutMs`. */
-  timeoutMs?: number;
-  /**
-   * Re-run the method on a broken connection (see `pool.use()`). Only for methods that return a
-   * promise: a stream may already have emitted, so Observable and async generator methods refuse it.
-   */
-  retry?: RetryOptions;
-  /** The admission key (user, tenant) from the method's arguments, for the per-key limit. */
-  key?(...args: unknown[]): string;
-  /** `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own lease. */
-  propagation?: 'reuse' | 'new';
-}
+export type { UsePooledOptions } from './pooled-call.js';
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
-type Kind = 'promise' | 'observable' | 'generator';
+/**
+ * `promise`: declared to return a Promise (design metadata), the fast path. `observable`: declared
+ * to return an Observable. `generator`: an async generator function. `any`: nothing declared (no
+ * `emitDecoratorMetadata`, as with esbuild or vitest), so the result decides at run time.
+ */
+type Kind = 'promise' | 'observable' | 'generator' | 'any';
 
 /** `key` picks the admission key from the method's arguments. */
 const keyRule: Rule = { says: "a function of the method's arguments", ok: (v) => typeof v === 'function' };
 
 /**
  * Runs the method with a connection of the pool `name` checked out: `pool.current` reads it
- * inside, and it is checked in whatever happens. Async methods hold it until they settle, methods
- * declared to return an `Observable` until it completes, errors or is unsubscribed, async
- * generators until the iteration ends or is abandoned. The pool is looked up when the method is
- * called, so the decorator works in any class: controllers, providers, request-scoped ones.
+ * inside, and it is checked in whatever happens. Async methods hold it until they settle,
+ * methods returning an `Observable` until it completes, errors or is unsubscribed, async
+ * generators until the iteration ends or is abandoned.
+ *
+ * The pool is the provider of `getPoolToken(name)` in the application that made the instance, so
+ * `overrideProvider(getPoolToken(name))` in a test reaches decorated methods too. It works in
+ * controllers and providers, request-scoped ones included, and outside HTTP (cron jobs, queue
+ * consumers); an object Nest did not make gets a `PoolNotFoundError` saying so.
  */
 export function UsePooled(name: string, options: UsePooledOptions = {}): MethodDecorator {
   if (typeof name !== 'string' || name.length === 0) {
@@ -57,109 +48,143 @@ export function UsePooled(name: string, options: UsePooledOptions = {}): MethodD
       throw optionError(scope, where, 'is not a method; @UsePooled decorates methods only');
     }
     const kind = kindOf(original as Method, target, propertyKey);
-    if (kind !== 'promise' && options.retry !== undefined) {
+    if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) {
       throw optionError(scope, 'retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`);
     }
     const call = new PooledCall(name, where, options);
-    const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator }[kind](original as Method, call);
+    declarePooledCall(target, call);
+    const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](original as Method, call);
     copyIdentity(original as Method, wrapped);
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapped;
     return descriptor;
   };
 }
 
-/** What one decorated method needs at call time: its pool and the options of one call. */
-class PooledCall {
-  constructor(
-    readonly pool: string,
-    readonly where: string,
-    readonly options: UsePooledOptions,
-  ) {}
-
-  find(caller: unknown): ConnectionPool<unknown> {
-    const pool = poolDirectory.find(this.pool, caller);
-    if (pool === undefined) throw new PoolNotFoundError(this.pool, this.where, poolDirectory.names());
-    return pool;
-  }
-
-  useOptions(args: unknown[], signal?: AbortSignal): UseOptions {
-    const { timeoutMs, retry, propagation, key } = this.options;
-    return { timeoutMs, retry, propagation, signal, key: key?.(...args) };
-  }
-}
-
 function kindOf(method: Method, target: object, propertyKey: string | symbol): Kind {
   if (Object.prototype.toString.call(method) === '[object AsyncGeneratorFunction]') return 'generator';
-  const declared: unknown = Reflect.getMetadata('design:returntype', target, propertyKey);
-  const returnsObservable =
-    typeof declared === 'function' && (declared === Observable || declared.prototype instanceof Observable);
-  return returnsObservable ? 'observable' : 'promise';
+  const declared: unknown = Reflect.getMetadata?.('design:returntype', target, propertyKey);
+  if (declared === Promise) return 'promise';
+  const returnsObservable = typeof declared === 'function' && (declared === Observable || declared.prototype instanceof Observable);
+  return returnsObservable ? 'observable' : 'any';
 }
 
+/** Declared to return a Promise: the method's promise is the lease's. No wrapper promise of its own. */
 function wrapPromise(method: Method, call: PooledCall): Method {
-  return async function (this: unknown, ...args: unknown[]) {
-    const pool = call.find(this);
-    return pool.use(() => {
+  return function (this: unknown, ...args: unknown[]) {
+    return call.poolOf(this).use(() => {
       const result = method.apply(this, args);
-      if (isObservable(result)) {
-        throw new PoolConfigError(
-          call.pool,
-          '@UsePooled',
-          `${call.where} returned an Observable but does not declare it; declare its return type as Observable<...> (with Observable imported as a value, not with import type) so the lease is held until the stream ends`,
-        );
-      }
+      if (isObservable(result)) throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares a Promise but returned an Observable`);
       return result;
     }, call.useOptions(args));
   };
 }
 
-function wrapObservable(method: Method, call: PooledCall): Method {
+/**
+ * Nothing declared: a promise (or a value) is held until it settles, as above; an Observable is
+ * held until it ends. The caller then gets a promise of the stream (Nest's router and `await`
+ * take it), and the lease stays checked out from the call until the stream ends, so subscribe to
+ * it. Declare the return type to get the Observable itself, with its lease taken on subscribe.
+ */
+function wrapAny(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
-    return new Observable<unknown>((subscriber) => {
-      const abort = new AbortController();
-      let scope: HeldScope | undefined;
-      let inner: Subscription | undefined;
-      let ended = false;
-      const end = (failure?: { error: unknown }) => {
-        if (ended || scope === undefined) return;
-        ended = true;
-        scope.end(failure).then(
-          () => subscriber.complete(),
-          (err: unknown) => subscriber.error(err),
-        );
-      };
-      const start = async () => {
-        scope = await holdScope(call.find(this), call.useOptions(args, abort.signal));
-        if (subscriber.closed) return end();
-        try {
-          const source = scope.run(() => method.apply(this, args));
-          if (!isObservable(source)) {
-            throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares an Observable but returned ${typeof source}`);
-          }
-          inner = scope.run(() =>
-            source.subscribe({
-              next: (value) => subscriber.next(value),
-              error: (error: unknown) => end({ error }),
-              complete: () => end(),
-            }),
-          );
-        } catch (error) {
-          end({ error });
+    const pool = call.poolOf(this);
+    return new Promise((resolve, reject) => {
+      let streaming = false;
+      const used: Promise<unknown> = pool.use(() => {
+        const result = method.apply(this, args);
+        if (!isObservable(result)) return result;
+        if (call.options.retry !== undefined) {
+          throw optionError({ subject: 'decorator', name: `@UsePooled('${call.pool}')` }, 'retry', `cannot apply to ${call.where}: it returned an Observable, which cannot be re-run once it has emitted`);
         }
-      };
-      start().catch((err: unknown) => subscriber.error(err));
-      return () => {
-        abort.abort();
-        inner?.unsubscribe();
-        end();
-      };
+        streaming = true;
+        const run = AsyncLocalStorage.snapshot();
+        return new Promise<void>((ended, failed) => {
+          const held: HeldScope = {
+            run: (fn) => run(fn),
+            end: (failure) => {
+              if (failure === undefined) ended();
+              else failed(failure.error);
+              return used.then(() => {});
+            },
+          };
+          resolve(streamWithin(call, args, (first) => (first ? Promise.resolve(held) : undefined), () => result, this));
+        });
+      }, call.useOptions(args));
+      used.then(
+        (value) => streaming || resolve(value),
+        (error: unknown) => streaming || reject(error),
+      );
     });
   };
 }
 
+/** Declared to return an Observable: each subscription takes its own lease and runs the method in it. */
+function wrapObservable(method: Method, call: PooledCall): Method {
+  return function (this: unknown, ...args: unknown[]) {
+    const source = (scope: HeldScope) => {
+      const made = scope.run(() => method.apply(this, args));
+      if (!isObservable(made)) throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares an Observable but returned ${typeof made}`);
+      return made;
+    };
+    return streamWithin(call, args, () => undefined, source, this);
+  };
+}
+
+/**
+ * An Observable that holds a lease per subscription until the stream completes, errors or is
+ * unsubscribed. `held(first)` may give a scope already held (the first subscription of a stream
+ * made in one); otherwise the subscription takes its own from the pool of `self`.
+ */
+function streamWithin(
+  call: PooledCall,
+  args: unknown[],
+  held: (first: boolean) => Promise<HeldScope> | undefined,
+  source: (scope: HeldScope) => Observable<unknown>,
+  self?: unknown,
+): Observable<unknown> {
+  let subscriptions = 0;
+  return new Observable<unknown>((subscriber) => {
+    const abort = new AbortController();
+    const first = subscriptions++ === 0;
+    let scope: HeldScope | undefined;
+    let inner: Subscription | undefined;
+    let ended = false;
+    const end = (failure?: { error: unknown }) => {
+      if (ended || scope === undefined) return;
+      ended = true;
+      scope.end(failure).then(
+        () => subscriber.complete(),
+        (err: unknown) => subscriber.error(err),
+      );
+    };
+    const start = async () => {
+      scope = await (held(first) ?? holdScope(call.poolOf(self), call.useOptions(args, abort.signal)));
+      if (subscriber.closed) return end();
+      try {
+        const stream = source(scope);
+        inner = scope.run(() =>
+          stream.subscribe({
+            next: (value) => subscriber.next(value),
+            error: (error: unknown) => end({ error }),
+            complete: () => end(),
+          }),
+        );
+      } catch (error) {
+        end({ error });
+      }
+    };
+    start().catch((err: unknown) => subscriber.error(err));
+    return () => {
+      abort.abort();
+      inner?.unsubscribe();
+      end();
+    };
+  });
+}
+
 function wrapGenerator(method: Method, call: PooledCall): Method {
   return async function* (this: unknown, ...args: unknown[]) {
-    const scope = await holdScope(call.find(this), call.useOptions(args));
+    const scope = await holdScope(call.poolOf(this), call.useOptions(args));
     let failure: { error: unknown } | undefined;
     try {
       const it = scope.run(() => method.apply(this, args)) as AsyncGenerator<unknown, unknown, unknown>;

@@ -14,4 +14,10 @@ export class HealthController {
   check() {
     return this.health.check([() => this.pools.isHealthy('pools')]);
   }
+
+  @Get('live')
+  @HealthCheck()
+  live() {
+    return this.health.check([() => this.pools.isHealthy('pools', { downOn: ['failing'] })]);
+  }
 }

@@ -63,10 +63,23 @@ class ItemsController {
     throw new KeyLimitError('db', 'user:ann', 5, 1_500);
   }
 
+  // No declared return type: the stream is found at run time, and its lease held until it ends.
+  @UsePooled('db')
+  @Get('ticks-undeclared')
+  ticksUndeclared() {
+    return interval(1).pipe(take(3));
+  }
+
   @Get('health')
   @HealthCheck()
   check() {
     return this.health.check([() => this.pools.isHealthy('pools')]);
+  }
+
+  @Get('health/live')
+  @HealthCheck()
+  live() {
+    return this.health.check([() => this.pools.isHealthy('pools', { downOn: ['failing'] })]);
   }
 }
 
@@ -159,6 +172,16 @@ describe.each([
     const response = await get(base, '/health');
     expect(response.status).toBe(503);
     expect(response.body).toEqual({ status: 'error', info: {}, error: down, details: down });
+    // The liveness check counts only a pool that cannot connect as down: a busy pod stays alive.
+    const live = await get(base, '/health/live');
+    expect(live.status).toBe(200);
+    expect(live.body).toMatchObject({ status: 'degraded', info: { pools: { status: 'degraded', db: { health: 'exhausted' } } } });
+  });
+
+  it('holds the lease of a route that returns an Observable without declaring it until the stream ends', async () => {
+    const response = await get(base, '/ticks-undeclared');
+    expect(response).toMatchObject({ status: 200, body: 2 });
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
   });
 
   it('answers 503 with Retry-After and a JSON body naming the pool when no connection is free', async () => {

@@ -79,4 +79,19 @@ describe('the README excerpts, run', () => {
     expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('upstream')).stats().clients).toBe(0); // no lease leaked
     await moduleRef.close(); // closes every pool
   });
+
+  // The README's overrideProvider example, as a test: no session is ever opened.
+  it('a service tested with a stand-in pool', async () => {
+    const fakePool = { use: async () => 'canned item' }; // answers every decorated call itself
+    const moduleRef = await Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector('http://127.0.0.1:1') }] })],
+      providers: [CatalogService],
+    })
+      .overrideProvider(getPoolToken('upstream'))
+      .useValue(fakePool) // @UsePooled methods and @InjectPool both get it
+      .compile();
+    await moduleRef.init();
+    await expect(moduleRef.get(CatalogService).item('7')).resolves.toBe('canned item');
+    await moduleRef.close();
+  });
 });

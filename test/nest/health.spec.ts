@@ -47,4 +47,22 @@ describe('PoolHealthIndicator', () => {
     expect(result.pools.db).toMatchObject({ health: 'healthy' });
     expect(result.pools.pg).toMatchObject({ health: 'failing', ready: 0, lastError: expect.stringContaining('ECONNREFUSED 10.0.0.9:5432') });
   });
+
+  it('needs nothing of Terminus, and lets the app choose which pool states are down', async () => {
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { maxSize: 1, clientLimit: 2 } }] })] });
+    const indicator = moduleRef.get(PoolHealthIndicator);
+    const db = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db'));
+    const leases = [await db.acquire(), await db.acquire()];
+    expect(db.health()).toBe('exhausted');
+    // Readiness (the default): an exhausted pool takes the pod out of the load balancer.
+    expect(indicator.isHealthy('ready')).toEqual({ ready: { status: 'down', db: expect.objectContaining({ health: 'exhausted', clients: 2 }) } });
+    // Liveness: only a pool that cannot connect is down; a busy one is degraded, so it is not restarted.
+    expect(indicator.isHealthy('live', { downOn: ['failing'] }).live.status).toBe('degraded');
+    expect(indicator.isHealthy('strict', { downOn: ['degraded', 'critical', 'exhausted', 'failing'] }).strict.status).toBe('down');
+    expect(() => indicator.isHealthy('x', { downOn: ['healthy' as never] })).toThrow(
+      'PoolHealthIndicator.isHealthy: option "downOn" must list pool states among degraded, critical, exhausted, failing; got "healthy"',
+    );
+    for (const lease of leases) lease.release();
+    expect(indicator.isHealthy('live', { downOn: ['failing'] }).live.status).toBe('up');
+  });
 });

@@ -1,15 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { Test } from '@nestjs/testing';
 import { Controller, Get, Inject, Injectable, Scope, SetMetadata } from '@nestjs/common';
 import { ContextIdFactory, Reflector, REQUEST } from '@nestjs/core';
 import { PATH_METADATA } from '@nestjs/common/constants.js';
 import { defer, firstValueFrom, interval, lastValueFrom, map, Observable, take, throwError, toArray } from 'rxjs';
 import {
+  ConnectionPool,
   ConnectionsExhaustedError,
   getPoolToken,
+  PoolHealthIndicator,
   PoolModule,
   PoolNotFoundError,
   UsePooled,
-  type ConnectionPool,
 } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { boot } from '../support/nest.js';
@@ -102,9 +105,33 @@ class Service {
     return throwError(() => error);
   }
 
+  // No declared return type: design metadata says Object, so the result decides at run time.
   @UsePooled('db')
-  undeclared() {
-    return defer(async () => 1);
+  undeclaredTicks(count: number) {
+    return interval(5).pipe(
+      take(count),
+      map(() => this.db.stats().clients),
+    );
+  }
+
+  @UsePooled('db')
+  undeclaredFails(error: Error) {
+    return throwError(() => error);
+  }
+
+  @UsePooled('db')
+  undeclaredForever() {
+    return interval(5);
+  }
+
+  @UsePooled('db')
+  undeclaredValue() {
+    return this.db.current.id;
+  }
+
+  @UsePooled('db', { retry: { attempts: 2 } })
+  undeclaredRetried() {
+    return interval(5);
   }
 
   @UsePooled('db')
@@ -291,12 +318,80 @@ describe('@UsePooled on Observable methods', () => {
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
   });
 
-  it('refuses an Observable from a method that does not declare it, saying what to change', async () => {
+});
+
+describe('@UsePooled on methods that declare no return type', () => {
+  it('holds the lease of an Observable from the call until the stream completes', async () => {
     const { service, pool } = await setup();
-    await expect(service.undeclared()).rejects.toThrow(
-      'Service.undeclared returned an Observable but does not declare it; declare its return type as Observable<...>',
+    const stream = await service.undeclaredTicks(3);
+    expect(pool.stats().clients).toBe(1);
+    await expect(lastValueFrom(stream.pipe(toArray()))).resolves.toEqual([1, 1, 1]);
+    await tick();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+  });
+
+  it('checks it in on unsubscribe, and gives a second subscription a lease of its own', async () => {
+    const { service, pool } = await setup();
+    const stream = await service.undeclaredForever();
+    const first = stream.subscribe();
+    await tick(12);
+    first.unsubscribe();
+    await tick();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+    await expect(firstValueFrom(stream)).resolves.toBe(0);
+    await tick();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 2, released: 2 } });
+  });
+
+  it('checks it in on error, retiring the connection when the error is fatal', async () => {
+    const { service, pool } = await setup();
+    await expect(lastValueFrom(await service.undeclaredFails(new Broken('reset')))).rejects.toThrow('reset');
+    await tick();
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
+  });
+
+  it('holds a plain value or promise like a declared async method', async () => {
+    const { service, pool } = await setup();
+    await expect(service.undeclaredValue()).resolves.toBe(1);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+  });
+
+  it('refuses retry once the method turns out to return an Observable, and checks the lease in', async () => {
+    const { service, pool } = await setup();
+    await expect(service.undeclaredRetried()).rejects.toThrow(
+      "@UsePooled('db'): retry cannot apply to Service.undeclaredRetried: it returned an Observable, which cannot be re-run once it has emitted",
     );
     expect(pool.stats().clients).toBe(0);
+  });
+
+  it('needs no design metadata at all (esbuild, vitest): the result decides', async () => {
+    class Plain {
+      constructor(readonly db: ConnectionPool<FakeConnection>) {}
+      stream() {
+        return interval(5).pipe(
+          take(2),
+          map(() => this.db.current.id),
+        );
+      }
+      fetch() {
+        return Promise.resolve(this.db.current.id);
+      }
+    }
+    for (const method of ['stream', 'fetch'] as const) {
+      const descriptor = Object.getOwnPropertyDescriptor(Plain.prototype, method)!;
+      expect(Reflect.getMetadata('design:returntype', Plain.prototype, method)).toBeUndefined();
+      Object.defineProperty(Plain.prototype, method, UsePooled('db')(Plain.prototype, method, descriptor) ?? descriptor);
+    }
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { clientLimit: 1 } }] })],
+      providers: [{ provide: Plain, useFactory: (db: ConnectionPool<FakeConnection>) => new Plain(db), inject: [getPoolToken('db')] }],
+    });
+    const plain = moduleRef.get(Plain);
+    await expect(plain.fetch()).resolves.toBe(1);
+    const stream = (await plain.stream()) as unknown as Observable<number>;
+    await expect(lastValueFrom(stream.pipe(toArray()))).resolves.toEqual([1, 1]);
+    await tick();
+    expect(plain.db.stats()).toMatchObject({ clients: 0, counters: { acquired: 2, released: 2 } });
   });
 });
 
@@ -364,5 +459,78 @@ describe('@UsePooled options', () => {
   it('refuse anything but a method', () => {
     const descriptor = { get: () => 1 } as PropertyDescriptor;
     expect(() => UsePooled('db')(class Thing {}.prototype, 'size', descriptor)).toThrow("@UsePooled('db'): Thing.size is not a method; @UsePooled decorates methods only");
+  });
+});
+
+describe('@UsePooled and dependency injection', () => {
+  /** A stand-in pool, as a test would write one: it counts uses and lends a fixed connection. */
+  class StandInPool {
+    uses = 0;
+    readonly current = { id: 99 };
+    async use<R>(fn: (conn: { id: number }) => R | Promise<R>): Promise<R> {
+      this.uses++;
+      return fn(this.current);
+    }
+  }
+
+  async function bootWith(pool: unknown, connector = new FakeConnector()) {
+    const moduleRef = await Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 1 } }] })],
+      providers: [Service, PerRequest],
+    })
+      .overrideProvider(getPoolToken('db'))
+      .useValue(pool)
+      .compile();
+    await moduleRef.init();
+    return moduleRef;
+  }
+
+  it('uses the pool overrideProvider gives, and never makes the real one', async () => {
+    const standIn = new StandInPool();
+    const connector = new FakeConnector();
+    const moduleRef = await bootWith(standIn, connector);
+    try {
+      const service = moduleRef.get(Service);
+      await expect(service.connectionId()).resolves.toBe(99);
+      await expect(service.forUser('ann')).resolves.toBe('ann on 99');
+      expect(standIn.uses).toBe(2);
+      expect(connector.created).toBe(0);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('uses a real pool given with useValue, in singletons and request-scoped providers, and leaves it open at shutdown', async () => {
+    const pool = new ConnectionPool(new FakeConnector(), { name: 'test-db', clientLimit: 1 });
+    const moduleRef = await bootWith(pool);
+    try {
+      await expect(moduleRef.get(Service).connectionId()).resolves.toBe(1);
+      const contextId = ContextIdFactory.create();
+      moduleRef.registerRequestByContextId({ user: 'bob' }, contextId);
+      await expect((await moduleRef.resolve(PerRequest, contextId)).whoAndWhere()).resolves.toBe('bob on 1');
+      expect(pool.stats().counters).toMatchObject({ acquired: 2, released: 2 });
+      expect(moduleRef.get(PoolHealthIndicator).isHealthy('pools').pools).toMatchObject({ status: 'up', db: { health: 'healthy', maxSize: pool.options.maxSize } });
+    } finally {
+      await moduleRef.close();
+    }
+    expect(pool.closed).toBe(false);
+    await pool.close();
+  });
+
+  it('refuses a call on an instance no Nest application made, saying what to do', async () => {
+    const pool = new ConnectionPool(new FakeConnector(), { name: 'db' });
+    const error = await new Service(pool as ConnectionPool<FakeConnection>).connectionId().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PoolNotFoundError);
+    expect((error as Error).message).toBe(
+      "@UsePooled('db') on Service.connectionId was called on an instance no Nest application made (or before its application started); get the instance from Nest, or call pool.use() yourself",
+    );
+    expect(pool.stats().counters.acquired).toBe(0);
+    await pool.close();
+  });
+
+  it('finds pools through the public DiscoveryService, not the modules container', () => {
+    const source = readFileSync(new URL('../../lib/nest/pooled-method-binder.ts', import.meta.url), 'utf8');
+    expect(source).toContain('DiscoveryService');
+    expect(readFileSync(new URL('../../lib/nest/pool.module.ts', import.meta.url), 'utf8')).not.toContain('ModulesContainer');
   });
 });

@@ -1,9 +1,11 @@
 // `npm pack` on a fresh checkout makes a working package: the build runs as part of packing, the
 // compiled code, its types, its source maps and the sources they point at are all in the tarball,
-// with the licence; nothing of the tests or the bench is.
+// with the licence; nothing of the tests or the bench is. Then the tarball is installed into new
+// projects, as a user would: the core in plain Node with no Nest installed, a Nest app without
+// @nestjs/terminus, one with it; the published types compile with skipLibCheck false and no ioredis.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +16,7 @@ describe('npm pack', () => {
   let dir: string;
   let files: string[];
   let unpacked: string;
+  let tarball: string;
 
   beforeAll(() => {
     // A fresh checkout: only what git tracks, no dist/ of an earlier build.
@@ -29,6 +32,7 @@ describe('npm pack', () => {
       files: { path: string }[];
     }[];
     files = report!.files.map((f) => f.path);
+    tarball = join(dir, report!.filename);
     unpacked = join(dir, 'unpacked');
     mkdirSync(unpacked);
     execFileSync('tar', ['xzf', join(dir, report!.filename), '-C', unpacked]);
@@ -54,5 +58,65 @@ describe('npm pack', () => {
       const { sources } = JSON.parse(readFileSync(join(unpacked, 'package', map), 'utf8')) as { sources: string[] };
       for (const source of sources) expect(files).toContain(posix.join(posix.dirname(map), source));
     }
+  });
+
+  describe('installed into a new project', () => {
+    const fixtures = join(root, 'test', 'package', 'fixtures');
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    /** The version this repository tests with, so that npm finds it in its cache. */
+    const version = (name: string) => (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    const npm = (cwd: string, args: string[]) =>
+      execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8' });
+
+    /** A new ESM project with the tarball and `deps` installed, and `sources` copied from the fixtures. */
+    function project(name: string, deps: string[], sources: string[]): string {
+      const cwd = join(dir, name);
+      mkdirSync(cwd);
+      writeFileSync(join(cwd, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
+      npm(cwd, ['install', tarball, ...deps.map((d) => `${d}@${version(d)}`)]);
+      for (const source of sources) cpSync(join(fixtures, source), join(cwd, source));
+      return cwd;
+    }
+
+    /** Compiles the TypeScript of `cwd` as a strict consumer would: skipLibCheck false. */
+    function compile(cwd: string, files: string[]): void {
+      const config = {
+        compilerOptions: {
+          target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false,
+          experimentalDecorators: true, emitDecoratorMetadata: true, types: ['node'], outDir: 'out',
+        },
+        files,
+      };
+      writeFileSync(join(cwd, 'tsconfig.json'), JSON.stringify(config));
+      try {
+        execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd, encoding: 'utf8' });
+      } catch (err) {
+        throw new Error(`tsc failed in ${name(cwd)}:\n${(err as { stdout: string }).stdout}`, { cause: err });
+      }
+    }
+    const name = (cwd: string) => cwd.slice(dir.length + 1);
+    const run = (cwd: string, file: string) => JSON.parse(execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' })) as unknown;
+    const installed = (cwd: string, pkg: string) => existsSync(join(cwd, 'node_modules', pkg));
+
+    it('runs the core, the limits and the connectors in plain Node, with no Nest, rxjs or ioredis installed', () => {
+      const cwd = project('plain', ['@types/node'], ['core-only.mjs', 'core-types.ts']);
+      for (const absent of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'rxjs', 'ioredis', 'reflect-metadata']) expect(installed(cwd, absent)).toBe(false);
+      expect(run(cwd, 'core-only.mjs')).toEqual({ ids: [1, 1, 1], opened: 1, refused: 'CAPACITY_EXCEEDED', connector: 'function' });
+      compile(cwd, ['core-types.ts']);
+    }, 180_000);
+
+    it('boots a Nest app without @nestjs/terminus, then one with it; the types compile without ioredis', () => {
+      const cwd = project('nest', ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'], ['nest-app.ts', 'nest-terminus-app.ts']);
+      expect(installed(cwd, '@nestjs/terminus')).toBe(false);
+      expect(installed(cwd, 'ioredis')).toBe(false);
+      compile(cwd, ['nest-app.ts']);
+      const pools = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 1, clients: 0 }) };
+      expect(run(cwd, 'out/nest-app.js')).toEqual({ greeting: 'hello, ann', health: { pools } });
+
+      npm(cwd, ['install', `@nestjs/terminus@${version('@nestjs/terminus')}`]);
+      compile(cwd, ['nest-terminus-app.ts']);
+      const idle = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 0 }) };
+      expect(run(cwd, 'out/nest-terminus-app.js')).toMatchObject({ status: 'ok', info: { pools: idle }, error: {}, details: { pools: idle } });
+    }, 240_000);
   });
 });

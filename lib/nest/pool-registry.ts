@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { PoolConfigError, type ConnectionPool } from '../core/index.js';
+import { getPoolToken } from './tokens.js';
+
+/** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health. */
+export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats' | 'name'>>;
+
+/**
+ * The pool names of one application. Every `PoolModule` import (forRoot, forRootAsync,
+ * forFeature) declares its names here; `@UsePooled` methods and the health indicator then take
+ * each pool from DI by its token, so a provider overridden in a test (`overrideProvider`,
+ * `useValue`) is the one they use. One instance per application (a global module provides it):
+ * applications in one process never see each other's pools.
+ */
+@Injectable()
+export class PoolRegistry {
+  /** Name → the registration that declared it. */
+  readonly #owners = new Map<string, object>();
+  readonly #pools = new Map<string, PoolLike>();
+
+  constructor(private readonly moduleRef: ModuleRef) {}
+
+  /** Declares `name` for `owner` (one registration); a name declared by another registration is an error. */
+  declare(name: string, owner: object): void {
+    const known = this.#owners.get(name);
+    if (known !== undefined && known !== owner) {
+      throw new PoolConfigError(name, 'name', 'is used by two pools of this application; give every pool its own name');
+    }
+    this.#owners.set(name, owner);
+  }
+
+  /** The declared names, in the order they were declared. */
+  names(): string[] {
+    return [...this.#owners.keys()];
+  }
+
+  /** The provider of `getPoolToken(name)` as DI resolves it (overrides included), or undefined when no pool has the name. */
+  get(name: string): PoolLike | undefined {
+    const known = this.#pools.get(name);
+    if (known !== undefined || !this.#owners.has(name)) return known;
+    let pool: PoolLike | undefined;
+    try {
+      pool = this.moduleRef.get<PoolLike>(getPoolToken(name), { strict: false });
+    } catch {
+      return undefined; // declared, but its provider is not made (start-up failed before it)
+    }
+    this.#pools.set(name, pool);
+    return pool;
+  }
+}

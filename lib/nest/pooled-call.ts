@@ -1,0 +1,98 @@
+import type { RetryOptions, UseOptions } from '../core/index.js';
+import { PoolNotFoundError } from './pool-not-found.error.js';
+import type { PoolLike } from './pool-registry.js';
+
+/** Options of {@link UsePooled}. */
+export interface UsePooledOptions {
+  /** Deadline to get a connection. Default: the pool's `acquireTimeoutMs`. */
+  timeoutMs?: number;
+  /**
+   * Re-run the method on a broken connection (see `pool.use()`). Only for methods that return a
+   * promise: a stream may already have emitted, so Observable and async generator methods refuse it.
+   */
+  retry?: RetryOptions;
+  /** The admission key (user, tenant) from the method's arguments, for the per-key limit. */
+  key?(...args: unknown[]): string;
+  /** `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own lease. */
+  propagation?: 'reuse' | 'new';
+}
+
+/**
+ * One decorated method: its pool's name, its options, and the pool DI gave each instance.
+ *
+ * The `PooledMethodBinder` binds every instance Nest made when the application starts: the pool
+ * is the provider of `getPoolToken(name)` in that application, overrides included. Instances Nest
+ * makes later (request-scoped, transient) find it through their class. A call then costs one
+ * WeakMap lookup, and the options object is built once unless a `key` reads the arguments.
+ */
+export class PooledCall {
+  readonly #byInstance = new WeakMap<object, PoolLike>();
+  readonly #byClass = new WeakMap<object, PoolLike>();
+  readonly #fixed: UseOptions | undefined;
+  readonly #unbound: PoolLike;
+
+  constructor(
+    /** The pool's name. */
+    readonly pool: string,
+    /** The method, as `Class.method`. */
+    readonly where: string,
+    readonly options: UsePooledOptions,
+  ) {
+    const { timeoutMs, retry, propagation, key } = options;
+    this.#fixed = key === undefined ? { timeoutMs, retry, propagation } : undefined;
+    this.#unbound = refusing(
+      () =>
+        new PoolNotFoundError(
+          pool,
+          where,
+          [],
+          'was called on an instance no Nest application made (or before its application started); get the instance from Nest, or call pool.use() yourself',
+        ),
+    );
+  }
+
+  /** Binds the pool (or, when none has the name, one that refuses every call) of an instance and of its class. */
+  bind(instance: object | undefined, type: object | undefined, pool: PoolLike | undefined, registered: () => string[]): void {
+    const bound = pool ?? refusing(() => new PoolNotFoundError(this.pool, this.where, registered()));
+    if (instance !== undefined) this.#byInstance.set(instance, bound);
+    if (type !== undefined) this.#byClass.set(type, bound);
+  }
+
+  /** The pool of `self`: its own binding, its class's, or one that refuses with a clear error. */
+  poolOf(self: unknown): PoolLike {
+    if (typeof self !== 'object' || self === null) return this.#unbound;
+    return this.#byInstance.get(self) ?? this.#byClass.get(self.constructor) ?? this.#unbound;
+  }
+
+  /** The options of one call; the same object every call unless `key` reads the arguments. */
+  useOptions(args: unknown[], signal?: AbortSignal): UseOptions {
+    if (this.#fixed !== undefined && signal === undefined) return this.#fixed;
+    const { timeoutMs, retry, propagation, key } = this.options;
+    return { timeoutMs, retry, propagation, signal, key: key?.(...args) };
+  }
+}
+
+/** A stand-in pool whose every use rejects with a fresh error. */
+function refusing(error: () => Error): PoolLike {
+  return { use: () => Promise.reject(error()) };
+}
+
+/** The decorated methods declared on each prototype. */
+const declared = new WeakMap<object, PooledCall[]>();
+
+/** Records a decorated method of `prototype`. */
+export function declarePooledCall(prototype: object, call: PooledCall): void {
+  const calls = declared.get(prototype);
+  if (calls === undefined) declared.set(prototype, [call]);
+  else calls.push(call);
+}
+
+/** The decorated methods of an object with this prototype, its own and inherited ones. */
+export function pooledCallsOf(prototype: object | null): PooledCall[] {
+  const calls: PooledCall[] = [];
+  for (let p = prototype; p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    const own = declared.get(p);
+    if (own !== undefined) calls.push(...own);
+  }
+  return calls;
+}
