@@ -22,17 +22,40 @@ export interface Admission {
   readonly signal: AbortSignal;
 }
 
-/** What every limiter reports; limiters add their own fields. */
+/** Running totals of a limiter. */
+export interface LimiterCounters {
+  admitted: number;
+  released: number;
+  /** Refused by the global limit (or a quarantine, or fail-closed). */
+  refusedGlobal: number;
+  /** Refused by the per-key limit. */
+  refusedKey: number;
+  /** Held leases the limiter lost (TTL lapsed, Redis forgot them). */
+  lost: number;
+}
+
+/** `local`; or for Redis: `redis`, `quarantine` (after a restart or a stall), `unreachable` (within `fallbackAfterMs`), `fallback`, `fail-closed`. */
+export type LimiterMode = 'local' | 'redis' | 'quarantine' | 'unreachable' | 'fallback' | 'fail-closed';
+
+/** A limiter's report, as `pool.stats().admission` shows it (and the health indicator reads). */
 export interface AdmissionStats {
-  /** `local`, `redis`, or a degraded mode such as `fallback`. */
-  mode: string;
+  mode: LimiterMode;
   /** Leases held against the global limit (across instances, when the limiter is shared). */
   used: number;
   /** The global limit; `Infinity` when there is none. */
   limit: number;
+  /** The per-key limit; `Infinity` when there is none. */
+  perKey: number;
   /** `used / limit`. */
   utilization: number;
   health: PoolHealth;
+  /** Leases this process holds. */
+  held: number;
+  /** Callers waiting for a slot in this process. */
+  waiting: number;
+  counters: LimiterCounters;
+  /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
+  lastError?: string;
 }
 
 /**

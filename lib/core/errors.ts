@@ -1,3 +1,5 @@
+import type { PoolStats } from './stats.js';
+
 /** Stable machine-readable codes of every {@link PoolError}. */
 export type PoolErrorCode =
   | 'POOL_CONFIG'
@@ -12,7 +14,20 @@ export type PoolErrorCode =
   | 'POOL_NOT_FOUND'
   | 'LEASE_LOST';
 
-/** Base class of every error the pool raises. `code` is stable; `pool` names the pool. */
+/** Marks the errors of every copy of this package, so two copies loaded in one process know each other's. */
+const kPoolError = Symbol.for('nestjs-shared-pool.PoolError');
+
+/** The code of each error class, for `instanceof` across copies of the package. */
+const codes = new WeakMap<object, PoolErrorCode>();
+
+/**
+ * Base class of every error the pool raises. `code` is stable; `pool` names the pool.
+ *
+ * `instanceof` works across two copies of the package in one process (a library bundling its
+ * own, a monorepo with two versions), as undici's errors do: an error of the other copy is a
+ * `PoolError` here, and a `KeyLimitError` here when its code is `KEY_LIMIT`. The Nest filter
+ * (`@Catch(PoolError)`) therefore catches both.
+ */
 export class PoolError extends Error {
   constructor(
     readonly code: PoolErrorCode,
@@ -22,7 +37,21 @@ export class PoolError extends Error {
   ) {
     super(message, options);
     this.name = new.target.name;
+    Object.defineProperty(this, kPoolError, { value: true });
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null || (value as { [kPoolError]?: boolean })[kPoolError] !== true) return false;
+    if (this === PoolError) return true;
+    const code = codes.get(this);
+    return code !== undefined && (value as PoolError).code === code;
+  }
+}
+
+/** @internal Lets `instanceof` recognise this class's errors from another copy of the package by their code. */
+export function brandError(type: abstract new (...args: never[]) => PoolError, code: PoolErrorCode): void {
+  codes.set(type, code);
 }
 
 /**
@@ -64,7 +93,8 @@ export class ConnectionsExhaustedError extends PoolError {
     pool: string,
     readonly reason: ExhaustedReason,
     readonly timeoutMs: number,
-    readonly stats: unknown,
+    /** The pool when the deadline passed. */
+    readonly stats: PoolStats,
     cause?: unknown,
   ) {
     const why = {
@@ -189,3 +219,14 @@ export class LeaseLostError extends PoolError {
     super('LEASE_LOST', pool, `pool "${pool}": admission lease ${leaseId} was lost (${why}); stop its work, the slot may be given to another caller`);
   }
 }
+
+brandError(PoolConfigError, 'POOL_CONFIG');
+brandError(ConnectionsExhaustedError, 'CONNECTIONS_EXHAUSTED');
+brandError(ConnectionFailedError, 'CONNECTION_FAILED');
+brandError(PoolClosedError, 'POOL_CLOSED');
+brandError(QueueFullError, 'QUEUE_FULL');
+brandError(CapacityExceededError, 'CAPACITY_EXCEEDED');
+brandError(KeyLimitError, 'KEY_LIMIT');
+brandError(PoolContextError, 'POOL_CONTEXT');
+brandError(SelfDeadlockError, 'SELF_DEADLOCK');
+brandError(LeaseLostError, 'LEASE_LOST');

@@ -1,9 +1,27 @@
-export * from './clock.js';
-export * from './connector.js';
-export * from './errors.js';
-export * from './logger.js';
-export * from './options.js';
-export * from './health.js';
+// The public surface of the core. Internals (the option resolver, timers, the connection
+// records, symbol-keyed methods) stay in their files for the other layers to import directly.
+export { systemClock, type Clock, type TimerHandle } from './clock.js';
+export type { Connector, CreateContext } from './connector.js';
+export {
+  CapacityExceededError,
+  ConnectionFailedError,
+  ConnectionsExhaustedError,
+  KeyLimitError,
+  LeaseLostError,
+  PoolClosedError,
+  PoolConfigError,
+  PoolContextError,
+  PoolError,
+  QueueFullError,
+  SelfDeadlockError,
+  type CapacityReason,
+  type ConfigSubject,
+  type ExhaustedReason,
+  type PoolErrorCode,
+} from './errors.js';
+export { consoleLogger, type PoolLogger } from './logger.js';
+export type { PoolOptions, ResolvedOptions, SelectionStrategy } from './options.js';
+export { DEFAULT_HEALTH_THRESHOLDS, utilizationHealth, type HealthThresholds, type PoolHealth } from './health.js';
 export type * from './stats.js';
 export { Lease } from './lease.js';
 export type { ConnectionState } from './shared-connection.js';

@@ -1,32 +1,9 @@
 import type { AdmissionLimiter, AdmissionStats } from '../core/index.js';
 
-/** Running totals of a limiter. */
-export interface LimiterCounters {
-  admitted: number;
-  released: number;
-  /** Refused by the global limit (or a quarantine, or fail-closed). */
-  refusedGlobal: number;
-  /** Refused by the per-key limit. */
-  refusedKey: number;
-  /** Held leases the limiter lost (TTL lapsed, Redis forgot them). */
-  lost: number;
-}
+export type { LimiterCounters, LimiterMode } from '../core/index.js';
 
-/** `local`; or for Redis: `redis`, `quarantine` (after a restart or a stall), `unreachable` (within `fallbackAfterMs`), `fallback`, `fail-closed`. */
-export type LimiterMode = 'local' | 'redis' | 'quarantine' | 'unreachable' | 'fallback' | 'fail-closed';
-
-/** A limiter's report: `pool.stats().admission` and the Terminus indicator show it. */
-export interface LimiterStats extends AdmissionStats {
-  mode: LimiterMode;
-  perKey: number;
-  /** Leases this process holds. */
-  held: number;
-  /** Callers waiting for a slot in this process. */
-  waiting: number;
-  counters: LimiterCounters;
-  /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
-  lastError?: string;
-}
+/** A limiter's report: `pool.stats().admission` and the health indicator show it. */
+export type LimiterStats = AdmissionStats;
 
 /**
  * Admission limits shared by one or more pools: a global limit on concurrent leases and a

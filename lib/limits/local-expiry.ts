@@ -1,5 +1,5 @@
 import { EarliestTimer } from '../core/earliest-timer.js';
-import type { Timers } from '../core/index.js';
+import type { Timers } from '../core/clock.js';
 import type { Held } from './redis-calls.js';
 
 /** Latest local expiry is this much before the TTL: clock rates and Redis's own TIME may drift. */

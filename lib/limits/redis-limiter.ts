@@ -7,7 +7,6 @@ import {
   PoolClosedError,
   PoolConfigError,
   systemClock,
-  Timers,
   utilizationHealth,
   type Admission,
   type AdmissionRequest,
@@ -15,6 +14,7 @@ import {
   type PoolLogger,
   type TimerHandle,
 } from '../core/index.js';
+import { Timers } from '../core/clock.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
 import { connectRedis, describeRedisError, hangUp, subscriberOf, whereOf, withTimeout, type Client } from './redis-client.js';

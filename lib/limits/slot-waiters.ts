@@ -1,4 +1,5 @@
-import { Timers, type AdmissionRequest, type Clock, type TimerHandle } from '../core/index.js';
+import { Timers } from '../core/clock.js';
+import type { AdmissionRequest, Clock, TimerHandle } from '../core/index.js';
 import { Waiter, WaiterQueue } from '../core/waiter-queue.js';
 
 /** A caller waiting for a slot until its deadline. */

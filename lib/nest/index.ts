@@ -1,4 +1,5 @@
-export { getPoolToken } from './tokens.js';
+export { getPoolToken, type PoolName } from './tokens.js';
+export { definePool, type PoolOf, type PoolRef } from './define-pool.js';
 export { InjectPool } from './inject-pool.decorator.js';
 export { UsePooled, type UsePooledOptions } from './use-pooled.decorator.js';
 export { PoolModule } from './pool.module.js';
@@ -7,6 +8,7 @@ export type {
   ConnectorFactory,
   ConnectorSource,
   PoolDefinition,
+  PoolFeatureSettings,
   PoolModuleAsyncOptions,
   PoolModuleOptions,
   PoolModuleSettings,

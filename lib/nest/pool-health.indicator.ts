@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PoolConfigError, type PoolHealth, type PoolStats } from '../core/index.js';
+import { PoolConfigError, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
 import { PoolRegistry } from './pool-registry.js';
 
 /** Pool states that can be counted as down (`healthy` never is). */
@@ -31,7 +31,7 @@ export interface PoolHealthDetails {
   waiting: number;
   lastError: string | null;
   /** The pool's admission limiter, when it has one. */
-  admission?: { mode: string; used: number; limit: number | null; utilization: number };
+  admission?: { mode: LimiterMode; used: number; limit: number | null; utilization: number };
 }
 
 /** The status of a check, as Terminus reads it. */
@@ -49,7 +49,7 @@ const DOWN_STATES: readonly string[] = ['degraded', 'critical', 'exhausted', 'fa
 const RANK: Record<Status, number> = { up: 0, degraded: 1, down: 2 };
 const worse = (a: Status, b: Status): Status => (RANK[b] > RANK[a] ? b : a);
 /** Limits that are only approximate (Redis away, or re-registering) degrade; refusing everything is down. */
-const ADMISSION_STATUS: Record<string, Status> = { quarantine: 'degraded', unreachable: 'degraded', fallback: 'degraded', 'fail-closed': 'down' };
+const ADMISSION_STATUS: Record<LimiterMode, Status> = { local: 'up', redis: 'up', quarantine: 'degraded', unreachable: 'degraded', fallback: 'degraded', 'fail-closed': 'down' };
 
 /**
  * Health indicator of the pools for Terminus (`HealthCheckService.check`), or for any check of
@@ -75,7 +75,7 @@ export class PoolHealthIndicator {
       const row = stats === undefined ? missing(name) : report(stats);
       details[name] = row;
       const poolStatus: Status = row.health === 'healthy' ? 'up' : row.health === 'missing' || downOn.includes(row.health) ? 'down' : 'degraded';
-      status = worse(status, worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode] ?? 'up'));
+      status = worse(status, worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode]));
     }
     return { [key]: { ...details, status } } as PoolHealthResult<Key>;
   }

@@ -1,5 +1,6 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
-import { PoolConfigError, resolveOptions, type Connector, type PoolOptions } from '../core/index.js';
+import { PoolConfigError, type Connector, type PoolOptions } from '../core/index.js';
+import { resolveOptions } from '../core/options.js';
 import { is, optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
 import { makeLimiter } from './module-limiters.js';
@@ -63,6 +64,9 @@ interface StaticSettings {
 export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettings, 'pools'> {
   pools: PoolDefinition[];
 }
+
+/** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global. */
+export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal'>;
 
 /** Makes {@link PoolModuleSettings} for `forRootAsync({ useClass })` or `useExisting`. */
 export interface PoolSettingsFactory {

@@ -1,3 +1,4 @@
+import { brandError } from '../core/errors.js';
 import { PoolError } from '../core/index.js';
 
 /**
@@ -24,3 +25,5 @@ export class PoolNotFoundError extends PoolError {
     );
   }
 }
+
+brandError(PoolNotFoundError, 'POOL_NOT_FOUND');

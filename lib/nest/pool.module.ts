@@ -11,6 +11,8 @@ import {
   checkSettings,
   isConnectorFactory,
   type AsyncPoolDefinition,
+  type PoolDefinition,
+  type PoolFeatureSettings,
   type PoolModuleAsyncOptions,
   type PoolModuleOptions,
   type PoolModuleSettings,
@@ -28,20 +30,31 @@ export class PoolModule {
   /** Registers pools whose options are known up front. */
   static forRoot(options: PoolModuleOptions): DynamicModule {
     checkRegistration(options, 'forRoot');
-    const { failOnWarmupError, shutdownGraceMs, limits } = options;
-    const settings: PoolModuleSettings = {
-      pools: Object.fromEntries(options.pools.map((p) => [p.name, p.options ?? {}])),
-      failOnWarmupError,
-      shutdownGraceMs,
-      limits,
-    };
-    checkSettings(settings, names(options.pools), 'forRoot');
-    return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }]);
+    return fromOptions(options, 'forRoot');
+  }
+
+  /**
+   * Registers a feature module's own pools, the way `TypeOrmModule.forFeature` registers
+   * repositories: their tokens are visible to the importing module, their names unique in the
+   * application, and the health indicator reports them with every other pool.
+   */
+  static forFeature(pools: PoolDefinition[], settings: PoolFeatureSettings = {}): DynamicModule {
+    if (typeof settings !== 'object' || settings === null) {
+      throw new PoolConfigError('PoolModule.forFeature', 'settings', 'must be an object: { limits?, failOnWarmupError?, shutdownGraceMs?, imports? }', 'module');
+    }
+    const registration: PoolModuleOptions = { ...settings, pools, isGlobal: false };
+    checkRegistration(registration, 'forFeature');
+    return fromOptions(registration, 'forFeature');
   }
 
   /** Registers pools whose options come from a factory (`useFactory`, `useClass` or `useExisting`). */
   static forRootAsync(options: PoolModuleAsyncOptions): DynamicModule {
     checkRegistration(options, 'forRootAsync');
+    options.pools.forEach((pool) => {
+      if ((pool as PoolDefinition).options !== undefined) {
+        throw new PoolConfigError(pool.name, 'options', 'is not taken by forRootAsync: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot', 'pool');
+      }
+    });
     const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
     if (sources.length !== 1) {
       throw new PoolConfigError('PoolModule.forRootAsync', 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
@@ -67,6 +80,18 @@ export class PoolModule {
     }
     return assemble(options, providers);
   }
+}
+
+function fromOptions(options: PoolModuleOptions, method: string): DynamicModule {
+  const { failOnWarmupError, shutdownGraceMs, limits } = options;
+  const settings: PoolModuleSettings = {
+    pools: Object.fromEntries(options.pools.map((p) => [p.name, p.options ?? {}])),
+    failOnWarmupError,
+    shutdownGraceMs,
+    limits,
+  };
+  checkSettings(settings, names(options.pools), method);
+  return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }]);
 }
 
 function names(pools: readonly AsyncPoolDefinition[]): string[] {

@@ -5,6 +5,7 @@ import { optionError, violation, type OptionScope, type Rule } from '../core/opt
 import { PoolConfigError } from '../core/index.js';
 import { holdScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
+import { poolNameOf, type PoolName } from './tokens.js';
 
 export type { UsePooledOptions } from './pooled-call.js';
 
@@ -30,9 +31,10 @@ const keyRule: Rule = { says: "a function of the method's arguments", ok: (v) =>
  * controllers and providers, request-scoped ones included, and outside HTTP (cron jobs, queue
  * consumers); an object Nest did not make gets a `PoolNotFoundError` saying so.
  */
-export function UsePooled(name: string, options: UsePooledOptions = {}): MethodDecorator {
+export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): MethodDecorator {
+  const name = poolNameOf(pool);
   if (typeof name !== 'string' || name.length === 0) {
-    throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(name) ?? String(name)})` }, 'the name', 'must be a non-empty string naming a pool');
+    throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(pool) ?? String(pool)})` }, 'the name', 'must be a non-empty string naming a pool, or a definePool() ref');
   }
   const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}')` };
   const invalid =
@@ -73,7 +75,9 @@ function wrapPromise(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
     return call.poolOf(this).use(() => {
       const result = method.apply(this, args);
-      if (isObservable(result)) throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares a Promise but returned an Observable`);
+      if (!(result instanceof Promise) && isObservable(result)) {
+        throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares a Promise but returned an Observable`);
+      }
       return result;
     }, call.useOptions(args));
   };

@@ -14,6 +14,7 @@ import {
   systemClock,
   type Admission,
   type AdmissionLimiter,
+  type AdmissionStats,
   type AdmissionRequest,
   type Clock,
   type Connector,
@@ -23,6 +24,19 @@ import { FakeConnector, type FakeConnection } from '../support/fake-connector.js
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 import { sleep } from '../support/wait.js';
+
+/** What a hand-made limiter of these tests reports: one slot, none used. */
+const idleLimiterStats: AdmissionStats = {
+  mode: 'local',
+  used: 0,
+  limit: 1,
+  perKey: Infinity,
+  utilization: 0,
+  health: 'healthy',
+  held: 0,
+  waiting: 0,
+  counters: { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 },
+};
 
 type L = Lease<FakeConnection>;
 
@@ -227,7 +241,7 @@ describe('the queue and close()', () => {
     let released = 0;
     const limiter: AdmissionLimiter = {
       admit: (_request: AdmissionRequest) => new Promise<Admission>((resolve) => (admit = resolve)), // ignores its signal
-      stats: () => ({ mode: 'local', used: 0, limit: 1, utilization: 0, health: 'healthy' }),
+      stats: () => idleLimiterStats,
     };
     const { pool } = limitedPool(() => limiter);
     const caller = track(pool.acquire());
@@ -567,7 +581,7 @@ describe('found by the chaos harness', () => {
     let released = 0;
     const limiter: AdmissionLimiter = {
       admit: () => new Promise<Admission>((resolve) => answers.push(resolve)),
-      stats: () => ({ mode: 'local', used: 0, limit: 1, utilization: 0, health: 'healthy' }),
+      stats: () => idleLimiterStats,
     };
     const answer = () => answers.shift()!({ id: 'late', signal: new AbortController().signal, release: () => released++ });
     return { limiter, answer, released: () => released };

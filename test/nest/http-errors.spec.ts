@@ -12,6 +12,7 @@ import {
   PoolErrorFilter,
   poolErrorResponse,
   QueueFullError,
+  type PoolStats,
 } from '../../lib/index.js';
 import { RecordingNestLogger } from '../support/nest.js';
 
@@ -34,7 +35,7 @@ describe('poolErrorResponse', () => {
     const cases = [
       [new CapacityExceededError('api', 1000, 250), 1, 'CAPACITY_EXCEEDED'],
       [new CapacityExceededError('api', 1000, 4_001), 5, 'CAPACITY_EXCEEDED'],
-      [new ConnectionsExhaustedError('api', 'all-busy', 100, {}), 1, 'CONNECTIONS_EXHAUSTED'],
+      [new ConnectionsExhaustedError('api', 'all-busy', 100, {} as PoolStats), 1, 'CONNECTIONS_EXHAUSTED'],
       [new QueueFullError('api', 10), 1, 'QUEUE_FULL'],
       [new ConnectionFailedError('api', 'connect ECONNREFUSED'), 1, 'CONNECTION_FAILED'],
       [new PoolClosedError('api'), 1, 'POOL_CLOSED'],
