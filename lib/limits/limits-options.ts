@@ -5,8 +5,13 @@ import { is, OptionReader, shown } from '../core/option-rules.js';
 export interface LimitOptions {
   /** Most leases at once (across every instance, for a Redis limiter). Default: no limit. */
   global?: number;
-  /** Most leases at once per key (user, tenant). A key is then required. Default: no limit. */
+  /** Most leases at once per key (user, tenant). Default: no limit. */
   perKey?: number;
+  /**
+   * With a per-key limit, what a call without a key does: `global` (default) counts it against
+   * the global limit only; `refuse` fails it with a `PoolConfigError` (a missing key is a bug).
+   */
+  keyless?: 'global' | 'refuse';
   /**
    * Let a refused caller wait for a slot until its deadline instead of failing at once.
    * Default false: fail at once (the caller gets 429/503 and retries).
@@ -100,6 +105,7 @@ export interface ResolvedLimits {
   readonly name: string;
   readonly global: number;
   readonly perKey: number;
+  readonly keyless: 'global' | 'refuse';
   readonly wait: boolean;
   readonly retryAfterMs: number;
 }
@@ -121,6 +127,7 @@ export function resolveLimits(options: LimitOptions): ResolvedLimits {
     name,
     global,
     perKey,
+    keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
     wait: read.get('wait', is.boolean, false),
     retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
   };

@@ -2,15 +2,18 @@ import { CapacityExceededError, KeyLimitError, PoolConfigError, type AdmissionRe
 import type { ResolvedLimits } from './limits-options.js';
 import type { Refusal } from './slot-counts.js';
 
-/** The request's key, checked: a non-empty string, required when there is a per-key limit. */
+/**
+ * The request's key, checked: a non-empty string. Without one the lease counts against the
+ * global limit only, unless the limiter refuses keyless calls (`keyless: 'refuse'`).
+ */
 export function keyOf(request: AdmissionRequest, limits: ResolvedLimits): string | undefined {
   const { key, pool } = request;
   if (key === undefined) {
-    if (limits.perKey === Infinity) return undefined;
+    if (limits.perKey === Infinity || limits.keyless === 'global') return undefined;
     throw new PoolConfigError(
       pool,
       'acquire.key',
-      `is required: the limiter "${limits.name}" allows ${limits.perKey} leases per key; pass { key } to acquire() or use(), or key() to @UsePooled`,
+      `is required: the limiter "${limits.name}" allows ${limits.perKey} leases per key and refuses calls without one (keyless: 'refuse'); pass { key } to acquire() or use(), or key() to @UsePooled`,
     );
   }
   if (typeof key !== 'string' || key.length === 0) {

@@ -59,9 +59,21 @@ describe('LocalLimiter', () => {
     expect(limiter.stats().waiting).toBe(0);
   });
 
-  it('rejects a missing or bad key and bad limits, saying what to change', async () => {
+  it('counts a call without a key against the global limit only, unless keyless is refuse', async () => {
+    const limiter = new LocalLimiter({ global: 3, perKey: 1 });
+    const held = [await limiter.admit(ask('ann')), await limiter.admit(ask()), await limiter.admit(ask())];
+    await expect(limiter.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
+    expect(limiter.stats()).toMatchObject({ used: 3, held: 3 });
+    for (const admission of held) admission.release();
+    const strict = new LocalLimiter({ perKey: 3, keyless: 'refuse' });
+    await expect(strict.admit(ask())).rejects.toThrow(
+      `pool "api": option "acquire.key" is required: the limiter "limits" allows 3 leases per key and refuses calls without one (keyless: 'refuse')`,
+    );
+    expect(() => new LocalLimiter({ perKey: 3, keyless: 'drop' as never })).toThrow(`option "limits.keyless" must be 'global' or 'refuse', got "drop"`);
+  });
+
+  it('rejects a bad key and bad limits, saying what to change', async () => {
     const limiter = new LocalLimiter({ perKey: 3 });
-    await expect(limiter.admit(ask())).rejects.toThrow('pool "api": option "acquire.key" is required: the limiter "limits" allows 3 leases per key');
     await expect(limiter.admit(ask(''))).rejects.toBeInstanceOf(PoolConfigError);
     expect(() => new LocalLimiter({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
     expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got 2.5');
@@ -77,7 +89,9 @@ describe('a pool with a limiter', () => {
     await expect(pool.acquire({ key: 'ann' })).rejects.toBeInstanceOf(KeyLimitError);
     const b = await pool.use(async () => pool.stats(), { key: 'bob' });
     expect(b).toMatchObject({ clients: 2, admission: { used: 2 } });
-    await expect(pool.acquire()).rejects.toThrow('option "acquire.key" is required');
+    const keyless = await pool.acquire(); // no key: counted against the global limit only
+    await expect(pool.acquire({ key: 'cy' })).rejects.toBeInstanceOf(CapacityExceededError);
+    keyless.release();
     a.release();
     expect(limiter.stats().used).toBe(0);
     expect(pool.stats()).toMatchObject({ clients: 0, admission: { mode: 'local', used: 0, limit: 2 } });

@@ -189,10 +189,18 @@ describe('RedisLimiter on a real Redis', () => {
     await expect(b.admit(ask(undefined, 50))).rejects.toBeInstanceOf(CapacityExceededError);
   });
 
+  it('counts a call without a key against the global limit only', async () => {
+    const a = await limiter(namespace(), { global: 3, perKey: 1 });
+    const held = [await a.admit(ask('ann')), await a.admit(ask()), await a.admit(ask())];
+    await expect(a.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
+    expect(a.stats()).toMatchObject({ mode: 'redis', used: 3, held: 3 });
+    for (const admission of held) admission.release();
+  });
+
   it('rejects bad input clearly', async () => {
     const ns = namespace();
-    const a = await limiter(ns, { perKey: 2 });
-    await expect(a.admit(ask())).rejects.toThrow('option "acquire.key" is required: the limiter "limits" allows 2 leases per key');
+    const a = await limiter(ns, { perKey: 2, keyless: 'refuse' });
+    await expect(a.admit(ask())).rejects.toThrow('option "acquire.key" is required: the limiter "limits" allows 2 leases per key and refuses calls without one');
     await expect(a.admit({ pool: 'api', key: 7 as unknown as string, timeoutMs: 0 })).rejects.toBeInstanceOf(PoolConfigError);
     const make = (o: Partial<RedisLimiterOptions>) => () => new RedisLimiter({ redis: { url: REDIS_URL }, ...o });
     expect(make({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
