@@ -373,7 +373,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     const timers = this.#timers;
     this.#closed = true;
     this.#holds.hold();
-    this.#debug(`closing: ${this.#set.clients} clients get up to ${graceMs} ms`);
+    this.#supply.debug(`closing: ${this.#set.clients} clients get up to ${graceMs} ms`);
     this.#deadlines.stop();
     for (let w = this.#next(); w !== null; w = this.#next()) w.reject(new PoolClosedError(this.name));
     this.#closeSignal.abort(new PoolClosedError(this.name));
@@ -389,11 +389,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     timers.clear(graceTimer);
     this.#onIdle = undefined;
     await this.#supply.closeAll();
-    this.#debug('closed');
+    this.#supply.debug('closed');
     this.#holds.unhold();
-  }
-
-  #debug(msg: string): void {
-    this.options.logger.debug?.(`pool "${this.name}": ${msg}`);
   }
 }

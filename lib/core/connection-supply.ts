@@ -57,7 +57,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       valueClosed: (value) => this.opener.closed(value),
       connectionClosed: (conn) => {
         this.set.all.delete(conn);
-        this.#debug(`connection ${conn.id} closed`);
+        this.debug(`connection ${conn.id} closed`);
         this.fill();
       },
     });
@@ -137,7 +137,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     const conn = this.set.begin(replaces);
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
-    this.#debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
+    this.debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
     return this.opener.open(conn);
   }
 
@@ -147,7 +147,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     this.backoff.succeeded();
     const now = this.timers.now();
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
-    this.#debug(`connection ${conn.id} ready`);
+    this.debug(`connection ${conn.id} ready`);
     if (old !== null) this.retire(old, 'rotated: past its lifetime');
     if (this.host.isClosed()) this.retire(conn, 'pool closed');
     else if (conn.retireOnReady !== undefined) this.retire(conn, conn.retireOnReady);
@@ -191,7 +191,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     if (!this.set.retire(conn)) return;
     this.counters.retired++;
     if (cause !== undefined) this.lastError = cause;
-    this.#debug(`connection ${conn.id} retired: ${reason}`);
+    this.debug(`connection ${conn.id} retired: ${reason}`);
     // A connection being validated closes when its validation ends.
     if (conn.clients === 0 && !conn.validating) this.closer.close(conn);
     if (!this.host.isClosed()) this.fill();
@@ -238,7 +238,8 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     await this.closer.settled();
   }
 
-  #debug(msg: string): void {
+  /** A debug line of the pool's logger, naming the pool. */
+  debug(msg: string): void {
     this.options.logger.debug?.(`pool "${this.name}": ${msg}`);
   }
 }

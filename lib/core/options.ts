@@ -128,7 +128,8 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     throw new PoolConfigError('default', 'options', `must be an object, got ${shown(options)}`);
   }
   const name = options.name ?? 'default';
-  if (!is.text.ok(name)) throw new PoolConfigError(String(name), 'name', `must be ${is.text.says}, got ${shown(name)}`);
+  const badName = violation({ subject: 'pool', name: String(name) }, 'name', name, is.text);
+  if (badName !== undefined) throw badName;
   if (connector !== undefined) validateConnector(name, connector);
   const read = new OptionReader({ subject: 'pool', name }, options);
 

@@ -1,4 +1,4 @@
-import type { AdmissionLimiter } from './admission.js';
+import type { AdmissionLimiter, AdmissionStats } from './admission.js';
 import type { ConnectionSupply } from './connection-supply.js';
 import type { ExhaustedReason } from './errors.js';
 import { utilizationHealth, type PoolHealth } from './health.js';
@@ -35,16 +35,21 @@ export interface ReportedPool {
 
 /** Health from utilization: see the README's table. */
 export function healthOf(pool: ReportedPool): PoolHealth {
-  if (pool.supply.set.ready === 0 && pool.supply.backoff.streak > 0) return 'failing';
-  if (pool.waiting() > 0) return 'exhausted';
-  return utilizationHealth(utilizationOf(pool), pool.options.health);
+  return healthAt(pool, utilizationOf(pool, pool.limiter?.stats()));
 }
 
-/** Clients per slot, or the limiter's utilization if higher. */
-export function utilizationOf(pool: ReportedPool): number {
+/** Health at a utilization already computed. */
+function healthAt(pool: ReportedPool, utilization: number): PoolHealth {
+  if (pool.supply.set.ready === 0 && pool.supply.backoff.streak > 0) return 'failing';
+  if (pool.waiting() > 0) return 'exhausted';
+  return utilizationHealth(utilization, pool.options.health);
+}
+
+/** Clients per slot, or the limiter's utilization (from its `admission` report) if higher. */
+function utilizationOf(pool: ReportedPool, admission: AdmissionStats | undefined): number {
   const o = pool.options;
   const own = pool.supply.set.clients / (o.maxSize * o.clientLimit);
-  return pool.limiter === undefined ? own : Math.max(own, pool.limiter.stats().utilization);
+  return admission === undefined ? own : Math.max(own, admission.utilization);
 }
 
 /** A snapshot of counts, counters and one row per connection. */
@@ -52,10 +57,13 @@ export function statsOf(pool: ReportedPool): PoolStats {
   const { options: o, supply } = pool;
   const set = supply.set;
   const connections = set.rows(supply.timers.now());
+  // The limiter reports once: its utilization, the pool's health and `admission` all read it.
+  const admission = pool.limiter?.stats();
+  const utilization = utilizationOf(pool, admission);
   return {
     name: o.name,
-    health: healthOf(pool),
-    utilization: utilizationOf(pool),
+    health: healthAt(pool, utilization),
+    utilization,
     maxSize: o.maxSize,
     minSize: o.minSize,
     clientLimit: o.clientLimit,
@@ -71,7 +79,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     closed: pool.isClosed(),
     counters: { ...pool.counters },
     connections,
-    ...(pool.limiter === undefined ? {} : { admission: pool.limiter.stats() }),
+    ...(admission === undefined ? {} : { admission }),
   };
 }
 

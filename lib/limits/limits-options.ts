@@ -1,5 +1,5 @@
 import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
-import { is, OptionReader, shown } from '../core/option-rules.js';
+import { is, OptionReader, shown, violation } from '../core/option-rules.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -116,7 +116,8 @@ export function resolveLimits(options: LimitOptions): ResolvedLimits {
     throw new PoolConfigError('limits', 'limits', `must be an object, got ${shown(options)}`, 'limiter');
   }
   const name = options.name ?? 'limits';
-  if (!is.text.ok(name)) throw new PoolConfigError(String(name), 'limits.name', `must be ${is.text.says}, got ${shown(name)}`, 'limiter');
+  const badName = violation({ subject: 'limiter', name: String(name), path: 'limits.' }, 'name', name, is.text);
+  if (badName !== undefined) throw badName;
   const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options);
   const global = read.get('global', is.whole(1), Infinity);
   const perKey = read.get('perKey', is.whole(1), Infinity);

@@ -20,20 +20,30 @@ export interface HeldScope {
  */
 export function holdScope(pool: Pick<ConnectionPool<unknown>, 'use'>, options: UseOptions): Promise<HeldScope> {
   return new Promise((resolve, reject) => {
-    let finish!: (failure?: { error: unknown }) => void;
-    const body = new Promise<void>((ok, fail) => (finish = (f) => (f === undefined ? ok() : fail(f.error))));
     const used: Promise<void> = pool.use(() => {
-      const run = AsyncLocalStorage.snapshot();
-      resolve({
-        run: (fn) => run(fn),
-        end: (failure) => {
-          finish(failure);
-          return used;
-        },
-      });
+      const { scope, body } = keepScope(() => used);
+      resolve(scope);
       return body;
     }, options);
     // Before the scope is entered this rejects the caller; after, the caller awaits end().
     used.catch(reject);
   });
+}
+
+/**
+ * Keeps the `use()` scope this is called in open: return `body` from the use() callback, and the
+ * lease is held until `scope.end()`; `used` is that use()'s promise, which `end()` returns.
+ */
+export function keepScope(used: () => Promise<unknown>): { scope: HeldScope; body: Promise<void> } {
+  const run = AsyncLocalStorage.snapshot();
+  let finish!: (failure?: { error: unknown }) => void;
+  const body = new Promise<void>((ok, fail) => (finish = (f) => (f === undefined ? ok() : fail(f.error))));
+  const scope: HeldScope = {
+    run: (fn) => run(fn),
+    end: (failure) => {
+      finish(failure);
+      return used().then(() => {});
+    },
+  };
+  return { scope, body };
 }

@@ -19,7 +19,7 @@ export interface PoolHealthCheckOptions {
 
 /** What the health check reports for one pool. */
 export interface PoolHealthDetails {
-  /** The pool's health, or `missing` for a name in `pools` that no pool has. */
+  /** The pool's health, or `missing` for a name in `pools` that no pool has (or whose provider cannot report). */
   health: PoolHealth | 'missing';
   size: number;
   ready: number;
@@ -71,8 +71,12 @@ export class PoolHealthIndicator {
     const details: Record<string, PoolHealthDetails> = {};
     let status: Status = 'up';
     for (const name of options.pools ?? this.registry.names()) {
-      const stats = this.registry.get(name)?.stats?.();
-      const row = stats === undefined ? missing(name) : report(stats);
+      const pool = this.registry.get(name);
+      const stats = pool?.stats?.();
+      const row =
+        stats !== undefined
+          ? report(stats)
+          : missing(pool === undefined ? `no pool named "${name}" in this application` : `the provider of pool "${name}" has no stats() (a stand-in from a test?)`);
       details[name] = row;
       const poolStatus: Status = row.health === 'healthy' ? 'up' : row.health === 'missing' || downOn.includes(row.health) ? 'down' : 'degraded';
       status = worse(status, worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode]));
@@ -108,7 +112,7 @@ function report(s: PoolStats): PoolHealthDetails {
 
 const round = (u: number) => Math.round(u * 1e4) / 1e4;
 
-function missing(name: string): PoolHealthDetails {
+function missing(why: string): PoolHealthDetails {
   const zero = { size: 0, ready: 0, maxSize: 0, clients: 0, clientLimit: 0, utilization: 0, waiting: 0 };
-  return { health: 'missing', ...zero, lastError: `no pool named "${name}" in this application` };
+  return { health: 'missing', ...zero, lastError: why };
 }

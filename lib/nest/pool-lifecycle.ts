@@ -2,19 +2,25 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import type { ConnectionPool } from '../core/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
-import { PoolRegistry } from './pool-registry.js';
+import type { PoolRegistry } from './pool-registry.js';
 import { MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
-/** The pools one `PoolModule` import declares, and those of them its providers made (not overridden ones). */
+/** The pools one `PoolModule` import made: those of its names whose provider no test overrode. */
 export class ModulePools {
   readonly pools: ConnectionPool<unknown>[] = [];
-  constructor(readonly names: readonly string[]) {}
+
+  /** Declares the import's names to the application (a name another import has is refused). */
+  static declare(names: readonly string[], registry: PoolRegistry): ModulePools {
+    const made = new ModulePools();
+    for (const name of names) registry.declare(name, made);
+    return made;
+  }
 }
 
 /**
- * Declares the pool names of one `PoolModule` import to the application, warms up the pools it
- * made when the module starts, and closes them (then their limiters) on shutdown. A pool whose
- * provider a test overrode is the test's: it is neither warmed up nor closed here.
+ * Warms up the pools one `PoolModule` import made when the module starts, and closes them (then
+ * their limiters) on shutdown. A pool whose provider a test overrode is the test's: it is neither
+ * warmed up nor closed here.
  */
 @Injectable()
 export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
@@ -24,18 +30,11 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
     @Inject(MODULE_POOLS) private readonly made: ModulePools,
     @Inject(POOL_MODULE_SETTINGS) private readonly settings: PoolModuleSettings,
     @Inject(MODULE_LIMITERS) private readonly limiters: ModuleLimiters,
-    registry: PoolRegistry,
-  ) {
-    for (const name of made.names) registry.declare(name, made);
-  }
-
-  private get pools(): ConnectionPool<unknown>[] {
-    return this.made.pools;
-  }
+  ) {}
 
   async onModuleInit(): Promise<void> {
-    const results = await Promise.allSettled(this.pools.map((pool) => pool.warmup()));
-    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: this.pools[i], error: r.reason as unknown }] : []));
+    const results = await Promise.allSettled(this.made.pools.map((pool) => pool.warmup()));
+    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: this.made.pools[i], error: r.reason as unknown }] : []));
     if (failures.length === 0) return;
     if (this.settings.failOnWarmupError === true) {
       await this.#closeAll(0);
@@ -54,7 +53,7 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
   }
 
   async #closeAll(graceMs: number): Promise<void> {
-    await Promise.all(this.pools.map((pool) => pool.close({ graceMs })));
+    await Promise.all(this.made.pools.map((pool) => pool.close({ graceMs })));
     await this.limiters.close();
   }
 }

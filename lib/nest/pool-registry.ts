@@ -3,8 +3,8 @@ import { ModuleRef } from '@nestjs/core';
 import { PoolConfigError, type ConnectionPool } from '../core/index.js';
 import { getPoolToken } from './tokens.js';
 
-/** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health. */
-export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats' | 'name'>>;
+/** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
+export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats'>>;
 
 /**
  * The pool names of one application. Every `PoolModule` import (forRoot, forRootAsync,

@@ -105,7 +105,9 @@ function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings:
     ...settings,
     ...options.pools.flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
     { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
-    { provide: MODULE_POOLS, useFactory: () => new ModulePools(poolNames) },
+    // Every pool factory injects this, so the names are declared before any pool is made (a
+    // duplicate name opens nothing), and also when a test overrode every pool of the import.
+    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry), inject: [PoolRegistry] },
     PoolLifecycle,
   ];
   if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
@@ -130,9 +132,8 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
 function poolProvider(name: string): Provider {
   return {
     provide: getPoolToken(name),
-    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, MODULE_POOLS, PoolRegistry],
-    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, made: ModulePools, registry: PoolRegistry) => {
-      registry.declare(name, made); // before anything opens: a second pool of this name is refused
+    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, MODULE_POOLS],
+    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, made: ModulePools) => {
       const { limits, ...options } = settings.pools?.[name] ?? {};
       const limiter = await limiters.forPool(name, limits);
       const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...options, name, limiter });

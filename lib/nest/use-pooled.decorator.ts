@@ -1,9 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkUseOptions } from '../core/call-options.js';
 import { optionError, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import { PoolConfigError } from '../core/index.js';
-import { holdScope, type HeldScope } from './held-scope.js';
+import { holdScope, keepScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
 import { poolNameOf, type PoolName } from './tokens.js';
 
@@ -50,9 +49,7 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
       throw optionError(scope, where, 'is not a method; @UsePooled decorates methods only');
     }
     const kind = kindOf(original as Method, target, propertyKey);
-    if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) {
-      throw optionError(scope, 'retry', `cannot apply to ${where}: it returns a stream, which cannot be re-run once it has emitted`);
-    }
+    if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) throw noRetryOnStreams(name, where, 'it returns a stream');
     const call = new PooledCall(name, where, options);
     declarePooledCall(target, call);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](original as Method, call);
@@ -97,22 +94,11 @@ function wrapAny(method: Method, call: PooledCall): Method {
       const used: Promise<unknown> = pool.use(() => {
         const result = method.apply(this, args);
         if (!isObservable(result)) return result;
-        if (call.options.retry !== undefined) {
-          throw optionError({ subject: 'decorator', name: `@UsePooled('${call.pool}')` }, 'retry', `cannot apply to ${call.where}: it returned an Observable, which cannot be re-run once it has emitted`);
-        }
+        if (call.options.retry !== undefined) throw noRetryOnStreams(call.pool, call.where, 'it returned an Observable');
         streaming = true;
-        const run = AsyncLocalStorage.snapshot();
-        return new Promise<void>((ended, failed) => {
-          const held: HeldScope = {
-            run: (fn) => run(fn),
-            end: (failure) => {
-              if (failure === undefined) ended();
-              else failed(failure.error);
-              return used.then(() => {});
-            },
-          };
-          resolve(streamWithin(call, args, (first) => (first ? Promise.resolve(held) : undefined), () => result, this));
-        });
+        const { scope, body } = keepScope(() => used);
+        resolve(streamWithin(call, args, this, () => result, scope));
+        return body;
       }, call.useOptions(args));
       used.then(
         (value) => streaming || resolve(value),
@@ -130,26 +116,21 @@ function wrapObservable(method: Method, call: PooledCall): Method {
       if (!isObservable(made)) throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares an Observable but returned ${typeof made}`);
       return made;
     };
-    return streamWithin(call, args, () => undefined, source, this);
+    return streamWithin(call, args, this, source);
   };
 }
 
 /**
  * An Observable that holds a lease per subscription until the stream completes, errors or is
- * unsubscribed. `held(first)` may give a scope already held (the first subscription of a stream
- * made in one); otherwise the subscription takes its own from the pool of `self`.
+ * unsubscribed. The first subscription may take `held`, a scope the stream was made in; any
+ * other takes its own lease from the pool of `self`.
  */
-function streamWithin(
-  call: PooledCall,
-  args: unknown[],
-  held: (first: boolean) => Promise<HeldScope> | undefined,
-  source: (scope: HeldScope) => Observable<unknown>,
-  self?: unknown,
-): Observable<unknown> {
-  let subscriptions = 0;
+function streamWithin(call: PooledCall, args: unknown[], self: unknown, source: (scope: HeldScope) => Observable<unknown>, held?: HeldScope): Observable<unknown> {
+  let unused = held;
   return new Observable<unknown>((subscriber) => {
     const abort = new AbortController();
-    const first = subscriptions++ === 0;
+    const given = unused;
+    unused = undefined;
     let scope: HeldScope | undefined;
     let inner: Subscription | undefined;
     let ended = false;
@@ -162,7 +143,7 @@ function streamWithin(
       );
     };
     const start = async () => {
-      scope = await (held(first) ?? holdScope(call.poolOf(self), call.useOptions(args, abort.signal)));
+      scope = given ?? (await holdScope(call.poolOf(self), call.useOptions(args, abort.signal)));
       if (subscriber.closed) return end();
       try {
         const stream = source(scope);
@@ -184,6 +165,11 @@ function streamWithin(
       end();
     };
   });
+}
+
+/** `retry` on a method that streams: refused, since a stream may already have emitted. */
+function noRetryOnStreams(pool: string, where: string, why: string): PoolConfigError {
+  return optionError({ subject: 'decorator', name: `@UsePooled('${pool}')` }, 'retry', `cannot apply to ${where}: ${why}, which cannot be re-run once it has emitted`);
 }
 
 function wrapGenerator(method: Method, call: PooledCall): Method {

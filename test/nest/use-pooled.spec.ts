@@ -495,6 +495,10 @@ describe('@UsePooled and dependency injection', () => {
       await expect(service.forUser('ann')).resolves.toBe('ann on 99');
       expect(standIn.uses).toBe(2);
       expect(connector.created).toBe(0);
+      expect(moduleRef.get(PoolHealthIndicator).isHealthy('pools').pools.db).toMatchObject({
+        health: 'missing',
+        lastError: 'the provider of pool "db" has no stats() (a stand-in from a test?)',
+      });
     } finally {
       await moduleRef.close();
     }
