@@ -84,3 +84,24 @@ export function checkUseOptions(pool: string, options: UseOptions): PoolConfigEr
   }
   return undefined;
 }
+
+/** Options objects that were checked once and cannot change since (frozen). */
+const checked = new WeakSet<UseOptions>();
+
+/**
+ * @internal Checks `options` once and returns a frozen copy that `use()` takes without checking
+ * again (a decorated method's options, built once for every call). Throws the first problem.
+ */
+export function checkedOnce(pool: string, options: UseOptions): UseOptions {
+  const invalid = checkUseOptions(pool, options);
+  if (invalid !== undefined) throw invalid;
+  const retry = options.retry === undefined ? undefined : Object.freeze({ ...options.retry });
+  const copy = Object.freeze({ ...options, retry });
+  checked.add(copy);
+  return copy;
+}
+
+/** @internal Whether `options` came from {@link checkedOnce}. */
+export function isCheckedOnce(options: UseOptions): boolean {
+  return checked.has(options);
+}

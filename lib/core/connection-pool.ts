@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { checkAcquireOptions, checkCloseOptions, checkUseOptions, type AcquireOptions, type CloseOptions, type UseOptions } from './call-options.js';
+import { checkAcquireOptions, checkCloseOptions, checkUseOptions, isCheckedOnce, type AcquireOptions, type CloseOptions, type UseOptions } from './call-options.js';
 import { ProcessHold, Timers, type TimerHandle } from './clock.js';
 import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
@@ -153,7 +153,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
    * connection, and a nested `use()` of this pool reuses the lease unless `propagation: 'new'`.
    */
   async use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
-    if (options !== undefined) {
+    if (options !== undefined && !isCheckedOnce(options)) {
       const invalid = checkUseOptions(this.name, options);
       if (invalid !== undefined) throw invalid;
     }

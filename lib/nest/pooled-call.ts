@@ -23,12 +23,15 @@ export interface UsePooledOptions {
  * The `PooledMethodBinder` binds every instance Nest made when the application starts: the pool
  * is the provider of `getPoolToken(name)` in that application, overrides included. Instances Nest
  * makes later (request-scoped, transient) find it through their class. A call then costs one
- * WeakMap lookup, and the options object is built once unless a `key` reads the arguments.
+ * WeakMap lookup, and the options object is built and checked once unless a `key` reads the arguments.
  */
 export class PooledCall {
   readonly #byInstance = new WeakMap<object, PoolLike>();
   readonly #byClass = new WeakMap<object, PoolLike>();
-  readonly #fixed: UseOptions | undefined;
+  /** The options of every call, checked once (use() takes them without checking again). */
+  readonly #fixed: UseOptions;
+  /** `key` reads the arguments: each call builds its own options. */
+  readonly #perCall: boolean;
   readonly #unbound: PoolLike;
 
   constructor(
@@ -37,9 +40,10 @@ export class PooledCall {
     /** The method, as `Class.method`. */
     readonly where: string,
     readonly options: UsePooledOptions,
+    fixed: UseOptions,
   ) {
-    const { timeoutMs, retry, propagation, key } = options;
-    this.#fixed = key === undefined ? { timeoutMs, retry, propagation } : undefined;
+    this.#fixed = fixed;
+    this.#perCall = options.key !== undefined;
     this.#unbound = refusing(
       () =>
         new PoolNotFoundError(
@@ -66,9 +70,8 @@ export class PooledCall {
 
   /** The options of one call; the same object every call unless `key` reads the arguments. */
   useOptions(args: unknown[], signal?: AbortSignal): UseOptions {
-    if (this.#fixed !== undefined && signal === undefined) return this.#fixed;
-    const { timeoutMs, retry, propagation, key } = this.options;
-    return { timeoutMs, retry, propagation, signal, key: key?.(...args) };
+    if (!this.#perCall && signal === undefined) return this.#fixed;
+    return { ...this.#fixed, signal, key: this.options.key?.(...args) };
   }
 }
 

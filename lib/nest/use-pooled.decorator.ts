@@ -1,5 +1,5 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
-import { checkUseOptions } from '../core/call-options.js';
+import { checkedOnce } from '../core/call-options.js';
 import { optionError, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import { PoolConfigError } from '../core/index.js';
 import { holdScope, keepScope, type HeldScope } from './held-scope.js';
@@ -36,10 +36,9 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(pool) ?? String(pool)})` }, 'the name', 'must be a non-empty string naming a pool, or a definePool() ref');
   }
   const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}')` };
-  const invalid =
-    checkUseOptions(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation }) ??
-    violation(scope, 'key', options.key, keyRule);
-  if (invalid !== undefined) throw invalid;
+  const fixed = checkedOnce(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation });
+  const badKey = violation(scope, 'key', options.key, keyRule);
+  if (badKey !== undefined) throw badKey;
 
   return (target, propertyKey, descriptor) => {
     const owner = typeof target === 'function' ? target.name : target.constructor.name;
@@ -50,7 +49,7 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     }
     const kind = kindOf(original as Method, target, propertyKey);
     if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) throw noRetryOnStreams(name, where, 'it returns a stream');
-    const call = new PooledCall(name, where, options);
+    const call = new PooledCall(name, where, options, fixed);
     declarePooledCall(target, call);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](original as Method, call);
     copyIdentity(original as Method, wrapped);

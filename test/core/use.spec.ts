@@ -3,6 +3,7 @@ import { PoolContextError, type Lease } from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
+import { checkedOnce } from '../../lib/core/call-options.js';
 
 type L = Lease<FakeConnection>;
 
@@ -108,6 +109,34 @@ describe('use() and pool.current', () => {
     );
     await clock.advance(10);
     expect((result.error as Error).message).toBe('timeout 2');
+    await pool.close();
+  });
+});
+
+describe('options checked once', () => {
+  it('are refused as use() would refuse them, and frozen, retry included', () => {
+    expect(() => checkedOnce('db', { timeoutMs: 0 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got 0');
+    const retry = { attempts: 2 };
+    const options = checkedOnce('db', { retry, propagation: 'new' });
+    expect(Object.isFrozen(options) && Object.isFrozen(options.retry)).toBe(true);
+    retry.attempts = 0; // the caller's own object stays theirs; the checked copy does not follow it
+    expect(options.retry).toEqual({ attempts: 2 });
+  });
+
+  it('run use() as given, with a retry on another connection', async () => {
+    const { pool, connector, clock } = makePool({ clientLimit: 1 });
+    connector.fatal = () => true;
+    const options = checkedOnce(pool.name, { retry: { attempts: 2, baseDelayMs: 10 } });
+    const tries: number[] = [];
+    const result = track(
+      pool.use((conn) => {
+        tries.push(conn.id);
+        if (tries.length === 1) throw new Error('ECONNRESET');
+        return 'ok';
+      }, options),
+    );
+    await clock.advance(10);
+    expect({ value: result.value, tries }).toEqual({ value: 'ok', tries: [1, 2] });
     await pool.close();
   });
 });
