@@ -15,6 +15,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConnectionPool, getPoolToken, InjectPool, LocalLimiter, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
+import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
 
 type Resource = { id: number };
 /** Acquire, hold for one microtask, release: the same loop for every pool. */
@@ -462,10 +463,38 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   await app.close();
 }
 
+/**
+ * The cost of AsyncLocalStorage's promise hook to a Fastify route that touches no pool, once a
+ * scoped use() turned it on, against `propagation: 'none'` (which never does). Fresh processes,
+ * the cases taken in turn three times; the best rate of each.
+ */
+async function hookBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const cases: HookCase[] = ['untouched', 'none', 'scoped'];
+  const best: Partial<Record<HookCase, HookCaseResult>> = {};
+  for (let round = 0; round < 3; round++) {
+    for (const which of cases) {
+      const r = await measureHookCase(which);
+      if (r.rate > (best[which]?.rate ?? 0)) best[which] = { ...r, useRate: Math.max(r.useRate ?? 0, best[which]?.useRate ?? 0) || undefined };
+    }
+  }
+  const shape = 'a Fastify route that uses no pool (inject)';
+  const base = best.untouched!.rate;
+  for (const which of cases) {
+    const r = best[which]!;
+    const after = { untouched: 'no pool used', none: "after pool.use(fn, { propagation: 'none' })", scoped: 'after one scoped pool.use()' }[which];
+    rows.push([shape, after, fmt(r.rate), `${((r.rate / base) * 100).toFixed(0)} % of untouched; promise hook ${r.hookOn ? 'on' : 'off'}`]);
+  }
+  const none = best.none!.useRate!;
+  const scoped = best.scoped!.useRate!;
+  rows.push(["pool.use(), 1 caller, 'none' vs scoped", 'cycles per second', `${fmt(none)} / ${fmt(scoped)}`, `${(none / scoped).toFixed(2)}×`]);
+  results.promiseHook = { ...best, routeLossWhenScoped: 1 - best.scoped!.rate / base, routeLossWithNone: 1 - best.none!.rate / base, useNoneVsScoped: none / scoped };
+}
+
 /** The pools side by side: exclusive and shared rates, deep queues, cold bursts, memory. */
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   await exclusiveBench(results, rows, fmt);
   await decoratorBench(results, rows, fmt);
+  await hookBench(results, rows, fmt);
   await deepQueue(results, rows, fmt);
 
   const shared: Record<string, unknown> = {};
@@ -524,9 +553,12 @@ async function main() {
   const onlyExclusive = process.argv.includes('--exclusive');
   // `npm run bench -- --decorator`: only @UsePooled against pool.use(), printed, results.json left as it is.
   const onlyDecorator = process.argv.includes('--decorator');
-  if (onlyDeep || onlyExclusive || onlyDecorator) {
+  // `npm run bench -- --hook`: only the promise hook's cost, printed, results.json left as it is.
+  const onlyHook = process.argv.includes('--hook');
+  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook) {
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
+    if (onlyHook) await hookBench(results, rows, fmt);
     if (onlyDeep) await deepQueue(results, rows, fmt);
     for (const r of rows) console.log(r.join(' | '));
     return;

@@ -1,7 +1,8 @@
 // Code the README shows in short excerpts; test/e2e/readme-snippets.spec.ts runs all of it.
 import { Injectable, Module } from '@nestjs/common';
 import type { ClientHttp2Session } from 'node:http2';
-import { Http2SessionConnector, http2Request, InjectPool, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+import type pg from 'pg';
+import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
 
 export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
   const lease = await pool.acquire({ timeoutMs: 2_000, signal });
@@ -45,5 +46,15 @@ export class Completions {
   async complete(userId: string, prompt: string): Promise<string> {
     const res = await http2Request(this.llm.current, { ':method': 'POST', ':path': `/complete?user=${userId}` }, prompt);
     return res.body.toString();
+  }
+}
+
+@Injectable()
+export class ServerTime {
+  // No pool.current and no AsyncLocalStorage: the connection comes as the marked parameter.
+  @UsePooled('db', { propagation: 'none' })
+  async serverTime(zone: string, @PooledConnection() db?: pg.Client): Promise<string> {
+    const { rows } = await db!.query<{ at: string }>(`SELECT to_char(now() AT TIME ZONE $1, 'HH24:MI') AS at`, [zone]);
+    return rows[0].at;
   }
 }

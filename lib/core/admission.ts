@@ -4,8 +4,11 @@ import type { PoolHealth } from './health.js';
 export interface AdmissionRequest {
   /** The asking pool, for errors. */
   pool: string;
-  /** The admission key (user, tenant); required when the limiter has a per-key limit. */
-  key?: string;
+  /**
+   * The admission key (user, tenant). Absent: the limiter's `keyless` setting decides; `null`:
+   * no key on purpose, the global limit only.
+   */
+  key?: string | null;
   /** How long the caller may wait for a slot, if the limiter waits at all. */
   timeoutMs: number;
   /** Aborts the wait. */

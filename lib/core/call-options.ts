@@ -1,5 +1,5 @@
 import type { PoolConfigError } from './errors.js';
-import { is, optionError, shown, violation, type OptionScope } from './option-rules.js';
+import { is, optionError, shown, violation, type OptionScope, type Rule } from './option-rules.js';
 
 /** Options of one `acquire()`. */
 export interface AcquireOptions {
@@ -9,9 +9,11 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /**
    * Admission key (a user or tenant) for the pool's admission limiter's per-key limit. A
-   * non-empty string; without a limiter it is checked and then has no effect.
+   * non-empty string; without a limiter it is checked and then has no effect. `null`: no key on
+   * purpose, so the lease counts against the global limit only, even when the limiter refuses
+   * calls without a key (`keyless: 'refuse'`).
    */
-  key?: string;
+  key?: string | null;
 }
 
 /** How `use()` retries when the callback fails. */
@@ -30,8 +32,14 @@ export interface RetryOptions {
 export interface UseOptions extends AcquireOptions {
   /** Retry on a broken connection: the failed one is retired, the next try gets another. */
   retry?: RetryOptions;
-  /** `reuse` (default): inside a `use()` of this pool, run on its lease; `new`: always take a new one. */
-  propagation?: 'reuse' | 'new';
+  /**
+   * `reuse` (default): inside a `use()` of this pool, run on its lease; `new`: always take a new
+   * one. `none`: always a new one, and no scope of its own: the connection is only the callback's
+   * argument (inside, `pool.current` and nested calls see the enclosing scope if there is one,
+   * else `pool.current` throws and nested calls take their own leases), so nothing needs
+   * AsyncLocalStorage and its promise hook stays off (see the README's "Cost of the scope").
+   */
+  propagation?: 'reuse' | 'new' | 'none';
 }
 
 /** Options of `close()`. */
@@ -40,21 +48,30 @@ export interface CloseOptions {
   graceMs?: number;
 }
 
-/** Where the errors of one call's options go: the pool, and the call's name before each field. */
-const scopeOf = (pool: string, call: string): OptionScope => ({ subject: 'pool', name: pool, path: `${call}.` });
+/**
+ * Where the errors of one call's options go. A pool's calls name the pool and the call before
+ * each field (`pool "db": option "acquire.timeoutMs"`); a decorated method names itself and the
+ * fields as its options spell them (`@UsePooled('db') on Catalog.find: timeoutMs`).
+ */
+export type CallScope = (call: 'acquire' | 'use' | 'retry' | 'close') => OptionScope;
+
+/** The scope of a pool's own calls. */
+const poolCalls =
+  (pool: string): CallScope =>
+  (call) => ({ subject: 'pool', name: pool, path: call === 'use' ? undefined : `${call}.` });
 
 const graceRule = is.noted(is.atLeast(0), 'Infinity: wait for every lease');
-const keyRule = is.text;
+const keyRule: Rule = { says: 'a non-empty string, or null for no key', ok: (v) => v === null || is.text.ok(v) };
 
 /** The first problem with the options of `close()`, if any. */
 export function checkCloseOptions(pool: string, options: CloseOptions): PoolConfigError | undefined {
   if (typeof options !== 'object' || options === null) return optionError({ subject: 'pool', name: pool }, 'close', `options must be an object, got ${shown(options)}`);
-  return violation(scopeOf(pool, 'close'), 'graceMs', options.graceMs, graceRule);
+  return violation(poolCalls(pool)('close'), 'graceMs', options.graceMs, graceRule);
 }
 
 /** The first problem with the options of one acquire, if any. */
-export function checkAcquireOptions(pool: string, options: AcquireOptions): PoolConfigError | undefined {
-  const scope = scopeOf(pool, 'acquire');
+export function checkAcquireOptions(pool: string, options: AcquireOptions, scopeOf: CallScope = poolCalls(pool)): PoolConfigError | undefined {
+  const scope = scopeOf('acquire');
   const { timeoutMs, signal, key } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
   return violation(scope, 'timeoutMs', timeoutMs, is.above(0)) ?? violation(scope, 'key', key, keyRule);
@@ -66,18 +83,18 @@ const retryRules = {
   maxDelayMs: is.finiteAtLeast(0),
   retryOn: is.function,
 } as const;
-const propagationRule = is.oneOf('reuse', 'new');
+const propagationRule = is.oneOf('reuse', 'new', 'none');
 
 /** The first problem with the options of one use(), if any: its acquire options, retry and propagation. */
-export function checkUseOptions(pool: string, options: UseOptions): PoolConfigError | undefined {
-  const invalid = checkAcquireOptions(pool, options);
+export function checkUseOptions(pool: string, options: UseOptions, scopeOf: CallScope = poolCalls(pool)): PoolConfigError | undefined {
+  const invalid = checkAcquireOptions(pool, options, scopeOf);
   if (invalid !== undefined) return invalid;
   // Named as in the options (`retry.attempts`): use() and @UsePooled share them.
-  const scope: OptionScope = { subject: 'pool', name: pool };
+  const scope = scopeOf('use');
   const { retry, propagation } = options;
   const wrong = violation(scope, 'propagation', propagation, propagationRule) ?? violation(scope, 'retry', retry, is.object);
   if (wrong !== undefined || retry === undefined) return wrong;
-  const retryScope = scopeOf(pool, 'retry');
+  const retryScope = scopeOf('retry');
   for (const field of ['attempts', 'baseDelayMs', 'maxDelayMs', 'retryOn'] as const) {
     const bad = violation(retryScope, field, retry[field], retryRules[field]);
     if (bad !== undefined) return bad;
@@ -92,8 +109,8 @@ const checked = new WeakSet<UseOptions>();
  * @internal Checks `options` once and returns a frozen copy that `use()` takes without checking
  * again (a decorated method's options, built once for every call). Throws the first problem.
  */
-export function checkedOnce(pool: string, options: UseOptions): UseOptions {
-  const invalid = checkUseOptions(pool, options);
+export function checkedOnce(pool: string, options: UseOptions, scopeOf?: CallScope): UseOptions {
+  const invalid = checkUseOptions(pool, options, scopeOf);
   if (invalid !== undefined) throw invalid;
   const retry = options.retry === undefined ? undefined : Object.freeze({ ...options.retry });
   const copy = Object.freeze({ ...options, retry });

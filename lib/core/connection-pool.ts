@@ -150,7 +150,8 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
 
   /**
    * Runs `fn` with a connection and releases it whatever happens. Inside, `pool.current` is the
-   * connection, and a nested `use()` of this pool reuses the lease unless `propagation: 'new'`.
+   * connection, and a nested `use()` of this pool reuses the lease unless `propagation: 'new'`
+   * (or `'none'`: no scope at all, the connection is only `fn`'s argument).
    */
   async use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
     if (options !== undefined && !isCheckedOnce(options)) {

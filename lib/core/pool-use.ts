@@ -31,11 +31,14 @@ export interface UsingPool<T> {
 /**
  * Runs `fn` with a connection and releases it whatever happens, inside a scope where
  * `pool.current` is the connection. A nested `use()` of the same pool reuses the lease unless
- * `propagation: 'new'`. With `retry`, an error the connector calls fatal (or `retry.retryOn`
+ * `propagation: 'new'`; `propagation: 'none'` neither joins a scope nor opens one (no
+ * AsyncLocalStorage at all). With `retry`, an error the connector calls fatal (or `retry.retryOn`
  * accepts) fails the lease and tries again on another connection after a backoff.
  */
 export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Promise<R>, options: UseOptions | undefined): Promise<R> {
-  const outer = options?.propagation === 'new' ? undefined : findScope(host.pool);
+  const propagation = options?.propagation;
+  const scoped = propagation !== 'none';
+  const outer = propagation === 'new' || !scoped ? undefined : findScope(host.pool);
   if (outer !== undefined) return fn(outer.lease.connection as T);
   const retry = options?.retry;
   const attempts = retry?.attempts ?? 1;
@@ -44,7 +47,7 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Prom
     host.scopes(1);
     try {
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
-      const result = await scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn, lease.connection);
+      const result = scoped ? await scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn, lease.connection) : await fn(lease.connection);
       host.scopes(-1);
       lease.release();
       return result;

@@ -286,7 +286,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#serving = true;
     try {
       for (const w of this.#waiters.snapshot()) {
-        const outcome = await this.#try(w.request, w.request.key);
+        const outcome = await this.#try(w.request, w.request.key ?? undefined); // checked by #admit(); null: no key on purpose
         if (!(outcome instanceof Error)) {
           // The waiter may have timed out during the call: then nobody would hold the lease.
           if (this.#waiters.has(w)) w.resolve(outcome);

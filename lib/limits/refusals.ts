@@ -4,16 +4,18 @@ import type { Refusal } from './slot-counts.js';
 
 /**
  * The request's key, checked: a non-empty string. Without one the lease counts against the
- * global limit only, unless the limiter refuses keyless calls (`keyless: 'refuse'`).
+ * global limit only, unless the limiter refuses keyless calls (`keyless: 'refuse'`); `null` (no
+ * key on purpose) always counts against the global limit only.
  */
 export function keyOf(request: AdmissionRequest, limits: ResolvedLimits): string | undefined {
   const { key, pool } = request;
+  if (key === null) return undefined;
   if (key === undefined) {
     if (limits.perKey === Infinity || limits.keyless === 'global') return undefined;
     throw new PoolConfigError(
       pool,
       'acquire.key',
-      `is required: the limiter "${limits.name}" allows ${limits.perKey} leases per key and refuses calls without one (keyless: 'refuse'); pass { key } to acquire() or use(), or key() to @UsePooled`,
+      `is required: the limiter "${limits.name}" allows ${limits.perKey} leases per key and refuses calls without one (keyless: 'refuse'); pass { key } to acquire() or use() ({ key: null } for none on purpose), key() or key: false to @UsePooled, or requestKey to PoolModule`,
     );
   }
   if (typeof key !== 'string' || key.length === 0) {

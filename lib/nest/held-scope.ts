@@ -3,6 +3,8 @@ import type { ConnectionPool, UseOptions } from '../core/index.js';
 
 /** A `pool.use()` scope held open across many turns of the event loop, for streams. */
 export interface HeldScope {
+  /** The held lease's connection. */
+  readonly connection: unknown;
   /** Runs `fn` inside the scope: `pool.current` is the held connection. */
   run<R>(fn: () => R): R;
   /**
@@ -20,8 +22,8 @@ export interface HeldScope {
  */
 export function holdScope(pool: Pick<ConnectionPool<unknown>, 'use'>, options: UseOptions): Promise<HeldScope> {
   return new Promise((resolve, reject) => {
-    const used: Promise<void> = pool.use(() => {
-      const { scope, body } = keepScope(() => used);
+    const used: Promise<void> = pool.use((conn) => {
+      const { scope, body } = keepScope(() => used, conn);
       resolve(scope);
       return body;
     }, options);
@@ -34,11 +36,12 @@ export function holdScope(pool: Pick<ConnectionPool<unknown>, 'use'>, options: U
  * Keeps the `use()` scope this is called in open: return `body` from the use() callback, and the
  * lease is held until `scope.end()`; `used` is that use()'s promise, which `end()` returns.
  */
-export function keepScope(used: () => Promise<unknown>): { scope: HeldScope; body: Promise<void> } {
+export function keepScope(used: () => Promise<unknown>, connection: unknown): { scope: HeldScope; body: Promise<void> } {
   const run = AsyncLocalStorage.snapshot();
   let finish!: (failure?: { error: unknown }) => void;
   const body = new Promise<void>((ok, fail) => (finish = (f) => (f === undefined ? ok() : fail(f.error))));
   const scope: HeldScope = {
+    connection,
     run: (fn) => run(fn),
     end: (failure) => {
       finish(failure);

@@ -2,6 +2,7 @@ export { getPoolToken, type PoolName } from './tokens.js';
 export { definePool, type PoolOf, type PoolRef } from './define-pool.js';
 export { InjectPool } from './inject-pool.decorator.js';
 export { UsePooled, type UsePooledOptions } from './use-pooled.decorator.js';
+export { PooledConnection } from './pooled-connection.decorator.js';
 export { PoolModule } from './pool.module.js';
 export type {
   AsyncPoolDefinition,
@@ -19,3 +20,4 @@ export { PoolHealthIndicator, type PoolHealthCheckOptions, type PoolHealthDetail
 export { PoolErrorFilter, poolErrorResponse, type PoolErrorResponse } from './pool-error.filter.js';
 export { NestPoolLogger } from './nest-pool-logger.js';
 export { PoolNotFoundError } from './pool-not-found.error.js';
+export { currentRequestKey, type RequestKeyFn } from './request-key.js';

@@ -4,6 +4,7 @@ import { resolveOptions } from '../core/options.js';
 import { is, optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
 import { makeLimiter } from './module-limiters.js';
+import type { RequestKeyFn } from './request-key.js';
 
 /** Admission limits as the module takes them: settings (Redis when `redis` is set), or a limiter you made. */
 export type LimitsConfig = (Omit<LimitOptions, 'clock' | 'logger' | 'name'> & { redis?: RedisLimitOptions }) | ConcurrencyLimiter;
@@ -58,6 +59,13 @@ interface StaticSettings {
   httpErrors?: boolean;
   /** Modules whose providers the connectors or the factory inject. */
   imports?: ModuleMetadata['imports'];
+  /**
+   * Takes the admission key of every `@UsePooled` call from the request being handled (an
+   * interceptor reads it once per request, after the guards): `(ctx) =>
+   * ctx.switchToHttp().getRequest().user?.id`. A method's own `key()` wins; `key: false` opts a
+   * method out. Undefined: the request has no key. One per application: set it in `forRoot`.
+   */
+  requestKey?: RequestKeyFn;
 }
 
 /** Options of `PoolModule.forRoot()`. */
@@ -65,8 +73,8 @@ export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettin
   pools: PoolDefinition[];
 }
 
-/** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global. */
-export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal'>;
+/** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global, and no `requestKey` (the root's is the application's). */
+export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal' | 'requestKey'>;
 
 /** Makes {@link PoolModuleSettings} for `forRootAsync({ useClass })` or `useExisting`. */
 export interface PoolSettingsFactory {
@@ -114,6 +122,7 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
     checkConnectorSource(name, pool.connector);
   });
   for (const flag of ['isGlobal', 'httpErrors'] as const) check(method, flag, options[flag], is.boolean);
+  check(method, 'requestKey', options.requestKey, is.function);
 }
 
 /** Checks the settings, after the async factory if there is one. */

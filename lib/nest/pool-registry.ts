@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { PoolConfigError, type ConnectionPool } from '../core/index.js';
+import { withRequestKeys } from './request-key.js';
 import { getPoolToken } from './tokens.js';
 
 /** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
@@ -18,6 +19,10 @@ export class PoolRegistry {
   /** Name → the registration that declared it. */
   readonly #owners = new Map<string, object>();
   readonly #pools = new Map<string, PoolLike>();
+  /** The pools as decorated methods see them, when calls take their request's key. */
+  readonly #forMethods = new Map<string, PoolLike>();
+  /** The registration whose `requestKey` the application uses, if any. */
+  #requestKeysBy: string | undefined;
 
   constructor(private readonly moduleRef: ModuleRef) {}
 
@@ -28,6 +33,23 @@ export class PoolRegistry {
       throw new PoolConfigError(name, 'name', 'is used by two pools of this application; give every pool its own name');
     }
     this.#owners.set(name, owner);
+  }
+
+  /** Makes decorated methods take their request's key (one registration of the application may set `requestKey`). */
+  takeRequestKeys(method: string): void {
+    if (this.#requestKeysBy !== undefined) {
+      throw new PoolConfigError(method, 'requestKey', `is already set by ${this.#requestKeysBy}; an application has one requestKey, set it once`, 'module');
+    }
+    this.#requestKeysBy = method;
+  }
+
+  /** The pool a decorated method of this application calls: `get(name)`, taking the request's key if `requestKey` is set. */
+  forMethods(name: string): PoolLike | undefined {
+    const pool = this.get(name);
+    if (pool === undefined || this.#requestKeysBy === undefined) return pool;
+    let keyed = this.#forMethods.get(name);
+    if (keyed === undefined) this.#forMethods.set(name, (keyed = withRequestKeys(pool)));
+    return keyed;
   }
 
   /** The declared names, in the order they were declared. */

@@ -1,11 +1,12 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { ConnectionPool, PoolConfigError, type Connector } from '../core/index.js';
 import { NestPoolLogger } from './nest-pool-logger.js';
 import { PoolCoreModule } from './pool-core.module.js';
 import { PoolErrorFilter } from './pool-error.filter.js';
 import { ModulePools, PoolLifecycle } from './pool-lifecycle.js';
 import { PoolRegistry } from './pool-registry.js';
+import { RequestKeyInterceptor } from './request-key.js';
 import {
   checkRegistration,
   checkSettings,
@@ -41,6 +42,9 @@ export class PoolModule {
   static forFeature(pools: PoolDefinition[], settings: PoolFeatureSettings = {}): DynamicModule {
     if (typeof settings !== 'object' || settings === null) {
       throw new PoolConfigError('PoolModule.forFeature', 'settings', 'must be an object: { limits?, failOnWarmupError?, shutdownGraceMs?, imports? }', 'module');
+    }
+    if ((settings as PoolModuleOptions).requestKey !== undefined) {
+      throw new PoolConfigError('PoolModule.forFeature', 'requestKey', 'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too', 'module');
     }
     const registration: PoolModuleOptions = { ...settings, pools, isGlobal: false };
     checkRegistration(registration, 'forFeature');
@@ -78,7 +82,7 @@ export class PoolModule {
         inject: [factoryClass],
       });
     }
-    return assemble(options, providers);
+    return assemble(options, providers, 'forRootAsync');
   }
 }
 
@@ -91,14 +95,14 @@ function fromOptions(options: PoolModuleOptions, method: string): DynamicModule 
     limits,
   };
   checkSettings(settings, names(options.pools), method);
-  return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }]);
+  return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }], method);
 }
 
 function names(pools: readonly AsyncPoolDefinition[]): string[] {
   return pools.map((p) => p.name);
 }
 
-function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[]): DynamicModule {
+function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[], method: string): DynamicModule {
   const poolTokens = options.pools.map((p) => getPoolToken(p.name));
   const poolNames = names(options.pools);
   const providers: Provider[] = [
@@ -111,6 +115,15 @@ function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings:
     PoolLifecycle,
   ];
   if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
+  const { requestKey } = options;
+  if (requestKey !== undefined) {
+    const where = `PoolModule.${method}`;
+    const interceptor = (registry: PoolRegistry) => {
+      registry.takeRequestKeys(where);
+      return new RequestKeyInterceptor(requestKey, where);
+    };
+    providers.push({ provide: APP_INTERCEPTOR, useFactory: interceptor, inject: [PoolRegistry] });
+  }
   return {
     module: PoolModule,
     global: options.isGlobal === true,

@@ -1,4 +1,5 @@
-import type { RetryOptions, UseOptions } from '../core/index.js';
+import { PoolConfigError, type RetryOptions, type UseOptions } from '../core/index.js';
+import { shown } from '../core/option-rules.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import type { PoolLike } from './pool-registry.js';
 
@@ -11,10 +12,19 @@ export interface UsePooledOptions {
    * promise: a stream may already have emitted, so Observable and async generator methods refuse it.
    */
   retry?: RetryOptions;
-  /** The admission key (user, tenant) from the method's arguments, for the per-key limit. */
-  key?(...args: unknown[]): string;
-  /** `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own lease. */
-  propagation?: 'reuse' | 'new';
+  /**
+   * The admission key (user, tenant) for the per-key limit, from the method's arguments;
+   * undefined: no key from the arguments (the request's, if the module has `requestKey`).
+   * `false`: this method's calls never have a key and count against the global limit only, even
+   * when the limiter refuses calls without one (`keyless: 'refuse'`).
+   */
+  key?: ((...args: unknown[]) => string | undefined) | false;
+  /**
+   * `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own
+   * lease. `none`: its own lease and no scope (no `pool.current`, no AsyncLocalStorage): the
+   * method takes its connection through a `@PooledConnection()` parameter.
+   */
+  propagation?: 'reuse' | 'new' | 'none';
 }
 
 /**
@@ -31,7 +41,7 @@ export class PooledCall {
   /** The options of every call, checked once (use() takes them without checking again). */
   readonly #fixed: UseOptions;
   /** `key` reads the arguments: each call builds its own options. */
-  readonly #perCall: boolean;
+  readonly #keyOf: ((...args: unknown[]) => string | undefined) | undefined;
   readonly #unbound: PoolLike;
 
   constructor(
@@ -41,9 +51,11 @@ export class PooledCall {
     readonly where: string,
     readonly options: UsePooledOptions,
     fixed: UseOptions,
+    /** The index of the method's `@PooledConnection()` parameter, if it has one. */
+    readonly connectionAt: number | undefined,
   ) {
     this.#fixed = fixed;
-    this.#perCall = options.key !== undefined;
+    this.#keyOf = typeof options.key === 'function' ? options.key : undefined;
     this.#unbound = refusing(
       () =>
         new PoolNotFoundError(
@@ -68,10 +80,39 @@ export class PooledCall {
     return this.#byInstance.get(self) ?? this.#byClass.get(self.constructor) ?? this.#unbound;
   }
 
-  /** The options of one call; the same object every call unless `key` reads the arguments. */
+  /**
+   * The options of one call; the same object every call unless `key` reads the arguments.
+   * @throws PoolConfigError naming the method when `key()` returns something other than a key.
+   */
   useOptions(args: unknown[], signal?: AbortSignal): UseOptions {
-    if (!this.#perCall && signal === undefined) return this.#fixed;
-    return { ...this.#fixed, signal, key: this.options.key?.(...args) };
+    if (this.#keyOf === undefined) return signal === undefined ? this.#fixed : { ...this.#fixed, signal };
+    const key: unknown = this.#keyOf(...args);
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
+      throw this.error('key()', `must return a non-empty string, or undefined for no key; got ${shown(key)}`);
+    }
+    return { ...this.#fixed, signal, key: key as string | undefined };
+  }
+
+  /** Runs `fn` in `pool.use()` on the pool of `self`; a `key()` that throws or returns no key rejects, as the call would. */
+  use(self: unknown, args: unknown[], fn: (conn: unknown) => unknown): Promise<unknown> {
+    let options: UseOptions;
+    try {
+      options = this.useOptions(args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.poolOf(self).use(fn, options);
+  }
+
+  /** An error of this method's use of the pool: "@UsePooled('db') on Catalog.find: key() must ...". */
+  error(subject: string, problem: string): PoolConfigError {
+    return new PoolConfigError(`@UsePooled('${this.pool}') on ${this.where}`, subject, problem, 'decorator');
+  }
+
+  /** The arguments of one run of the method: `args`, with the connection at the `@PooledConnection()` parameter. */
+  argsWith(args: unknown[], connection: unknown): unknown[] {
+    if (this.connectionAt !== undefined) args[this.connectionAt] = connection;
+    return args;
   }
 }
 

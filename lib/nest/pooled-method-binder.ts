@@ -34,7 +34,7 @@ export class PooledMethodBinder implements OnModuleInit {
       const single = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
       const instanceKey = single ? made : undefined;
       const type = single ? undefined : (prototype as { constructor?: object }).constructor;
-      for (const call of calls) call.bind(instanceKey, type, this.registry.get(call.pool), registered);
+      for (const call of calls) call.bind(instanceKey, type, this.registry.forMethods(call.pool), registered);
     }
   }
 }

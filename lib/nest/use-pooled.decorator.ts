@@ -1,9 +1,10 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkedOnce } from '../core/call-options.js';
-import { optionError, violation, type OptionScope, type Rule } from '../core/option-rules.js';
-import { PoolConfigError } from '../core/index.js';
+import { optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
+import type { PoolConfigError } from '../core/index.js';
 import { holdScope, keepScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
+import { pooledConnectionAt } from './pooled-connection.decorator.js';
 import { poolNameOf, type PoolName } from './tokens.js';
 
 export type { UsePooledOptions } from './pooled-call.js';
@@ -16,8 +17,8 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
  */
 type Kind = 'promise' | 'observable' | 'generator' | 'any';
 
-/** `key` picks the admission key from the method's arguments. */
-const keyRule: Rule = { says: "a function of the method's arguments", ok: (v) => typeof v === 'function' };
+/** `key` picks the admission key from the method's arguments, or opts the method out of keys. */
+const keyRule: Rule = { says: "a function of the method's arguments, or false for calls without a key", ok: (v) => typeof v === 'function' || v === false };
 
 /**
  * Runs the method with a connection of the pool `name` checked out: `pool.current` reads it
@@ -35,21 +36,33 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
   if (typeof name !== 'string' || name.length === 0) {
     throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(pool) ?? String(pool)})` }, 'the name', 'must be a non-empty string naming a pool, or a definePool() ref');
   }
-  const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}')` };
-  const fixed = checkedOnce(name, { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation });
-  const badKey = violation(scope, 'key', options.key, keyRule);
-  if (badKey !== undefined) throw badKey;
+  if (typeof options !== 'object' || options === null) {
+    throw optionError({ subject: 'decorator', name: `@UsePooled('${name}')` }, 'options', `must be an object, got ${shown(options)}`);
+  }
 
   return (target, propertyKey, descriptor) => {
     const owner = typeof target === 'function' ? target.name : target.constructor.name;
     const where = `${owner}.${String(propertyKey)}`;
+    // Errors name the method and its options as written: "@UsePooled('db') on Catalog.find: timeoutMs ...".
+    const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}') on ${where}` };
+    const fixed = checkedOnce(
+      name,
+      { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation, key: options.key === false ? null : undefined },
+      (call) => (call === 'retry' ? { ...scope, path: 'retry.' } : scope),
+    );
+    const badKey = violation(scope, 'key', options.key, keyRule);
+    if (badKey !== undefined) throw badKey;
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
-      throw optionError(scope, where, 'is not a method; @UsePooled decorates methods only');
+      throw optionError({ subject: 'decorator', name: `@UsePooled('${name}')` }, where, 'is not a method; @UsePooled decorates methods only');
+    }
+    const connectionAt = pooledConnectionAt(target, propertyKey);
+    if (options.propagation === 'none' && connectionAt === undefined) {
+      throw optionError(scope, 'propagation', "'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()");
     }
     const kind = kindOf(original as Method, target, propertyKey);
     if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) throw noRetryOnStreams(name, where, 'it returns a stream');
-    const call = new PooledCall(name, where, options, fixed);
+    const call = new PooledCall(name, where, options, fixed, connectionAt);
     declarePooledCall(target, call);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](original as Method, call);
     copyIdentity(original as Method, wrapped);
@@ -69,13 +82,13 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
 /** Declared to return a Promise: the method's promise is the lease's. No wrapper promise of its own. */
 function wrapPromise(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
-    return call.poolOf(this).use(() => {
-      const result = method.apply(this, args);
+    return call.use(this, args, (conn) => {
+      const result = method.apply(this, call.argsWith(args, conn));
       if (!(result instanceof Promise) && isObservable(result)) {
-        throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares a Promise but returned an Observable`);
+        throw call.error('the method', 'declares a Promise but returned an Observable');
       }
       return result;
-    }, call.useOptions(args));
+    });
   };
 }
 
@@ -87,18 +100,17 @@ function wrapPromise(method: Method, call: PooledCall): Method {
  */
 function wrapAny(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
-    const pool = call.poolOf(this);
     return new Promise((resolve, reject) => {
       let streaming = false;
-      const used: Promise<unknown> = pool.use(() => {
-        const result = method.apply(this, args);
+      const used: Promise<unknown> = call.use(this, args, (conn) => {
+        const result = method.apply(this, call.argsWith(args, conn));
         if (!isObservable(result)) return result;
         if (call.options.retry !== undefined) throw noRetryOnStreams(call.pool, call.where, 'it returned an Observable');
         streaming = true;
-        const { scope, body } = keepScope(() => used);
+        const { scope, body } = keepScope(() => used, conn);
         resolve(streamWithin(call, args, this, () => result, scope));
         return body;
-      }, call.useOptions(args));
+      });
       used.then(
         (value) => streaming || resolve(value),
         (error: unknown) => streaming || reject(error),
@@ -111,8 +123,8 @@ function wrapAny(method: Method, call: PooledCall): Method {
 function wrapObservable(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
     const source = (scope: HeldScope) => {
-      const made = scope.run(() => method.apply(this, args));
-      if (!isObservable(made)) throw new PoolConfigError(call.pool, '@UsePooled', `${call.where} declares an Observable but returned ${typeof made}`);
+      const made = scope.run(() => method.apply(this, call.argsWith(args, scope.connection)));
+      if (!isObservable(made)) throw call.error('the method', `declares an Observable but returned ${shown(made)}`);
       return made;
     };
     return streamWithin(call, args, this, source);
@@ -176,7 +188,7 @@ function wrapGenerator(method: Method, call: PooledCall): Method {
     const scope = await holdScope(call.poolOf(this), call.useOptions(args));
     let failure: { error: unknown } | undefined;
     try {
-      const it = scope.run(() => method.apply(this, args)) as AsyncGenerator<unknown, unknown, unknown>;
+      const it = scope.run(() => method.apply(this, call.argsWith(args, scope.connection))) as AsyncGenerator<unknown, unknown, unknown>;
       let finished = false;
       try {
         let step = await scope.run(() => it.next());

@@ -71,4 +71,26 @@ describe('a pool in a bare process', () => {
     expect(code).toBe(0);
     expect(ms).toBeLessThan(10_000);
   });
+
+  it("propagation 'none' never turns on AsyncLocalStorage's promise hook; a scoped use() does", async () => {
+    // With no promise hook, a promise continuation runs with async id 0 (Node 20); with it, not.
+    const { code, out } = await run(`
+      const { executionAsyncId } = await import('node:async_hooks');
+      const idInThen = () => Promise.resolve().then(() => executionAsyncId());
+      const pool = new core.ConnectionPool({ create: async () => ({ id: 1 }) }, { clientLimit: 1, maxSize: 2 });
+      const seen = [];
+      for (let i = 0; i < 20; i++) {
+        seen.push(await pool.use(async (conn) => {
+          await new Promise((r) => setTimeout(r, 1));
+          try { pool.current; return 'scoped'; } catch (err) { return err.code + ':' + conn.id; }
+        }, { propagation: 'none' }));
+      }
+      console.log(new Set(seen).size === 1 ? seen[0] : seen.join(), await idInThen());
+      await pool.use(async () => {});
+      console.log('after a scoped use()', (await idInThen()) > 0);
+      await pool.close();
+    `);
+    expect(out).toBe('POOL_CONTEXT:1 0\nafter a scoped use() true\n');
+    expect(code).toBe(0);
+  });
 });

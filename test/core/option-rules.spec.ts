@@ -3,9 +3,17 @@
 // a limiter or Redis option, a module option or a decorator option.
 import { describe, expect, it } from '@jest/globals';
 import { is, OptionReader, shown, violation } from '../../lib/core/option-rules.js';
-import { ConnectionPool, LocalLimiter, PoolConfigError, PoolModule, RedisLimiter, UsePooled, type ConfigSubject } from '../../lib/index.js';
+import { ConnectionPool, LocalLimiter, PoolConfigError, PoolModule, RedisLimiter, UsePooled, type ConfigSubject, type UsePooledOptions } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { configError } from '../support/harness.js';
+
+/** `@UsePooled('db', options)` on `Catalog.find`. */
+function onFind(options: UsePooledOptions): void {
+  class Catalog {
+    async find(): Promise<void> {}
+  }
+  UsePooled('db', options)(Catalog.prototype, 'find', Object.getOwnPropertyDescriptor(Catalog.prototype, 'find')!);
+}
 
 
 describe('option rules', () => {
@@ -69,8 +77,22 @@ describe('option rules', () => {
       'PoolModule.forRoot: option "shutdownGraceMs" must be a number of 0 or more (Infinity: wait for every lease), got -1',
     ],
     ['module flag', () => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 1 as never }), 'module', 'PoolModule.forRoot', 'isGlobal', 'PoolModule.forRoot: option "isGlobal" must be true or false, got 1'],
-    ['decorator option', () => UsePooled('db', { key: 'user' as never }), 'decorator', "@UsePooled('db')", 'key', "@UsePooled('db'): key must be a function of the method's arguments, got \"user\""],
-    ['use() option through the decorator', () => UsePooled('db', { retry: { attempts: 0 } }), 'pool', 'db', 'retry.attempts', 'pool "db": option "retry.attempts" must be a whole number of 1 or more, got 0'],
+    [
+      'decorator option',
+      () => onFind({ key: 'user' as never }),
+      'decorator',
+      "@UsePooled('db') on Catalog.find",
+      'key',
+      "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got \"user\"",
+    ],
+    [
+      'use() option through the decorator',
+      () => onFind({ retry: { attempts: 0 } }),
+      'decorator',
+      "@UsePooled('db') on Catalog.find",
+      'retry.attempts',
+      "@UsePooled('db') on Catalog.find: retry.attempts must be a whole number of 1 or more, got 0",
+    ],
   ];
 
   it.each(cases)('give one error shape for a bad %s', (_what, fn, subject, name, field, message) => {

@@ -49,7 +49,7 @@ describe('errors from another copy of the package', () => {
 });
 
 describe('the entry points', () => {
-  const internals = ['resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory'];
+  const internals = ['resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
 
   it('show no internals', () => {
     for (const entry of [root, core, limits, connectors]) {

@@ -42,6 +42,27 @@ describe('use() and pool.current', () => {
     await pool.close();
   });
 
+  it("propagation 'none' takes its own lease and opens no scope: the connection is only the argument", async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 3 });
+    const alone = await pool.use(
+      async (conn) => {
+        expect(() => pool.current).toThrow(PoolContextError);
+        // A nested use() does not see this lease: it takes its own.
+        return [conn.id, await pool.use((c) => c.id)];
+      },
+      { propagation: 'none' },
+    );
+    expect(alone).toEqual([1, 2]);
+    // Inside an enclosing scope, pool.current and nested calls keep seeing that scope's lease.
+    const within = await pool.use(async (outer) =>
+      pool.use(async (conn) => [outer.id, conn.id, pool.current.id, await pool.use((c) => c.id)], { propagation: 'none' }),
+    );
+    expect(within).toEqual([1, 2, 1, 1]);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 4, released: 4 } });
+    await expect(pool.use(() => 1, { propagation: 'always' as never })).rejects.toThrow(`pool "test": option "propagation" must be 'reuse' or 'new' or 'none', got "always"`);
+    await pool.close();
+  });
+
   it('scopes of different pools nest without hiding each other', async () => {
     const a = makePool({ name: 'a' }).pool;
     const b = makePool({ name: 'b' }).pool;

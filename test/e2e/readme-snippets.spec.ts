@@ -4,7 +4,8 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { asyncRegistration, Completions, leaseByHand, limitedRegistration } from '../../sample-app/readme-snippets.js';
+import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime } from '../../sample-app/readme-snippets.js';
+import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { readmeBlocks, source } from '../support/readme.js';
 
@@ -67,6 +68,17 @@ describe('the README excerpts, run', () => {
     expect(pool.stats().admission).toMatchObject({ mode: 'redis', limit: 1000, perKey: 5, held: 0 });
     await moduleRef.close();
   }, 15_000);
+
+  it('a method with propagation none, its connection as a parameter, on PostgreSQL', async () => {
+    const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+    const moduleRef = await Test.createTestingModule({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: pgConnector(url) }] })], providers: [ServerTime] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await moduleRef.init();
+    await expect(moduleRef.get(ServerTime).serverTime('UTC')).resolves.toMatch(/^\d\d:\d\d$/);
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+    await moduleRef.close();
+  });
 
   // The README's testing example, as a test.
   it('a service tested against a local server', async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type AdmissionLimiter, type LimiterMode } from '../../lib/index.js';
+import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type Admission, type AdmissionLimiter, type LimiterMode } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
-import { VirtualClock } from '../support/virtual-clock.js';
+import { flush, VirtualClock } from '../support/virtual-clock.js';
 
 const ask = (key?: string, timeoutMs = 0) => ({ pool: 'api', key, timeoutMs });
 
@@ -70,6 +70,22 @@ describe('LocalLimiter', () => {
       `pool "api": option "acquire.key" is required: the limiter "limits" allows 3 leases per key and refuses calls without one (keyless: 'refuse')`,
     );
     expect(() => new LocalLimiter({ perKey: 3, keyless: 'drop' as never })).toThrow(`option "limits.keyless" must be 'global' or 'refuse', got "drop"`);
+  });
+
+  it('takes a null key (no key on purpose) against the global limit only, even when keyless is refuse, waiting too', async () => {
+    const clock = new VirtualClock();
+    const strict = new LocalLimiter({ global: 2, perKey: 1, keyless: 'refuse', wait: true, clock });
+    const first = await strict.admit({ ...ask(), key: null });
+    const second = await strict.admit({ ...ask(), key: null }); // two keyless leases, though perKey is 1
+    const third = track(strict.admit({ ...ask(undefined, 100), key: null }));
+    await flush();
+    expect([third.settled, strict.stats()]).toEqual([false, expect.objectContaining({ used: 2, waiting: 1 })]);
+    first.release();
+    await flush();
+    expect(third.settled).toBe(true);
+    second.release();
+    (third.value as Admission).release();
+    expect(strict.stats()).toMatchObject({ used: 0, waiting: 0 });
   });
 
   it('rejects a bad key and bad limits, saying what to change', async () => {

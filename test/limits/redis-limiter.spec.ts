@@ -197,6 +197,14 @@ describe('RedisLimiter on a real Redis', () => {
     for (const admission of held) admission.release();
   });
 
+  it('takes a null key (no key on purpose) against the global limit only, even when keyless is refuse', async () => {
+    const a = await limiter(namespace(), { global: 2, perKey: 1, keyless: 'refuse' });
+    const held = [await a.admit({ ...ask(), key: null }), await a.admit({ ...ask(), key: null })];
+    await expect(a.admit({ ...ask(), key: null })).rejects.toBeInstanceOf(CapacityExceededError);
+    expect(a.stats()).toMatchObject({ mode: 'redis', used: 2, held: 2 });
+    for (const admission of held) admission.release();
+  });
+
   it('rejects bad input clearly', async () => {
     const ns = namespace();
     const a = await limiter(ns, { perKey: 2, keyless: 'refuse' });

@@ -11,8 +11,11 @@ import {
   getPoolToken,
   PoolHealthIndicator,
   PoolModule,
+  PoolContextError,
   PoolNotFoundError,
+  PooledConnection,
   UsePooled,
+  type UsePooledOptions,
 } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { boot } from '../support/nest.js';
@@ -78,6 +81,16 @@ class Service {
   @UsePooled('db', { key: () => 42 as unknown as string })
   async badKey(): Promise<string> {
     this.calls.push('badKey');
+    return 'ran';
+  }
+
+  @UsePooled('db', {
+    key: () => {
+      throw new Error('no user in the arguments');
+    },
+  })
+  async throwingKey(): Promise<string> {
+    this.calls.push('throwingKey');
     return 'ran';
   }
 
@@ -154,6 +167,41 @@ class Service {
 
   @UsePooled('ghost')
   async haunted(): Promise<void> {}
+
+  @UsePooled('db', { propagation: 'none' })
+  async bare(label: string, @PooledConnection() conn?: FakeConnection): Promise<string> {
+    expect(() => this.db.current).toThrow(PoolContextError);
+    return `${label} on ${conn!.id}`;
+  }
+
+  @UsePooled('db', { propagation: 'none' })
+  bareStream(@PooledConnection() conn?: FakeConnection): Observable<number> {
+    return interval(2).pipe(
+      take(2),
+      map(() => conn!.id),
+    );
+  }
+
+  @UsePooled('db', { propagation: 'none' })
+  async *bareRows(@PooledConnection() conn?: FakeConnection): AsyncGenerator<number> {
+    yield conn!.id;
+    yield this.db.stats().clients;
+  }
+
+  @UsePooled('db')
+  async scopedToo(@PooledConnection() conn?: FakeConnection): Promise<boolean> {
+    return conn === this.db.current;
+  }
+
+  @UsePooled('db')
+  liesAboutPromise(): Promise<number> {
+    return interval(1) as never;
+  }
+
+  @UsePooled('db')
+  liesAboutObservable(): Observable<number> {
+    return 7 as never;
+  }
 
   @SetMetadata(ROLE, 'above')
   @UsePooled('db')
@@ -242,7 +290,8 @@ describe('@UsePooled on async methods', () => {
   it('passes the admission key from the arguments, and rejects a key that is not a string', async () => {
     const { service, pool } = await setup();
     await expect(service.forUser('ann')).resolves.toBe('ann on 1');
-    await expect(service.badKey()).rejects.toThrow('pool "db": option "acquire.key" must be a non-empty string, got 42');
+    await expect(service.badKey()).rejects.toThrow("@UsePooled('db') on Service.badKey: key() must return a non-empty string, or undefined for no key; got 42");
+    await expect(service.throwingKey()).rejects.toThrow('no user in the arguments');
     expect(service.calls).toEqual([]);
     expect(pool.stats().clients).toBe(0);
   });
@@ -436,13 +485,70 @@ describe('@UsePooled on async generator methods', () => {
   });
 });
 
+describe('@UsePooled with a @PooledConnection() parameter', () => {
+  it("gives propagation 'none' its connection as an argument, with no scope, whatever the caller passed", async () => {
+    const { service, pool } = await setup();
+    await expect(service.bare('find', { id: 7 } as FakeConnection)).resolves.toBe('find on 1');
+    const [a, b] = await Promise.all([service.bare('a'), service.bare('b')]);
+    expect([a, b]).toEqual(['a on 1', 'b on 2']);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 3, released: 3 } });
+  });
+
+  it('works on Observable and async generator methods, and alongside pool.current', async () => {
+    const { service, pool } = await setup();
+    await expect(lastValueFrom(service.bareStream().pipe(toArray()))).resolves.toEqual([1, 1]);
+    const rows: number[] = [];
+    for await (const row of service.bareRows()) rows.push(row);
+    expect(rows).toEqual([1, 1]);
+    await expect(service.scopedToo()).resolves.toBe(true);
+    expect(pool.stats()).toMatchObject({ clients: 0 });
+  });
+
+  it('refuses a constructor parameter', () => {
+    expect(() => {
+      class Wrong {
+        constructor(@PooledConnection() readonly conn: unknown) {}
+      }
+      return Wrong;
+    }).toThrow('@PooledConnection(): on parameter 0 of the constructor of Wrong marks a parameter of a @UsePooled method, not of a constructor');
+  });
+});
+
 describe('@UsePooled options', () => {
-  it('are checked where the decorator is written', () => {
+  /** Decorates `Catalog.find` with `@UsePooled('db', options)`. */
+  const decorateFind = (options: UsePooledOptions) => {
+    class Catalog {
+      async find(): Promise<void> {}
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(Catalog.prototype, 'find')!;
+    return () => UsePooled('db', options)(Catalog.prototype, 'find', descriptor);
+  };
+
+  it('are checked where the decorator is written, naming the method and the option as written', () => {
     expect(() => UsePooled('')).toThrow('@UsePooled(""): the name must be a non-empty string naming a pool');
-    expect(() => UsePooled('db', { timeoutMs: -5 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got -5');
-    expect(() => UsePooled('db', { propagation: 'sometimes' as never })).toThrow(`option "propagation" must be 'reuse' or 'new'`);
-    expect(() => UsePooled('db', { retry: { attempts: 0 } })).toThrow('option "retry.attempts" must be a whole number of 1 or more');
-    expect(() => UsePooled('db', { key: 'user' as never })).toThrow("@UsePooled('db'): key must be a function of the method's arguments, got \"user\"");
+    expect(() => UsePooled('db', 5 as never)).toThrow("@UsePooled('db'): options must be an object, got 5");
+    const wrong: [UsePooledOptions, string][] = [
+      [{ timeoutMs: -5 }, "@UsePooled('db') on Catalog.find: timeoutMs must be a number above 0, got -5"],
+      [{ propagation: 'sometimes' as never }, "@UsePooled('db') on Catalog.find: propagation must be 'reuse' or 'new' or 'none', got \"sometimes\""],
+      [{ retry: { attempts: 0 } }, "@UsePooled('db') on Catalog.find: retry.attempts must be a whole number of 1 or more, got 0"],
+      [{ retry: 3 as never }, "@UsePooled('db') on Catalog.find: retry must be an object, got 3"],
+      [{ key: 'user' as never }, "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got \"user\""],
+      [{ key: true as never }, "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got boolean"],
+      [{ propagation: 'none' }, "@UsePooled('db') on Catalog.find: propagation 'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()"],
+    ];
+    for (const [options, message] of wrong) {
+      expect(decorateFind(options)).toThrow(message);
+      // No "pool" subject and no engine field names (acquire.timeoutMs) for a decorator's options.
+      expect(decorateFind(options)).not.toThrow(/pool "db"|acquire\./);
+    }
+    expect(decorateFind({ timeoutMs: 5, key: false, propagation: 'new' })).not.toThrow();
+  });
+
+  it('name the method when it returns what it did not declare', async () => {
+    const { service } = await setup();
+    await expect(service.liesAboutPromise()).rejects.toThrow("@UsePooled('db') on Service.liesAboutPromise: the method declares a Promise but returned an Observable");
+    await expect(firstValueFrom(service.liesAboutObservable())).rejects.toThrow("@UsePooled('db') on Service.liesAboutObservable: the method declares an Observable but returned 7");
+    expect(service.db.stats()).toMatchObject({ clients: 0 });
   });
 
   it('refuse retry on a stream method', () => {
