@@ -28,7 +28,8 @@ function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
   const all: Record<string, (i: number) => [string, RequestInit]> = {
     upstream: (i) => [`/upstream/${i % 100}`, { headers: { 'x-user-id': `user-${i % 3}` } }],
     blob: (i) => (i % 2 === 0 ? [`/files/load-${i % 20}.txt`, json({ content: `load ${i}` })] : [`/files/load-${(i + 1) % 20}.txt`, {}]),
-    redis: (i) => [`/counters/load-${i % 5}`, { method: 'POST' }],
+    // The pooled Redis connections serve the blocking pops; pushes go through the shared client.
+    redis: (i) => (Math.floor(i / 4) % 2 === 0 ? ['/jobs', { ...json({ job: `load ${i}` }), method: 'POST' }] : ['/jobs/next?waitMs=50', {}]),
     pg: (i) => (i % 4 === 0 ? ['/notes', { ...json({ text: `load ${i}` }), method: 'POST' }] : ['/notes', {}]),
   };
   return names.filter((n) => n in all).map((n) => all[n]);

@@ -20,7 +20,10 @@ export function blobContainerConnector(connectionString: string, container: stri
   };
 }
 
-/** ioredis clients; one client pipelines many callers' commands. */
+/**
+ * ioredis connections for the commands that need one to themselves (BLPOP, WATCH/MULTI), pooled
+ * with clientLimit 1. Plain commands are better served by one shared auto-pipelined client.
+ */
 export function redisConnector(url: string): Connector<Redis> {
   return {
     async create(ctx) {

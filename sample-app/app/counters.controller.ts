@@ -1,21 +1,75 @@
-import { Controller, Get, Param, Post } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { InjectPool, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+import { SharedRedis } from './redis.js';
 
-/** Counters on Redis, on shared ioredis clients. */
+const counter = (name: string) => `sample:counter:${name}`;
+const JOBS = 'sample:jobs';
+
+/** Counters on Redis: plain commands on the shared client, a compare-and-reset on a pooled connection. */
 @Controller('counters')
 export class CountersController {
-  constructor(@InjectPool('redis') private readonly redis: ConnectionPool<Redis>) {}
+  constructor(
+    private readonly shared: SharedRedis,
+    @InjectPool('redis') private readonly redis: ConnectionPool<Redis>,
+  ) {}
 
   @Post(':name')
-  @UsePooled('redis')
   async increment(@Param('name') name: string) {
-    return { name, value: await this.redis.current.incr(`sample:counter:${name}`) };
+    return { name, value: await this.shared.client.incr(counter(name)) };
   }
 
   @Get(':name')
-  @UsePooled('redis')
   async read(@Param('name') name: string) {
-    return { name, value: Number((await this.redis.current.get(`sample:counter:${name}`)) ?? 0) };
+    return { name, value: Number((await this.shared.client.get(counter(name))) ?? 0) };
+  }
+
+  /** Resets the counter only if it still holds `expected`: WATCH aborts the MULTI if anyone changed it since. */
+  @Post(':name/reset')
+  async reset(@Param('name') name: string, @Body() body: { expected?: unknown }) {
+    if (typeof body?.expected !== 'number') throw new BadRequestException('expected must be a number: { "expected": 3 }');
+    return this.resetIf(name, body.expected); // checked before a connection is taken
+  }
+
+  @UsePooled('redis') // WATCH state lives on the connection: it must be this call's alone
+  private async resetIf(name: string, expected: number) {
+    const conn = this.redis.current;
+    await conn.watch(counter(name));
+    const value = Number((await conn.get(counter(name))) ?? 0);
+    if (value !== expected) {
+      await conn.unwatch();
+      return { name, reset: false, value };
+    }
+    const done = await conn.multi().set(counter(name), 0).exec(); // null: changed after WATCH
+    return { name, reset: done !== null, value: done === null ? value : 0 };
+  }
+}
+
+/** A job queue on a Redis list: RPUSH on the shared client, a blocking BLPOP on a pooled connection. */
+@Controller('jobs')
+export class JobsController {
+  constructor(
+    private readonly shared: SharedRedis,
+    @InjectPool('redis') private readonly redis: ConnectionPool<Redis>,
+  ) {}
+
+  @Post()
+  async push(@Body() body: { job?: unknown }) {
+    if (typeof body?.job !== 'string' || body.job.length === 0) throw new BadRequestException('job must be a non-empty string: { "job": "resize 42" }');
+    return { queued: await this.shared.client.rpush(JOBS, body.job) };
+  }
+
+  /** Waits up to `waitMs` for a job. BLPOP blocks its connection that long: on the shared client it would stall every other caller. */
+  @Get('next')
+  async next(@Query('waitMs') waitMs = '1000') {
+    const ms = Number(waitMs);
+    if (!Number.isInteger(ms) || ms < 1 || ms > 10_000) throw new BadRequestException('waitMs must be a whole number from 1 to 10000');
+    return { job: await this.pop(ms) };
+  }
+
+  @UsePooled('redis')
+  private async pop(ms: number): Promise<string | null> {
+    const popped = await this.redis.current.blpop(JOBS, ms / 1000);
+    return popped?.[1] ?? null;
   }
 }

@@ -3,11 +3,12 @@ import { TerminusModule } from '@nestjs/terminus';
 import { Http2SessionConnector, PoolModule, type PoolDefinition } from 'nestjs-shared-pool';
 import type { SampleConfig } from './config.js';
 import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
-import { CountersController } from './counters.controller.js';
+import { CountersController, JobsController } from './counters.controller.js';
 import { FilesController } from './files.controller.js';
 import { HealthController } from '../quick-start/health.controller.js';
 import { NotesController } from './notes.controller.js';
 import { POOL_NAMES, PoolsController } from './pools.controller.js';
+import { SharedRedis } from './redis.js';
 import { UpstreamController } from './upstream.controller.js';
 
 /** The sample app: one pool per service, the Redis and PostgreSQL ones only when configured. */
@@ -37,9 +38,13 @@ export class SampleModule {
       },
     ];
     const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, PoolsController, HealthController];
+    const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
-      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 2, clientLimit: 50 } });
-      controllers.push(CountersController);
+      // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
+      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, clientLimit: 1 } });
+      const url = config.redisUrl;
+      providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) });
+      controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
       pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, clientLimit: 1, minSize: 1 } });
@@ -49,7 +54,7 @@ export class SampleModule {
       module: SampleModule,
       imports: [TerminusModule, PoolModule.forRoot({ pools, httpErrors: true, shutdownGraceMs: 5_000 })],
       controllers,
-      providers: [{ provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
+      providers: [...providers, { provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
     };
   }
 }

@@ -64,6 +64,34 @@ describe('the sample app on real services', () => {
     expect(after.opened).toBeGreaterThan(before.opened);
   });
 
+  it('resets a counter on a pooled Redis connection only if nobody changed it (WATCH/MULTI)', async () => {
+    const name = `r${Date.now()}`;
+    for (let i = 0; i < 3; i++) await call(`/counters/${name}`, { method: 'POST' });
+    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 2 }))).toMatchObject({ status: 201, body: { name, reset: false, value: 3 } });
+    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 3 }))).toMatchObject({ status: 201, body: { name, reset: true, value: 0 } });
+    expect(await call(`/counters/${name}`)).toMatchObject({ body: { value: 0 } });
+    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 'x' }))).toMatchObject({ status: 400 });
+  });
+
+  it('waits for jobs with BLPOP on pooled connections while plain commands go on on the shared client', async () => {
+    const stats = async () => ((await call('/pools')).body.redis as { clients: number; counters: { acquired: number } });
+    const before = (await stats()).counters.acquired;
+    // Two consumers block on the queue, each on a connection of its own.
+    const consumers = [call('/jobs/next?waitMs=5000'), call('/jobs/next?waitMs=5000')];
+    for (let i = 0; i < 200 && (await stats()).clients < 2; i++) await sleep(10);
+    expect(await stats()).toMatchObject({ clients: 2 });
+    // Meanwhile the shared client answers plain commands: BLPOP blocks no one else.
+    const name = `j${Date.now()}`;
+    expect(await call(`/counters/${name}`, { method: 'POST' })).toMatchObject({ status: 201, body: { value: 1 } });
+    expect(await call('/jobs', json('POST', { job: 'first' }))).toMatchObject({ status: 201 });
+    expect(await call('/jobs', json('POST', { job: 'second' }))).toMatchObject({ status: 201 });
+    const jobs = (await Promise.all(consumers)).map((r) => (r.body as { job: string }).job).sort();
+    expect(jobs).toEqual(['first', 'second']);
+    expect(await call('/jobs/next?waitMs=20')).toMatchObject({ status: 200, body: { job: null } });
+    expect(await call('/jobs/next?waitMs=0')).toMatchObject({ status: 400 });
+    expect(await stats()).toMatchObject({ clients: 0, counters: { acquired: before + 3 } });
+  });
+
   it('counts on Redis and keeps notes in PostgreSQL', async () => {
     const name = `c${Date.now()}`;
     await call(`/counters/${name}`, { method: 'POST' });
