@@ -21,7 +21,7 @@ export default tseslint.config(
   layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', ['../nest/*', '../limits/*', '../index.js', '@nestjs/*']),
   {
     files: ['**/*.js', '**/*.mjs'],
-    languageOptions: { globals: { console: 'readonly', process: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: { globals: { console: 'readonly', process: 'readonly', setTimeout: 'readonly', URL: 'readonly' } },
   },
 );
 

@@ -1,9 +1,18 @@
 /** Jest 30 in ESM mode: NestJS 12 is ESM-only (see DESIGN.md §5). */
-export default {
+
+// What any Nest 12 app needs to test in TypeScript with Jest; the README gives it to consumers.
+const esm = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' }, // NodeNext imports name .js files; Jest loads the .ts
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
+};
+
+// This repository's own: the package's names lead to its sources, one tsconfig, a setup file.
+export default {
+  ...esm,
   moduleNameMapper: {
-    '^(\\.{1,2}/.*)\\.js$': '$1',
+    ...esm.moduleNameMapper,
     '^nestjs-shared-pool$': '<rootDir>/lib/index.ts',
     '^nestjs-shared-pool/(core|limits|connectors)$': '<rootDir>/lib/$1/index.ts',
   },

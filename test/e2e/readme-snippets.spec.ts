@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ClientHttp2Session } from 'node:http2';
 import { Test } from '@nestjs/testing';
-import { ConnectionPool, getPoolToken, Http2SessionConnector, PoolModule } from '../../lib/index.js';
+import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
 import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime } from '../../sample-app/readme-snippets.js';
@@ -21,6 +21,25 @@ describe('the README code', () => {
       if (excerpt) expect(text).toContain(code);
       else expect(code).toBe(text);
     }
+  });
+});
+
+describe('the README stats() tables', () => {
+  const readme = source('README.md');
+  const section = readme.slice(readme.indexOf('`stats()` returns `name`'), readme.indexOf('### Errors'));
+  const ticked = (text: string) => [...text.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]).sort();
+
+  it('name every field and counter stats() has, and no other', async () => {
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'db', limiter: new LocalLimiter({ global: 2 }) });
+    const stats = pool.stats();
+    const fields = section.slice(0, section.indexOf('| counter |'));
+    expect(ticked(fields.slice(0, fields.indexOf('and these running')))).toEqual(Object.keys(stats).filter((k) => k !== 'counters').sort());
+    const counterRows = section.slice(section.indexOf('| counter |'), section.indexOf('`admission.counters`'));
+    const firstColumn = counterRows.split('\n').filter((l) => l.startsWith('| `')).map((l) => l.split('|')[1]);
+    expect(ticked(firstColumn.join(' '))).toEqual(Object.keys(stats.counters).sort());
+    const limiterLine = section.slice(section.indexOf('`admission.counters`'));
+    expect(ticked(limiterLine.slice(0, limiterLine.indexOf('A test compares'))).filter((k) => k !== 'counters')).toEqual(Object.keys(stats.admission!.counters).sort());
+    await pool.close();
   });
 });
 

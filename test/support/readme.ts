@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 /** The repository root. */
 export const root = new URL('../../', import.meta.url);
 
-/** A ```ts block of the README, with the file its first line names (`// path` or `// path (excerpt)`). */
+/** A ```ts or ```js block of the README, with the file its first line names (`// path` or `// path (excerpt)`). */
 export interface ReadmeBlock {
   header: string;
   file: string;
@@ -13,8 +13,8 @@ export interface ReadmeBlock {
 
 export function readmeBlocks(): ReadmeBlock[] {
   const readme = readFileSync(new URL('README.md', root), 'utf8');
-  return [...readme.matchAll(/```ts\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
-    const header = /^\/\/ ((?:sample-app|test|lib)\/\S+)( \(excerpt\))?$/.exec(m[1]);
+  return [...readme.matchAll(/```(?:ts|js)\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
+    const header = /^\/\/ ((?:sample-app|test|lib)\/\S+|jest\.config\.js)( \(excerpt\))?$/.exec(m[1]);
     return { header: m[1], file: header?.[1] ?? '', excerpt: header?.[2] !== undefined, code: m[2] };
   });
 }
