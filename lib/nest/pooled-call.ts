@@ -95,13 +95,15 @@ export class PooledCall {
 
   /** Runs `fn` in `pool.use()` on the pool of `self`; a `key()` that throws or returns no key rejects, as the call would. */
   use(self: unknown, args: unknown[], fn: (conn: unknown) => unknown): Promise<unknown> {
+    const pool = this.poolOf(self);
+    if (this.#keyOf === undefined) return pool.use(fn, this.#fixed); // the hot path: options built once
     let options: UseOptions;
     try {
       options = this.useOptions(args);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.poolOf(self).use(fn, options);
+    return pool.use(fn, options);
   }
 
   /** An error of this method's use of the pool: "@UsePooled('db') on Catalog.find: key() must ...". */
@@ -109,9 +111,10 @@ export class PooledCall {
     return new PoolConfigError(`@UsePooled('${this.pool}') on ${this.where}`, subject, problem, 'decorator');
   }
 
-  /** The arguments of one run of the method: `args`, with the connection at the `@PooledConnection()` parameter. */
+  /** The arguments of one run of the method: `args`, with the connection at the `@PooledConnection()` parameter if it has one. */
   argsWith(args: unknown[], connection: unknown): unknown[] {
-    if (this.connectionAt !== undefined) args[this.connectionAt] = connection;
+    if (this.connectionAt === undefined) return args;
+    args[this.connectionAt] = connection;
     return args;
   }
 }

@@ -81,9 +81,11 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
 
 /** Declared to return a Promise: the method's promise is the lease's. No wrapper promise of its own. */
 function wrapPromise(method: Method, call: PooledCall): Method {
+  const at = call.connectionAt;
   return function (this: unknown, ...args: unknown[]) {
     return call.use(this, args, (conn) => {
-      const result = method.apply(this, call.argsWith(args, conn));
+      if (at !== undefined) args[at] = conn;
+      const result = method.apply(this, args);
       if (!(result instanceof Promise) && isObservable(result)) {
         throw call.error('the method', 'declares a Promise but returned an Observable');
       }
