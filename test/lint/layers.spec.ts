@@ -22,6 +22,7 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/core/x.ts', "import { Redis } from 'ioredis';", /lib\/core knows only pools/],
     ['lib/limits/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/limits builds on lib\/core only/],
     ['lib/connectors/x.ts', "import { RedisLimiter } from '../limits/index.js';", /lib\/connectors build on lib\/core only/],
+    ['lib/groups/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/groups build on lib\/core and lib\/limits only/],
   ])('%s may not %s', async (file, code, message) => {
     const found = await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
     expect(found).toHaveLength(1);
@@ -32,6 +33,7 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/limits/x.ts', "import { PoolConfigError } from '../core/index.js';"],
     ['lib/nest/x.ts', "import { RedisLimiter } from '../limits/index.js';"],
     ['lib/connectors/x.ts', "import { PoolConfigError } from '../core/index.js';"],
+    ['lib/groups/x.ts', "import { ConnectionPool } from '../core/index.js';"],
   ])('%s may %s', async (file, code) => {
     expect(await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`)).toEqual([]);
   });

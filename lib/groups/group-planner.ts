@@ -1,0 +1,201 @@
+// The planning of a pool group (seed 004): many members (one per tenant or database) share one
+// budget of connections. This file only decides; the group carries the decisions out. Every
+// function is pure over a snapshot of the members' loads, so each decision can be tested on a
+// hand-built state.
+//
+// Demand is "database time": the time a member's connections are busy, estimated as its mean
+// hold time × the connections it needs now (those in use, and enough for its waiters). The
+// budget is shared in proportion to demand (quotas); a member below its quota is hungry, one above
+// it is overfull. Overfull members give connections up, their oldest first, but never one held for
+// less than the minimum hold time, so connections do not thrash between members.
+
+/** One member's load, as the group measures it. */
+export interface MemberLoad {
+  readonly key: string;
+  /** Connections the member has: opening, idle and in use. */
+  readonly connections: number;
+  /** Of those, connections serving at least one caller. */
+  readonly inUse: number;
+  /** Idle connections the member has held for at least the minimum hold time: the ones that may be taken. */
+  readonly stealable: number;
+  /** Callers waiting for a connection of this member. */
+  readonly waiting: number;
+  /** Mean time a lease of this member is held, in ms; 0 before the first one. */
+  readonly holdMs: number;
+  /** How long the member has held its longest-held connection, in ms; 0 with none. */
+  readonly oldestMs: number;
+}
+
+/** What the planner weighs members by. */
+export interface PlanSettings {
+  /** Connections the whole group may have at once. */
+  readonly maxTotal: number;
+  /** Callers one connection serves at once (the members' `clientLimit`). */
+  readonly clientLimit: number;
+  /** The minimum hold time, ms: a member keeps a connection at least this long before it can be taken. */
+  readonly minHoldMs: number;
+}
+
+export type Hunger = 'hungry' | 'satisfied' | 'overfull';
+
+/** A member's share of the budget and how it stands against it. */
+export interface MemberPlan {
+  readonly key: string;
+  readonly demand: number;
+  readonly quota: number;
+  readonly hunger: Hunger;
+  /** How strongly it stands there: for a hungry member its demand; for an overfull one its extra connections, weighted by the age of its oldest one. */
+  readonly score: number;
+}
+
+/** What to do for an acquire of a member that has no connection with room: open one, take one from `from`, or wait. */
+export type AcquirePlan = { readonly kind: 'open' } | { readonly kind: 'steal'; readonly from: string } | { readonly kind: 'wait' };
+
+/** What to do with a connection its member no longer uses: keep it, or close it so that `to` can open one. */
+export type ReleasePlan = { readonly kind: 'keep' } | { readonly kind: 'transfer'; readonly to: string };
+
+/** One move of the periodic rebalance: close an idle connection of `from`, open one for `to`. */
+export interface Transfer {
+  readonly from: string;
+  readonly to: string;
+}
+
+/** A lease held for no measured time still counts: without it, a member with only waiters would have no demand. */
+const MIN_HOLD_ESTIMATE_MS = 1;
+
+/** Connections `load` could use right now: those in use, and enough for its waiters. */
+export function needOf(load: MemberLoad, settings: PlanSettings): number {
+  return load.inUse + Math.ceil(load.waiting / settings.clientLimit);
+}
+
+/** The member's demand in database time: mean hold time × the connections it needs. */
+export function demandOf(load: MemberLoad, settings: PlanSettings): number {
+  return Math.max(load.holdMs, MIN_HOLD_ESTIMATE_MS) * needOf(load, settings);
+}
+
+/**
+ * The budget shared in proportion to demand, never giving a member more than it needs (what one
+ * does not need goes to the others), and at least one connection to every member with demand
+ * while the budget has one for each. Whole connections: the largest remainders get the rest.
+ */
+export function quotasOf(loads: readonly MemberLoad[], settings: PlanSettings): Map<string, number> {
+  const quotas = new Map<string, number>(loads.map((l) => [l.key, 0]));
+  let open = loads.filter((l) => needOf(l, settings) > 0);
+  let budget = settings.maxTotal;
+  // A member with demand first gets one connection, the largest demands first if the budget is short.
+  for (const load of [...open].sort((a, b) => demandOf(b, settings) - demandOf(a, settings))) {
+    if (budget === 0) break;
+    quotas.set(load.key, 1);
+    budget--;
+  }
+  open = open.filter((l) => quotas.get(l.key)! < needOf(l, settings));
+  // Then water-filling: shares in proportion to demand, capped at need, until the budget or the need runs out.
+  while (budget > 0 && open.length > 0) {
+    const total = open.reduce((sum, l) => sum + demandOf(l, settings), 0);
+    const shares = open.map((l) => {
+      const room = needOf(l, settings) - quotas.get(l.key)!;
+      const exact = Math.min(room, (budget * demandOf(l, settings)) / total);
+      return { load: l, whole: Math.floor(exact), rest: exact - Math.floor(exact), room };
+    });
+    let given = 0;
+    for (const s of shares) {
+      quotas.set(s.load.key, quotas.get(s.load.key)! + s.whole);
+      given += s.whole;
+    }
+    if (given === 0) {
+      // Less than one connection each: the largest remainders (then demands) take one each.
+      shares.sort((a, b) => b.rest - a.rest || demandOf(b.load, settings) - demandOf(a.load, settings));
+      for (const s of shares) {
+        if (budget - given === 0) break;
+        if (s.room - s.whole <= 0) continue;
+        quotas.set(s.load.key, quotas.get(s.load.key)! + 1);
+        given++;
+      }
+    }
+    budget -= given;
+    open = open.filter((l) => quotas.get(l.key)! < needOf(l, settings));
+    if (given === 0) break;
+  }
+  return quotas;
+}
+
+/** Every member's quota, hunger and score. */
+export function planMembers(loads: readonly MemberLoad[], settings: PlanSettings): MemberPlan[] {
+  const quotas = quotasOf(loads, settings);
+  return loads.map((load) => {
+    const quota = quotas.get(load.key)!;
+    const demand = demandOf(load, settings);
+    if (load.connections < quota) return { key: load.key, demand, quota, hunger: 'hungry', score: demand };
+    if (load.connections > quota) {
+      // More extra connections, and an older oldest one, make a better victim (seed 004).
+      const extra = load.connections - quota;
+      return { key: load.key, demand, quota, hunger: 'overfull', score: extra * (1 + load.oldestMs / Math.max(settings.minHoldMs, 1)) };
+    }
+    return { key: load.key, demand, quota, hunger: 'satisfied', score: 0 };
+  });
+}
+
+/**
+ * An acquire of member `key` that found no connection with room. With the budget not spent, open
+ * one at once (no planning cost while the group is not constrained). Otherwise a hungry member
+ * takes an idle connection from the most overfull member that has one it may give up; anyone
+ * else waits for a release.
+ */
+export function planAcquire(key: string, loads: readonly MemberLoad[], settings: PlanSettings): AcquirePlan {
+  const total = loads.reduce((sum, l) => sum + l.connections, 0);
+  if (total < settings.maxTotal) return { kind: 'open' };
+  const plans = planMembers(loads, settings);
+  if (plans.find((p) => p.key === key)?.hunger !== 'hungry') return { kind: 'wait' };
+  const victim = mostOverfull(plans, loads, key);
+  return victim === undefined ? { kind: 'wait' } : { kind: 'steal', from: victim };
+}
+
+/**
+ * A connection of member `key` went idle after being held `heldMs`. A member keeps it while it is
+ * hungry, or has waiters and is within its quota. An overfull member gives it, once held for the
+ * minimum hold time, to the hungriest member with waiters, even if it has waiters of its own:
+ * otherwise a busy member's queue would take every connection it frees, and a member with one
+ * caller now and then would wait until the busy one's load fell.
+ */
+export function planRelease(key: string, heldMs: number, loads: readonly MemberLoad[], settings: PlanSettings): ReleasePlan {
+  const own = loads.find((l) => l.key === key);
+  if (own === undefined || heldMs < settings.minHoldMs) return { kind: 'keep' };
+  const plans = planMembers(loads, settings);
+  const hunger = plans.find((p) => p.key === key)!.hunger;
+  if (hunger === 'hungry' || (own.waiting > 0 && hunger !== 'overfull')) return { kind: 'keep' };
+  const waiting = new Set(loads.filter((l) => l.waiting > 0 && l.key !== key).map((l) => l.key));
+  const hungriest = plans.filter((p) => p.hunger === 'hungry' && waiting.has(p.key)).sort((a, b) => b.score - a.score)[0];
+  return hungriest === undefined ? { kind: 'keep' } : { kind: 'transfer', to: hungriest.key };
+}
+
+/**
+ * The periodic rebalance: the hungriest members take idle connections from the most overfull,
+ * one at a time, until one list runs out or nothing more may be taken. Connections in use, and
+ * those held for less than the minimum hold time, stay where they are.
+ */
+export function planRebalance(loads: readonly MemberLoad[], settings: PlanSettings): Transfer[] {
+  const plans = planMembers(loads, settings);
+  const deficit = new Map(plans.filter((p) => p.hunger === 'hungry').map((p) => [p.key, p.quota - loads.find((l) => l.key === p.key)!.connections]));
+  const left = new Map(loads.map((l) => [l.key, l.stealable]));
+  const excess = new Map(plans.filter((p) => p.hunger === 'overfull').map((p) => [p.key, loads.find((l) => l.key === p.key)!.connections - p.quota]));
+  const hungry = plans.filter((p) => p.hunger === 'hungry').sort((a, b) => b.score - a.score);
+  const overfull = plans.filter((p) => p.hunger === 'overfull').sort((a, b) => b.score - a.score);
+  const transfers: Transfer[] = [];
+  for (const taker of hungry) {
+    for (const giver of overfull) {
+      while (deficit.get(taker.key)! > 0 && excess.get(giver.key)! > 0 && left.get(giver.key)! > 0) {
+        transfers.push({ from: giver.key, to: taker.key });
+        deficit.set(taker.key, deficit.get(taker.key)! - 1);
+        excess.set(giver.key, excess.get(giver.key)! - 1);
+        left.set(giver.key, left.get(giver.key)! - 1);
+      }
+    }
+  }
+  return transfers;
+}
+
+/** The most overfull member other than `except` with a connection it may give up. */
+function mostOverfull(plans: readonly MemberPlan[], loads: readonly MemberLoad[], except: string): string | undefined {
+  const givers = new Set(loads.filter((l) => l.stealable > 0 && l.key !== except).map((l) => l.key));
+  return plans.filter((p) => p.hunger === 'overfull' && givers.has(p.key)).sort((a, b) => b.score - a.score)[0]?.key;
+}
