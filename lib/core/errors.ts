@@ -70,6 +70,8 @@ export class PoolConfigError extends PoolError {
     readonly field: string,
     problem: string,
     readonly subject: ConfigSubject = 'pool',
+    /** `cause`: what the option's own code threw, when that is the problem. */
+    options?: { cause?: unknown },
   ) {
     const said = {
       pool: `pool "${name}": option "${field}" ${problem}`,
@@ -77,7 +79,7 @@ export class PoolConfigError extends PoolError {
       module: `${name}: option "${field}" ${problem}`,
       decorator: `${name}: ${field} ${problem}`,
     }[subject];
-    super('POOL_CONFIG', name, said);
+    super('POOL_CONFIG', name, said, options);
   }
 }
 

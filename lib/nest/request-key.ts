@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { PoolConfigError } from '../core/index.js';
+import { messageOf } from '../core/message-of.js';
 import { shown } from '../core/option-rules.js';
 import type { PoolLike } from './pool-registry.js';
 
@@ -37,7 +38,13 @@ export class RequestKeyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const key = this.keyOf(context);
+    let key: unknown;
+    try {
+      key = this.keyOf(context);
+    } catch (error) {
+      // Thrown for every request it cannot read (a WebSocket or RPC context, a request with no user).
+      throw new PoolConfigError(this.method, 'requestKey', `threw (${messageOf(error)}); return undefined for a request without a key`, 'module', { cause: error });
+    }
     if (key === undefined) return next.handle();
     if (typeof key !== 'string' || key.length === 0) {
       throw new PoolConfigError(this.method, 'requestKey', `must return a non-empty string, or undefined for a request without a key; got ${shown(key)}`, 'module');

@@ -183,6 +183,17 @@ describe.each([
     expect(pool.stats().counters.acquired).toBe(0);
   });
 
+  it('names requestKey when it throws, and serves nothing on a key it could not read', async () => {
+    await start(() => {
+      throw new TypeError("Cannot read properties of undefined (reading 'id')");
+    });
+    await expect(get('/public', 'ann')).resolves.toMatchObject({
+      status: 500,
+      body: { code: 'POOL_CONFIG', message: `PoolModule.forRoot: option "requestKey" threw (Cannot read properties of undefined (reading 'id')); return undefined for a request without a key` },
+    });
+    expect(pool.stats().counters.acquired).toBe(0);
+  });
+
   it('has no request key outside a request', async () => {
     await start();
     const reports = app.get(Reports);
