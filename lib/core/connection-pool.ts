@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { checkAcquireOptions, checkCloseOptions, checkUseOptions, isCheckedOnce, type AcquireOptions, type CloseOptions, type UseOptions } from './call-options.js';
 import { ProcessHold, Timers, type TimerHandle } from './clock.js';
+import { kBudget, kMember, type ConnectionBudget, type MemberSide } from './connection-budget.js';
 import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
@@ -78,7 +79,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
           w.reject(error());
         }
       },
-    });
+    }, (options as { [kBudget]?: ConnectionBudget })[kBudget]);
     this.#set = this.#supply.set;
     this.#backoff = this.#supply.backoff;
     this.#inside = {
@@ -125,6 +126,11 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     const frame = findScope(this);
     if (frame === undefined) throw new PoolContextError(this.name);
     return frame.lease.connection as T;
+  }
+
+  /** @internal A pool group's view of this member pool. */
+  [kMember](): MemberSide {
+    return this.#supply;
   }
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */

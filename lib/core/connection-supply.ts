@@ -1,4 +1,5 @@
 import type { Timers } from './clock.js';
+import type { BudgetMember, ConnectionBudget, MemberSide } from './connection-budget.js';
 import { ConnectionCloser } from './connection-closer.js';
 import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
 import { ConnectionOpener } from './connection-opener.js';
@@ -32,7 +33,7 @@ export interface SupplyHost {
  * rotation, and closing. It keeps the pool's {@link ConnectionSet}; the pool's queue side reads
  * it on the hot path and tells the supply when a connection drains.
  */
-export class ConnectionSupply<T> implements ContextOwner<T> {
+export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, MemberSide {
   readonly set: ConnectionSet<T>;
   readonly opener: ConnectionOpener<T>;
   readonly closer: ConnectionCloser<T>;
@@ -48,6 +49,8 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     readonly timers: Timers,
     readonly counters: PoolCounters,
     readonly host: SupplyHost,
+    /** The budget this pool shares with others (a pool group's member), if any. */
+    readonly budget?: ConnectionBudget,
   ) {
     const o = options;
     this.set = new ConnectionSet(o.clientLimit, o.strategy);
@@ -58,6 +61,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       connectionClosed: (conn) => {
         this.set.all.delete(conn);
         this.debug(`connection ${conn.id} closed`);
+        this.budget?.ended(this);
         this.fill();
       },
     });
@@ -76,7 +80,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       isClosed: () => host.isClosed(),
       connections: () => this.set.all,
       readyCount: () => this.set.ready,
-      mayOpen: () => this.set.opening < o.maxConcurrentCreates && !this.backoff.active(),
+      mayOpen: () => this.set.opening < o.maxConcurrentCreates && !this.backoff.active() && this.budget?.mayOpen(this) !== false,
       retire: (conn, reason) => this.retire(conn, reason),
       rotate: (conn) => void this.#create(conn).catch(noop),
       fill: () => this.fill(),
@@ -93,12 +97,19 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     return set.size < this.options.maxSize && set.opening < this.options.maxConcurrentCreates && !this.host.isClosed();
   }
 
-  /** Starts the creates that queued callers and `minSize` need, unless backing off. */
+  /**
+   * Starts the creates that queued callers and `minSize` need, unless backing off. With a shared
+   * budget that has no room, a queue the pool cannot serve is reported to the budget instead.
+   */
   fill(): void {
     const o = this.options;
     const set = this.set;
     while (this.#canCreate() && (this.host.waiting() > set.opening * o.clientLimit || set.size < o.minSize)) {
       if (this.backoff.active()) return;
+      if (this.budget !== undefined && !this.budget.mayOpen(this)) {
+        if (this.host.waiting() > set.opening * o.clientLimit) this.budget.starved(this);
+        return;
+      }
       void this.#create(null).catch(noop);
     }
   }
@@ -110,7 +121,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
 
   /** Opens one more connection ahead of demand, so callers do not queue behind a cold connect. */
   grow(): void {
-    if (this.set.opening === 0 && this.#canCreate() && !this.backoff.active()) void this.#create(null).catch(noop);
+    if (this.set.opening === 0 && this.#canCreate() && !this.backoff.active() && this.budget?.mayOpen(this) !== false) void this.#create(null).catch(noop);
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */
@@ -135,6 +146,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
    */
   #create(replaces: SharedConnection<T> | null): Promise<void> {
     const conn = this.set.begin(replaces);
+    this.budget?.began(this);
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
     this.debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
@@ -171,7 +183,48 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
   /** A create that failed or was given up (the pool closed): its value, if any, is closed. */
   #dropOpening(conn: SharedConnection<T>): void {
     this.set.dropOpening(conn);
-    if (conn.value !== undefined) void this.closer.closeValue(conn.value);
+    if (conn.value === undefined) this.budget?.ended(this);
+    else {
+      const end = () => this.budget?.ended(this);
+      void this.closer.closeValue(conn.value).then(end, end);
+    }
+  }
+
+  /**
+   * @internal For a pool group: retires the idle connection this pool has had longest, if it has
+   * had it for at least `minHeldMs`, so that another member can open one. Whether it did.
+   */
+  retireOldestIdle(minHeldMs: number): boolean {
+    const now = this.timers.now();
+    let oldest: SharedConnection<T> | undefined;
+    for (const conn of this.set.all) {
+      if (conn.state !== 'ready' || conn.clients > 0 || conn.validating || conn.rotating || now - conn.createdAt < minHeldMs) continue;
+      if (oldest === undefined || conn.createdAt < oldest.createdAt) oldest = conn;
+    }
+    if (oldest === undefined) return false;
+    this.retire(oldest, 'taken by another member of the group');
+    return true;
+  }
+
+  /** @internal For a pool group: callers queued now. */
+  waiting(): number {
+    return this.host.waiting();
+  }
+
+  /** @internal For a pool group: what this pool holds, as its planner weighs it (`stealable`: idle, held at least `minHeldMs`). */
+  load(minHeldMs: number): { connections: number; inUse: number; stealable: number; oldestMs: number } {
+    const now = this.timers.now();
+    let inUse = 0;
+    let stealable = 0;
+    let oldestMs = 0;
+    for (const conn of this.set.all) {
+      if (conn.state !== 'ready') continue;
+      const age = now - conn.createdAt;
+      oldestMs = Math.max(oldestMs, age);
+      if (conn.clients > 0) inUse++;
+      else if (!conn.validating && !conn.rotating && age >= minHeldMs) stealable++;
+    }
+    return { connections: this.set.all.size, inUse, stealable, oldestMs };
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */

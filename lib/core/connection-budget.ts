@@ -1,0 +1,36 @@
+/**
+ * @internal A budget of connections several pools share (a pool group's). A connection counts
+ * from the moment its create begins until its close has finished, rotations and draining
+ * connections included: what the server sees. (A connection whose create timed out but arrived
+ * later is closed at once and not counted.)
+ */
+export interface ConnectionBudget {
+  /** Whether `member` may begin one more connection now. */
+  mayOpen(member: BudgetMember): boolean;
+  /** `member` began a connection. */
+  began(member: BudgetMember): void;
+  /** A connection of `member` is gone: its close finished, or its create failed or was given up. */
+  ended(member: BudgetMember): void;
+  /** `member` has callers its connections cannot serve and may not open: the budget may free a connection for it. */
+  starved(member: BudgetMember): void;
+}
+
+/** @internal What a budget may ask of a member pool. */
+export interface BudgetMember {
+  /** Opens what the member's queue needs, if the budget now lets it. */
+  demand(): void;
+}
+
+/** @internal The option through which a pool group hands its budget to a member pool. */
+export const kBudget = Symbol('nestjs-shared-pool.budget');
+
+/** @internal A member pool's side for its group: its load, and giving up its oldest idle connection. */
+export const kMember = Symbol('nestjs-shared-pool.member');
+
+/** @internal What {@link kMember} gives. */
+export interface MemberSide {
+  /** Callers queued now. */
+  waiting(): number;
+  load(minHeldMs: number): { connections: number; inUse: number; stealable: number; oldestMs: number };
+  retireOldestIdle(minHeldMs: number): boolean;
+}
