@@ -13,6 +13,11 @@ export interface ConnectionBudget {
   ended(member: BudgetMember): void;
   /** `member` has callers its connections cannot serve and may not open: the budget may free a connection for it. */
   starved(member: BudgetMember): void;
+  /**
+   * The last client is leaving a ready connection of `member`: whether to retire it instead of
+   * keeping it (for the member's own next caller, or idle), so another member can have its place.
+   */
+  yields(member: BudgetMember): boolean;
 }
 
 /** @internal What a budget may ask of a member pool. */
@@ -28,7 +33,9 @@ export const kBudget = Symbol('nestjs-shared-pool.budget');
 export const kMember = Symbol('nestjs-shared-pool.member');
 
 /** @internal What {@link kMember} gives. */
-export interface MemberSide {
+export interface MemberSide extends BudgetMember {
+  /** The member pool's running counters (`released` measures its hold time). */
+  readonly counters: { readonly released: number };
   /** Callers queued now. */
   waiting(): number;
   load(minHeldMs: number): { connections: number; inUse: number; stealable: number; oldestMs: number };

@@ -246,6 +246,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>): void {
     this.#counters.released++;
+    // A pool group's member may hand the connection's place to a hungrier member.
+    const budget = this.#supply.budget;
+    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply)) this.#supply.retire(conn, 'its place went to another member of the group');
     this.#checkin(conn);
   }
 

@@ -56,9 +56,10 @@ export function brandError(type: abstract new (...args: never[]) => PoolError, c
 
 /**
  * What a {@link PoolConfigError} is about: a pool (named by its name), a limiter (by its name),
- * the Nest module (`PoolModule.forRoot`, `PoolModule.forRootAsync`) or a decorator (`@UsePooled`).
+ * the Nest module (`PoolModule.forRoot`, `PoolModule.forRootAsync`), a decorator (`@UsePooled`)
+ * or a pool group (by its name).
  */
-export type ConfigSubject = 'pool' | 'limiter' | 'module' | 'decorator';
+export type ConfigSubject = 'pool' | 'limiter' | 'module' | 'decorator' | 'group';
 
 /**
  * An option is invalid. Thrown at construction, naming its subject and the field, with what to
@@ -76,6 +77,7 @@ export class PoolConfigError extends PoolError {
     const said = {
       pool: `pool "${name}": option "${field}" ${problem}`,
       limiter: `limiter "${name}": option "${field}" ${problem}`,
+      group: `pool group "${name}": option "${field}" ${problem}`,
       module: `${name}: option "${field}" ${problem}`,
       decorator: `${name}: ${field} ${problem}`,
     }[subject];

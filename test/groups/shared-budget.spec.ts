@@ -28,6 +28,9 @@ class TestBudget implements ConnectionBudget {
   starved(member: BudgetMember): void {
     if (!this.starvedQueue.includes(member)) this.starvedQueue.push(member);
   }
+  yields(): boolean {
+    return false;
+  }
 }
 
 function members(max: number, options = {}) {

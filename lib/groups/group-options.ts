@@ -1,0 +1,65 @@
+import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
+import { is, OptionReader, shown } from '../core/option-rules.js';
+import { resolveOptions } from '../core/options.js';
+
+/** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
+export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;
+
+/** Options of a {@link PoolGroup}. */
+export interface PoolGroupOptions<T> {
+  /** Name in errors and logs; members are named `<name>:<key>`. Default `'group'`. */
+  name?: string;
+  /** Connections all members may have at once, opening and closing ones included (the server's or PgBouncer's cap). */
+  maxTotal: number;
+  /** The connector of a member, made on its first use: `(tenant) => pgConnector(urlOf(tenant))`. */
+  connector: (key: string) => Connector<T>;
+  /** Options of every member pool. `maxSize` defaults to `maxTotal`. */
+  member?: PoolGroupMemberOptions;
+  /**
+   * The least time a member keeps a connection before another member may take its place, so
+   * connections do not thrash between members. Default 100; raise it above the connect time.
+   */
+  minHoldMs?: number;
+  /** How often the group measures its members and rebalances a spent budget. Default 100. */
+  rebalanceIntervalMs?: number;
+  /** A member with no connection and no call for this long is closed and forgotten. Default 60 000; Infinity: never. */
+  memberIdleMs?: number;
+  clock?: Clock;
+  logger?: PoolLogger;
+}
+
+export interface ResolvedGroupOptions<T> {
+  readonly name: string;
+  readonly maxTotal: number;
+  readonly connector: (key: string) => Connector<T>;
+  readonly member: PoolGroupMemberOptions;
+  readonly minHoldMs: number;
+  readonly rebalanceIntervalMs: number;
+  readonly memberIdleMs: number;
+  readonly clock: Clock;
+  readonly logger: PoolLogger;
+}
+
+/** Applies defaults and checks every field; throws a {@link PoolConfigError} naming the first bad one. */
+export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGroupOptions<T> {
+  if (typeof options !== 'object' || options === null) throw new PoolConfigError('group', 'options', `must be an object, got ${shown(options)}`, 'group');
+  const name = options.name ?? 'group';
+  if (typeof name !== 'string' || name.length === 0) throw new PoolConfigError(String(name), 'name', `must be a non-empty string, got ${shown(name)}`, 'group');
+  const read = new OptionReader({ subject: 'group', name }, options);
+  const maxTotal = read.get('maxTotal', is.whole(1)) ?? read.fail('maxTotal', 'is required: the connections all members may have at once');
+  const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
+  const member = read.get('member', is.object, {});
+  // The member options are checked now, not at the first call of some tenant.
+  resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
+  return {
+    name,
+    maxTotal,
+    connector,
+    member: { maxSize: maxTotal, ...member },
+    minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 100),
+    rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
+    memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
+    clock: read.get('clock', is.object, systemClock),
+    logger: read.get('logger', is.object, consoleLogger),
+  };
+}

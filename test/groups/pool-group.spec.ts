@@ -1,0 +1,139 @@
+// A pool group on virtual time: members per key share maxTotal connections; hungry members take
+// idle places from overfull ones after the minimum hold; a rare member is not starved by a busy
+// one; idle members are forgotten.
+import { describe, expect, it } from '@jest/globals';
+import type { Lease } from '../../lib/index.js';
+import { PoolGroup } from '../../lib/groups/pool-group.js';
+import type { PoolGroupOptions } from '../../lib/groups/group-options.js';
+import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
+import { configError, RecordingLogger, track } from '../support/harness.js';
+import { flush, VirtualClock } from '../support/virtual-clock.js';
+
+function group(options: Partial<PoolGroupOptions<FakeConnection>> = {}) {
+  const clock = new VirtualClock();
+  const connectors = new Map<string, FakeConnector>();
+  const g = new PoolGroup<FakeConnection>({
+    name: 'tenants',
+    maxTotal: 4,
+    clock,
+    logger: new RecordingLogger(),
+    minHoldMs: 50,
+    rebalanceIntervalMs: 10,
+    connector: (key) => {
+      const c = new FakeConnector();
+      connectors.set(key, c);
+      return c;
+    },
+    member: { clientLimit: 1, acquireTimeoutMs: 10_000 },
+    ...options,
+  });
+  /** Connections open on the (fake) server now, every member together. */
+  const live = () => [...connectors.values()].reduce((n, c) => n + c.live.size, 0);
+  return { g, clock, connectors, live };
+}
+
+describe('a pool group', () => {
+  it('opens connections for its members as they need them while the budget has room', async () => {
+    const { g, live } = group();
+    const leases = [await g.acquire('a'), await g.acquire('a'), await g.acquire('b')];
+    expect([live(), g.stats().total]).toEqual([3, 3]);
+    expect(leases.map((l) => l.connection.id)).toEqual([1, 2, 1]); // each member has its own connector
+    for (const l of leases) l.release();
+    await g.close();
+    expect(live()).toBe(0);
+  });
+
+  it('never has more connections than maxTotal, however its members race', async () => {
+    const { g, clock, live } = group({ maxTotal: 3 });
+    let peak = 0;
+    const work = async (key: string, ms: number) => {
+      await g.use(key, async () => {
+        peak = Math.max(peak, live(), g.stats().total);
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, ms));
+      });
+    };
+    const calls = Array.from({ length: 40 }, (_, i) => track(work(`t${i % 5}`, 5 + (i % 7) * 10)));
+    for (let t = 0; t < 400 && calls.some((c) => !c.settled); t++) await clock.advance(10);
+    expect(calls.filter((c) => c.error !== undefined)).toEqual([]);
+    expect(calls.every((c) => c.settled)).toBe(true);
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(live()).toBeLessThanOrEqual(3);
+    await g.close();
+    expect([live(), g.stats().total]).toEqual([0, 0]);
+  });
+
+  it('gives a hungry member the idle place of an overfull one, once held for the minimum hold time', async () => {
+    const { g, clock, connectors } = group();
+    const held = await Promise.all([0, 1, 2, 3].map(() => g.acquire('a')));
+    for (const l of held) l.release(); // a now holds 4 idle connections, 0 ms old
+    const b = track(g.acquire('b'));
+    await flush();
+    expect(b.settled).toBe(false); // a's connections are younger than the minimum hold
+    await clock.advance(60);
+    expect(b.settled).toBe(true);
+    expect(connectors.get('a')!.live.size).toBe(3);
+    expect(g.stats().total).toBe(4);
+    (b.value as Lease<FakeConnection>).release();
+    await g.close();
+  });
+
+  it('lets an acquire take an old enough idle place at once, without waiting for the rebalance', async () => {
+    const { g, clock, connectors } = group({ rebalanceIntervalMs: 60_000 });
+    const held = await Promise.all([0, 1, 2, 3].map(() => g.acquire('a')));
+    for (const l of held) l.release();
+    await clock.advance(60); // past the minimum hold; the rebalance timer is far off
+    const b = track(g.acquire('b'));
+    await flush();
+    expect(b.settled).toBe(true);
+    expect([connectors.get('a')!.live.size, g.stats().total]).toEqual([3, 4]);
+    (b.value as Lease<FakeConnection>).release();
+    await g.close();
+  });
+
+  it('serves a rare member soon beside a busy one whose queue never empties', async () => {
+    const { g, clock } = group();
+    let stop = false;
+    const busy = async () => {
+      while (!stop) await g.use('busy', () => new Promise<void>((resolve) => clock.setTimeout(resolve, 20)));
+    };
+    const workers = Array.from({ length: 12 }, () => track(busy())); // 12 callers on 4 places: a queue that never empties
+    await clock.advance(200);
+    const rare = track(g.use('rare', () => 'served'));
+    let waited = 0;
+    while (!rare.settled && waited < 1_000) {
+      await clock.advance(10);
+      waited += 10;
+    }
+    expect(rare.value).toBe('served');
+    expect(waited).toBeLessThanOrEqual(100); // a few busy holds, not until the busy member stops
+    stop = true;
+    for (let t = 0; t < 100 && workers.some((w) => !w.settled); t++) await clock.advance(20);
+    expect(workers.filter((w) => w.error !== undefined)).toEqual([]);
+    await g.close();
+  });
+
+  it('forgets a member idle for memberIdleMs, and makes it again on its next use', async () => {
+    const { g, clock, connectors } = group({ memberIdleMs: 1_000, member: { clientLimit: 1, maxIdleMs: 200, reapIntervalMs: 50 } });
+    await g.use('a', () => 1);
+    expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
+    await clock.advance(1_500);
+    expect(g.stats().members).toEqual([]);
+    expect(connectors.get('a')!.live.size).toBe(0);
+    await g.use('a', () => 1);
+    expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
+    await g.close();
+  });
+
+  it('refuses bad options and keys, saying what to change', async () => {
+    const connector = () => new FakeConnector();
+    expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');
+    expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe('pool group "group": option "maxTotal" must be a whole number of 1 or more, got 0');
+    expect(configError(() => new PoolGroup({ maxTotal: 2 } as never)).message).toBe('pool group "group": option "connector" is required: a function of the key that makes its connector');
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, minHoldMs: -1 })).message).toBe('pool group "group": option "minHoldMs" must be a finite number of 0 or more, got -1');
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain('option "clientLimit" must be a whole number of 1 or more, got 0');
+    const { g } = group();
+    await expect(g.use('', () => 1)).rejects.toThrow('pool group "tenants": option "key" must be a non-empty string naming the member (a tenant, a database), got an empty string');
+    await g.close();
+    await expect(g.use('a', () => 1)).rejects.toMatchObject({ code: 'POOL_CLOSED' });
+  });
+});
