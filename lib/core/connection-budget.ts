@@ -14,10 +14,11 @@ export interface ConnectionBudget {
   /** `member` has callers its connections cannot serve and may not open: the budget may free a connection for it. */
   starved(member: BudgetMember): void;
   /**
-   * The last client is leaving a ready connection of `member`: whether to retire it instead of
-   * keeping it (for the member's own next caller, or idle), so another member can have its place.
+   * The last client is leaving a ready connection of `member`, which it has held `heldMs`:
+   * whether to retire it instead of keeping it (for the member's own next caller, or idle), so
+   * another member can have its place.
    */
-  yields(member: BudgetMember): boolean;
+  yields(member: BudgetMember, heldMs: number): boolean;
 }
 
 /** @internal What a budget may ask of a member pool. */
@@ -38,6 +39,24 @@ export interface MemberSide extends BudgetMember {
   readonly counters: { readonly released: number };
   /** Callers queued now. */
   waiting(): number;
-  load(minHeldMs: number): { connections: number; inUse: number; stealable: number; oldestMs: number };
+  /** How long the caller queued longest has waited, ms; 0 with none. */
+  waitedMs(): number;
+  /** How long a create took to be ready, ms, smoothed; 0 before the first. */
+  readonly connectMs: number;
+  load(minHeldMs: number): MemberLoadFigures;
   retireOldestIdle(minHeldMs: number): boolean;
+}
+
+/** @internal What a member pool holds, as its group's planner weighs it. */
+export interface MemberLoadFigures {
+  /** Every connection, from the start of its create to the end of its close. */
+  readonly connections: number;
+  /** Of those, creates in flight. */
+  readonly opening: number;
+  /** Ready connections serving at least one caller. */
+  readonly inUse: number;
+  /** Idle ready connections held for at least the minimum hold: the ones the group may take. */
+  readonly stealable: number;
+  /** Age of the oldest ready connection, ms; 0 with none. */
+  readonly oldestMs: number;
 }

@@ -72,6 +72,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#supply = new ConnectionSupply(connector, o, timers, this.#counters, {
       isClosed: () => this.#closed,
       waiting: () => this.#waiters.length,
+      waitedSince: () => this.#waiters.head?.stamp?.at,
       dispatch: () => this.#dispatch(),
       failQueue: (error) => {
         for (let w = this.#next(); w !== null; w = this.#next()) {
@@ -248,7 +249,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#counters.released++;
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
-    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply)) this.#supply.retire(conn, 'its place went to another member of the group');
+    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'its place went to another member of the group');
     this.#checkin(conn);
   }
 

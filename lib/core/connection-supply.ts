@@ -1,5 +1,5 @@
 import type { Timers } from './clock.js';
-import type { BudgetMember, ConnectionBudget, MemberSide } from './connection-budget.js';
+import type { BudgetMember, ConnectionBudget, MemberLoadFigures, MemberSide } from './connection-budget.js';
 import { ConnectionCloser } from './connection-closer.js';
 import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
 import { ConnectionOpener } from './connection-opener.js';
@@ -21,6 +21,8 @@ export interface SupplyHost {
   isClosed(): boolean;
   /** Callers queued now. */
   waiting(): number;
+  /** When the caller queued longest was dated (undefined: none, or not dated yet). */
+  waitedSince(): number | undefined;
   /** Connections gained room (opened, validated, a limit raised): serve the queue. */
   dispatch(): void;
   /** Nothing can serve the queue until the next attempt: fail every queued caller with `error()`. */
@@ -42,6 +44,8 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   readonly keeper: HouseKeeper<T>;
   /** The last failure: of a create, or what retired a connection. */
   lastError: unknown = undefined;
+  /** How long a create took to be ready, ms, smoothed over the last few; 0 before the first. */
+  connectMs = 0;
 
   constructor(
     readonly connector: Connector<T>,
@@ -146,6 +150,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
    */
   #create(replaces: SharedConnection<T> | null): Promise<void> {
     const conn = this.set.begin(replaces);
+    conn.createdAt = this.timers.now();
     this.budget?.began(this);
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
@@ -158,6 +163,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     this.counters.opened++;
     this.backoff.succeeded();
     const now = this.timers.now();
+    this.connectMs = this.connectMs === 0 ? now - conn.createdAt : 0.8 * this.connectMs + 0.2 * (now - conn.createdAt);
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
     this.debug(`connection ${conn.id} ready`);
     if (old !== null) this.retire(old, 'rotated: past its lifetime');
@@ -211,8 +217,14 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     return this.host.waiting();
   }
 
+  /** @internal For a pool group: how long the caller queued longest has waited, ms; 0 with none. */
+  waitedMs(): number {
+    const since = this.host.waitedSince();
+    return since === undefined ? 0 : this.timers.now() - since;
+  }
+
   /** @internal For a pool group: what this pool holds, as its planner weighs it (`stealable`: idle, held at least `minHeldMs`). */
-  load(minHeldMs: number): { connections: number; inUse: number; stealable: number; oldestMs: number } {
+  load(minHeldMs: number): MemberLoadFigures {
     const now = this.timers.now();
     let inUse = 0;
     let stealable = 0;
@@ -224,7 +236,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       if (conn.clients > 0) inUse++;
       else if (!conn.validating && !conn.rotating && age >= minHeldMs) stealable++;
     }
-    return { connections: this.set.all.size, inUse, stealable, oldestMs };
+    return { connections: this.set.all.size, opening: this.set.opening, inUse, stealable, oldestMs };
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */

@@ -15,6 +15,7 @@ export class SharedConnection<T> {
   /** Most callers at once: the pool's clientLimit, or less if the connector lowered it. */
   limit: number;
   uses = 0;
+  /** When its create began; once it is ready, when it opened. */
   createdAt = 0;
   /** Jittered end of life; `Infinity` when there is no lifetime. */
   expiresAt = Infinity;

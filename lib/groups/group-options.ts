@@ -17,7 +17,7 @@ export interface PoolGroupOptions<T> {
   member?: PoolGroupMemberOptions;
   /**
    * The least time a member keeps a connection before another member may take its place, so
-   * connections do not thrash between members. Default 100; raise it above the connect time.
+   * connections do not thrash between members; the measured connect time, when longer, is the hold. Default 10.
    */
   minHoldMs?: number;
   /** How often the group measures its members and rebalances a spent budget. Default 100. */
@@ -56,7 +56,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     maxTotal,
     connector,
     member: { maxSize: maxTotal, ...member },
-    minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 100),
+    minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 10),
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
     clock: read.get('clock', is.object, systemClock),

@@ -24,6 +24,14 @@ export interface MemberLoad {
   readonly holdMs: number;
   /** How long the member has held its longest-held connection, in ms; 0 with none. */
   readonly oldestMs: number;
+  /**
+   * Connections the member needed lately, smoothed (the group samples it). With it, a burst does
+   * not make a member hungry at once (it is served by its own connections first), so connections
+   * do not thrash between members on every burst. Without it, the need of this instant counts.
+   */
+  readonly recentNeed?: number;
+  /** How long its caller queued longest has waited, ms; 0 with none. Members that wait longer come first. */
+  readonly waitedMs?: number;
 }
 
 /** What the planner weighs members by. */
@@ -63,9 +71,16 @@ export interface Transfer {
 /** A lease held for no measured time still counts: without it, a member with only waiters would have no demand. */
 const MIN_HOLD_ESTIMATE_MS = 1;
 
-/** Connections `load` could use right now: those in use, and enough for its waiters. */
+/** A smoothed need below this is none: a member that stopped is let go within a second. */
+const NEED_RESIDUE = 0.05;
+
+/**
+ * Connections `load` needs: those in use and enough for its waiters; with a smoothed need, that
+ * (rounded up), and at least one while callers wait with no connection.
+ */
 export function needOf(load: MemberLoad, settings: PlanSettings): number {
-  return load.inUse + Math.ceil(load.waiting / settings.clientLimit);
+  if (load.recentNeed === undefined) return load.inUse + Math.ceil(load.waiting / settings.clientLimit);
+  return Math.max(Math.ceil(load.recentNeed - NEED_RESIDUE), load.waiting > 0 && load.connections === 0 ? 1 : 0);
 }
 
 /** The member's demand in database time: mean hold time × the connections it needs. */
@@ -82,8 +97,9 @@ export function quotasOf(loads: readonly MemberLoad[], settings: PlanSettings): 
   const quotas = new Map<string, number>(loads.map((l) => [l.key, 0]));
   let open = loads.filter((l) => needOf(l, settings) > 0);
   let budget = settings.maxTotal;
-  // A member with demand first gets one connection, the largest demands first if the budget is short.
-  for (const load of [...open].sort((a, b) => demandOf(b, settings) - demandOf(a, settings))) {
+  // A member with demand first gets one connection; if the budget is short, those waiting longest
+  // first (so every member gets its turn), then the largest demands.
+  for (const load of [...open].sort((a, b) => (b.waitedMs ?? 0) - (a.waitedMs ?? 0) || demandOf(b, settings) - demandOf(a, settings))) {
     if (budget === 0) break;
     quotas.set(load.key, 1);
     budget--;

@@ -1,7 +1,7 @@
-import { ConnectionPool, PoolClosedError, PoolConfigError, type Lease, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
+import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
-import { planAcquire, planMembers, planRebalance, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 
 /** One member: a pool of one key (tenant, database), and what the group measures of it. */
@@ -11,13 +11,13 @@ interface Member<T> {
   readonly side: MemberSide;
   /** Mean hold time of its leases, ms (sampled: connection-busy time over releases). */
   holdMs: number;
-  /** For the sampling: `released` and the time at the last sample. */
+  /** `released` at the last sample, and the connection-busy time since. */
   lastReleased: number;
   busyMs: number;
-  /** Slots freed for this member that it has not opened yet. */
-  reserved: number;
-  /** It reported a queue it could not serve. */
-  starved: boolean;
+  /** Connections it needed lately (in use, and for its waiters), smoothed over the group's ticks. */
+  recentNeed: number;
+  /** Its connections the group retired for another member, not yet closed. */
+  giving: number;
   /** When it was last asked for a connection. */
   lastUsed: number;
 }
@@ -25,6 +25,7 @@ interface Member<T> {
 /** A member in the group's stats. */
 export interface PoolGroupMemberStats {
   readonly key: string;
+  /** Its share of `maxTotal` now, from its demand. */
   readonly quota: number;
   readonly hunger: Hunger;
   /** Mean hold time the planner weighs the member by, ms. */
@@ -38,6 +39,15 @@ export interface PoolGroupStats {
   readonly maxTotal: number;
   /** Connections of every member, from the start of their create to the end of their close. */
   readonly total: number;
+  /** Callers waiting in every member. */
+  readonly waiting: number;
+  /** Connections that changed member (taken from one to open for another) since the start. */
+  readonly transfers: number;
+  /** Callers served now over what the budget can serve (`maxTotal` × `clientLimit`). */
+  readonly utilization: number;
+  readonly health: PoolHealth;
+  /** The minimum hold in force: the configured floor, or the measured connect time if longer. */
+  readonly minHoldMs: number;
   readonly members: PoolGroupMemberStats[];
 }
 
@@ -48,7 +58,7 @@ export interface PoolGroupStats {
  * room, members open connections as they need them; once it is spent, the planner shares it in
  * proportion to each member's demand: a hungry member takes an idle connection of an overfull
  * one, a connection an overfull member gives back goes to the hungriest member that waits, and a
- * timer rebalances the rest. No connection changes member before the minimum hold time.
+ * timer retries for members still waiting. No connection changes member before the minimum hold.
  */
 export class PoolGroup<T> implements ConnectionBudget {
   readonly options: ResolvedGroupOptions<T>;
@@ -57,8 +67,11 @@ export class PoolGroup<T> implements ConnectionBudget {
   readonly #bySupply = new Map<BudgetMember, Member<T>>();
   readonly #timers: Timers;
   #timer: TimerHandle | undefined;
+  /** Connections of every member, opening and closing ones included. */
   #total = 0;
-  #reservedTotal = 0;
+  /** Connections the group retired for another member, not yet closed: places on their way. */
+  #freeing = 0;
+  #transfers = 0;
   #closed = false;
 
   constructor(options: PoolGroupOptions<T>) {
@@ -85,16 +98,41 @@ export class PoolGroup<T> implements ConnectionBudget {
     return member.pool.acquire(options);
   }
 
+  /** The pool of member `key`, if the group has one now. */
+  member(key: string): ConnectionPool<T> | undefined {
+    return this.#members.get(key)?.pool;
+  }
+
   /** The budget, and every member with its share and its pool's stats. */
   stats(): PoolGroupStats {
     this.#sample();
-    const loads = this.#loads();
-    const plans = new Map(planMembers(loads, this.#plan()).map((p) => [p.key, p]));
+    const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
+    let clients = 0;
+    let waiting = 0;
     const members = [...this.#members.values()].map((m) => {
       const plan = plans.get(m.key)!;
-      return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, pool: m.pool.stats() };
+      const pool = m.pool.stats();
+      clients += pool.clients;
+      waiting += pool.waiting;
+      return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, pool };
     });
-    return { name: this.name, maxTotal: this.options.maxTotal, total: this.#total, members };
+    const utilization = clients / (this.options.maxTotal * (this.options.member.clientLimit ?? 1));
+    return {
+      name: this.name,
+      maxTotal: this.options.maxTotal,
+      total: this.#total,
+      waiting,
+      transfers: this.#transfers,
+      utilization,
+      health: this.#health(utilization, waiting, members),
+      minHoldMs: this.#minHold(),
+      members,
+    };
+  }
+
+  /** The group's health: `failing` when every member with callers fails to connect, else from its utilization (`exhausted` with the budget spent and callers waiting). */
+  health(): PoolHealth {
+    return this.stats().health;
   }
 
   /** Closes every member (see `ConnectionPool.close`); the group takes no more calls. */
@@ -107,54 +145,40 @@ export class PoolGroup<T> implements ConnectionBudget {
   // ---- the budget, as the member pools see it -------------------------------------------------
 
   /** @internal */
-  mayOpen(supply: BudgetMember): boolean {
-    const own = this.#bySupply.get(supply)?.reserved ?? 0;
-    return this.#total + this.#reservedTotal - own < this.options.maxTotal;
+  mayOpen(): boolean {
+    return this.#total < this.options.maxTotal;
   }
 
   /** @internal */
-  began(supply: BudgetMember): void {
+  began(): void {
     this.#total++;
-    const member = this.#bySupply.get(supply);
-    if (member !== undefined && member.reserved > 0) {
-      member.reserved--;
-      this.#reservedTotal--;
-    }
   }
 
-  /** @internal */
-  ended(): void {
+  /** @internal A place is free: it goes to the hungriest member that waits for one. */
+  ended(supply: BudgetMember): void {
     this.#total--;
-    if (this.#closed) return;
-    // A freed place goes to the member it was freed for, else to the hungriest that waits.
-    const waiting = [...this.#members.values()].filter((m) => m.starved);
-    if (waiting.length === 0) return;
-    const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
-    waiting.sort((a, b) => b.reserved - a.reserved || plans.get(b.key)!.score - plans.get(a.key)!.score);
-    for (const m of waiting) {
-      if (m.side.waiting() === 0) m.starved = false;
-      else m.side.demand();
+    const member = this.#bySupply.get(supply);
+    if (member !== undefined && member.giving > 0) {
+      member.giving--;
+      this.#freeing--;
     }
+    if (!this.#closed) this.#handOut();
   }
 
-  /** @internal */
+  /** @internal A member has callers it cannot serve and the budget is spent: take a place for it. */
   starved(supply: BudgetMember): void {
     const member = this.#bySupply.get(supply);
-    if (member === undefined || this.#closed) return;
-    member.starved = true;
-    if (member.reserved > 0) return; // a place is on its way
-    const plan = planAcquire(member.key, this.#loads(), this.#plan());
-    if (plan.kind === 'steal') this.#take(plan.from, member);
+    if (member !== undefined && !this.#closed) this.#steal(member);
   }
 
-  /** @internal */
-  yields(supply: BudgetMember): boolean {
+  /** @internal Whether the connection a member's last client leaves goes to a hungrier member. */
+  yields(supply: BudgetMember, heldMs: number): boolean {
     const member = this.#bySupply.get(supply);
-    // Unconstrained, or nobody waits for a place: the member keeps its connection.
-    if (member === undefined || this.#closed || this.#total < this.options.maxTotal || !this.#anyStarvedBut(member)) return false;
-    const plan = planRelease(member.key, Number.POSITIVE_INFINITY, this.#loads(), this.#plan());
+    // Unconstrained, or enough places on their way: the member keeps its connection.
+    if (member === undefined || this.#closed || this.#total < this.options.maxTotal || this.#freeing >= this.#unmet(member)) return false;
+    const plan = planRelease(member.key, heldMs, this.#loads(), this.#plan());
     if (plan.kind !== 'transfer') return false;
-    this.#reserve(this.#members.get(plan.to)!);
+    this.#giving(member);
     return true;
   }
 
@@ -168,7 +192,7 @@ export class PoolGroup<T> implements ConnectionBudget {
       const o = this.options;
       const pool = new ConnectionPool(o.connector(key), { ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this } as never);
       const side = pool[kMember]();
-      member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, reserved: 0, starved: false, lastUsed: 0 };
+      member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: 0 };
       this.#members.set(key, member);
       this.#bySupply.set(side, member);
     }
@@ -176,29 +200,76 @@ export class PoolGroup<T> implements ConnectionBudget {
     return member;
   }
 
-  /** Frees a place for `taker`: the idle connection `from` has held longest goes, once past the minimum hold. */
-  #take(from: string, taker: Member<T>): void {
-    const victim = this.#members.get(from);
-    if (victim !== undefined && victim.side.retireOldestIdle(this.options.minHoldMs)) this.#reserve(taker);
+  /** Connections the members other than `except` wait for and are not opening: what places on their way should cover. */
+  #unmet(except?: Member<T>): number {
+    const perConnection = this.options.member.clientLimit ?? 1;
+    let unmet = 0;
+    for (const m of this.#members.values()) {
+      if (m === except) continue;
+      const waiting = m.side.waiting();
+      if (waiting > 0) unmet += Math.max(0, Math.ceil(waiting / perConnection) - m.side.load(Infinity).opening);
+    }
+    return unmet;
   }
 
-  #reserve(member: Member<T>): void {
-    member.reserved++;
-    this.#reservedTotal++;
+  /** Takes an idle place of the most overfull member for hungry `taker`, unless enough are on their way. */
+  #steal(taker: Member<T>): void {
+    if (this.#freeing >= this.#unmet()) return;
+    const plan = planAcquire(taker.key, this.#loads(), this.#plan());
+    if (plan.kind !== 'steal') return;
+    const victim = this.#members.get(plan.from)!;
+    if (victim.side.retireOldestIdle(this.#minHold())) this.#giving(victim);
   }
 
-  #anyStarvedBut(member: Member<T>): boolean {
-    for (const m of this.#members.values()) if (m !== member && m.starved && m.side.waiting() > 0) return true;
-    return false;
+  #giving(member: Member<T>): void {
+    member.giving++;
+    this.#freeing++;
+    this.#transfers++;
+  }
+
+  /** Free places go to members that wait, hungriest first (the planner's order), then any that waits. */
+  #handOut(): void {
+    if (this.#total >= this.options.maxTotal) return;
+    const waiting = [...this.#members.values()].filter((m) => m.side.waiting() > 0);
+    if (waiting.length === 0) return;
+    const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
+    const rank = (m: Member<T>) => {
+      const p = plans.get(m.key)!;
+      return p.hunger === 'hungry' ? p.quota - m.side.load(Infinity).connections : 0;
+    };
+    waiting.sort((a, b) => rank(b) - rank(a) || plans.get(b.key)!.score - plans.get(a.key)!.score);
+    for (const m of waiting) {
+      if (this.#total >= this.options.maxTotal) return;
+      m.side.demand();
+    }
+  }
+
+  /** The minimum hold in force: the configured floor, or the slowest member's connect time if longer (seed 004). */
+  #minHold(): number {
+    let connect = 0;
+    for (const m of this.#members.values()) connect = Math.max(connect, m.side.connectMs);
+    return Math.max(this.options.minHoldMs, connect);
   }
 
   #plan(): PlanSettings {
     const o = this.options;
-    return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit ?? 1, minHoldMs: o.minHoldMs };
+    return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit ?? 1, minHoldMs: this.#minHold() };
   }
 
   #loads(): MemberLoad[] {
-    return [...this.#members.values()].map((m) => ({ key: m.key, ...m.side.load(this.options.minHoldMs), waiting: m.side.waiting(), holdMs: m.holdMs }));
+    const minHold = this.#minHold();
+    return [...this.#members.values()].map((m) => {
+      const load = m.side.load(minHold);
+      const waiting = m.side.waiting();
+      return { key: m.key, ...load, waiting, holdMs: m.holdMs, recentNeed: m.recentNeed, waitedMs: m.side.waitedMs() };
+    });
+  }
+
+  #health(utilization: number, waiting: number, members: readonly PoolGroupMemberStats[]): PoolHealth {
+    const calling = members.filter((m) => m.pool.clients + m.pool.waiting > 0);
+    if (calling.length > 0 && calling.every((m) => m.pool.health === 'failing')) return 'failing';
+    if (waiting > 0 && this.#total >= this.options.maxTotal) return 'exhausted';
+    return utilizationHealth(utilization, { ...DEFAULT_HEALTH_THRESHOLDS, ...this.options.member.health });
   }
 
   /**
@@ -217,7 +288,7 @@ export class PoolGroup<T> implements ConnectionBudget {
     }
   }
 
-  /** Every `rebalanceIntervalMs`: sample, rebalance when the budget is spent, forget idle members. */
+  /** Every `rebalanceIntervalMs`: sample, retry for members still waiting, forget idle members. */
   #schedule(): void {
     this.#timer = this.#timers.set(() => {
       if (this.#closed) return;
@@ -229,13 +300,18 @@ export class PoolGroup<T> implements ConnectionBudget {
   #tick(): void {
     const o = this.options;
     const now = this.#timers.now();
-    for (const m of this.#members.values()) m.busyMs += m.side.load(o.minHoldMs).inUse * o.rebalanceIntervalMs;
-    this.#sample();
-    if (this.#total >= o.maxTotal) {
-      for (const t of planRebalance(this.#loads(), this.#plan())) this.#take(t.from, this.#members.get(t.to)!);
+    const perConnection = o.member.clientLimit ?? 1;
+    for (const m of this.#members.values()) {
+      const inUse = m.side.load(Infinity).inUse;
+      m.busyMs += inUse * o.rebalanceIntervalMs;
+      m.recentNeed = 0.7 * m.recentNeed + 0.3 * (inUse + Math.ceil(m.side.waiting() / perConnection));
     }
+    this.#sample();
+    this.#handOut();
+    // Members still waiting once the budget is spent: their places could not be taken before (too young).
+    if (this.#total >= o.maxTotal) for (const m of this.#members.values()) if (m.side.waiting() > 0) this.#steal(m);
     for (const m of [...this.#members.values()]) {
-      if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0 || m.reserved > 0) continue;
+      if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
       this.#members.delete(m.key);
       this.#bySupply.delete(m.side);
       void m.pool.close();

@@ -2,7 +2,7 @@
 // idle places from overfull ones after the minimum hold; a rare member is not starved by a busy
 // one; idle members are forgotten.
 import { describe, expect, it } from '@jest/globals';
-import type { Lease } from '../../lib/index.js';
+import type { Connector, Lease } from '../../lib/index.js';
 import { PoolGroup } from '../../lib/groups/pool-group.js';
 import type { PoolGroupOptions } from '../../lib/groups/group-options.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
@@ -121,6 +121,52 @@ describe('a pool group', () => {
     expect(connectors.get('a')!.live.size).toBe(0);
     await g.use('a', () => 1);
     expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
+    await g.close();
+  });
+
+  it('does not keep a place for a caller that gave up while it was being freed', async () => {
+    // The place of a taken connection frees only once its close ends; the caller it was taken for left meanwhile.
+    const clock = new VirtualClock();
+    const slowClose = (): Connector<{ id: number }> => {
+      let ids = 0;
+      return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
+    };
+    const g = new PoolGroup({ maxTotal: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, connector: slowClose, member: { clientLimit: 1 } });
+    const busy = await g.acquire('a');
+    (await g.acquire('a')).release(); // a: one busy, one idle
+    const gaveUp = new AbortController();
+    const b = track(g.acquire('b', { signal: gaveUp.signal }));
+    await flush();
+    gaveUp.abort();
+    await clock.advance(20); // a's idle connection closed; nobody waits for its place
+    expect(b.error).toMatchObject({ name: 'AbortError' });
+    const c = track(g.acquire('c'));
+    await flush();
+    expect(c.settled).toBe(true); // the free place is anyone's, not kept for b
+    expect(g.stats()).toMatchObject({ total: 2, waiting: 0, transfers: 1 });
+    busy.release();
+    (c.value as Lease<{ id: number }>).release();
+    const closing = g.close();
+    await clock.advance(20);
+    await closing;
+  });
+
+  it('holds a connection at least as long as a connect takes, when that is longer than minHoldMs', async () => {
+    const clock = new VirtualClock();
+    const slowConnect: Connector<number> = { create: () => new Promise<number>((resolve) => clock.setTimeout(() => resolve(1), 200)) };
+    const g = new PoolGroup({ maxTotal: 1, clock, logger: new RecordingLogger(), minHoldMs: 10, rebalanceIntervalMs: 10, connector: () => slowConnect, member: { clientLimit: 1 } });
+    const a = track(g.acquire('a'));
+    await clock.advance(200);
+    (a.value as Lease<number>).release();
+    expect(g.stats().minHoldMs).toBe(200);
+    const b = track(g.acquire('b'));
+    await clock.advance(150); // a's connection is 150 ms old: too young to take
+    expect([b.settled, g.stats().health]).toEqual([false, 'exhausted']);
+    await clock.advance(60 + 200); // past the hold, then b's own connect
+    expect(b.settled).toBe(true);
+    expect(g.stats()).toMatchObject({ total: 1, transfers: 1, waiting: 0, health: 'exhausted' });
+    (b.value as Lease<number>).release();
+    expect(g.stats().health).toBe('healthy');
     await g.close();
   });
 

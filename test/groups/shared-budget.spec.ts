@@ -110,7 +110,7 @@ describe('member pools sharing a budget', () => {
     await clock.advance(100);
     const second = await a.pool.acquire();
     const member = a.pool[kMember]();
-    expect(member.load(50)).toEqual({ connections: 2, inUse: 2, stealable: 0, oldestMs: 100 });
+    expect(member.load(50)).toEqual({ connections: 2, opening: 0, inUse: 2, stealable: 0, oldestMs: 100 });
     first.release();
     second.release();
     expect(member.load(50)).toMatchObject({ inUse: 0, stealable: 1 });

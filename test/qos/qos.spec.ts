@@ -1,0 +1,46 @@
+// The QoS gate (seed 004's simulation, with its thresholds switched on): every scenario runs on
+// virtual time against the pool group and two naive baselines; the group must reach the
+// scenario's threshold and beat both baselines on the weighted score.
+import { describe, expect, it } from '@jest/globals';
+import { CONTENDERS, runScenario, type RunResult } from './harness.js';
+import { SCENARIOS } from './scenarios.js';
+import { percentile, scale, score, variation } from './scoring.js';
+
+describe('the QoS simulation of a pool group', () => {
+  it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s: the group reaches its threshold and beats both baselines', async (_, scenario) => {
+    const runs = new Map<string, RunResult>();
+    for (const c of CONTENDERS) runs.set(c, await runScenario(scenario, c));
+    const totals = Object.fromEntries([...runs].map(([c, r]) => [c, Math.round(score(r).total * 10) / 10]));
+    const group = runs.get('group')!;
+    // Every query of the group was served, and nobody ever had more than the budget.
+    expect({ failed: group.queries.filter((q) => q.failed).length, unfinished: group.unfinished }).toEqual({ failed: 0, unfinished: 0 });
+    for (const r of runs.values()) expect(r.peak).toBeLessThanOrEqual(scenario.maxTotal);
+    expect(totals.group).toBeGreaterThanOrEqual(scenario.threshold);
+    expect(totals.group).toBeGreaterThan(totals.static!);
+    expect(totals.group).toBeGreaterThan(totals.greedy!);
+  });
+
+  it('is deterministic per seed, and another seed gives another run', async () => {
+    const scenario = SCENARIOS.find((s) => s.name === 'cheap connects')!;
+    const [a, b, other] = [await runScenario(scenario, 'group'), await runScenario(scenario, 'group'), await runScenario({ ...scenario, seed: 99 }, 'group')];
+    expect(b.queries).toEqual(a.queries);
+    expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
+    expect(other.queries).not.toEqual(a.queries);
+  });
+});
+
+describe('QoS scoring', () => {
+  it('scales linearly between landmarks and is flat beyond them', () => {
+    const marks = [[10, 100], [110, 0]] as const;
+    expect([scale(0, marks), scale(10, marks), scale(60, marks), scale(110, marks), scale(1e9, marks)]).toEqual([100, 100, 50, 0, 0]);
+    expect(scale(0.25, [[0, 0], [0.5, 100]])).toBe(50);
+    expect(() => scale(1, [])).toThrow('at least one landmark');
+  });
+
+  it('takes nearest-rank percentiles and the coefficient of variation', () => {
+    expect([percentile([5, 1, 4, 2, 3], 50), percentile([5, 1, 4, 2, 3], 100), percentile([5, 1, 4, 2, 3], 1), percentile([], 90)]).toEqual([3, 5, 1, 0]);
+    expect(variation([2, 2, 2])).toBe(0);
+    expect(variation([0, 0])).toBe(0);
+    expect(variation([1, 3])).toBeCloseTo(0.5);
+  });
+});
