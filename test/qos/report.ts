@@ -32,13 +32,16 @@ const H = 150;
 const PAD = 34;
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
+/** A plot's frame: room above for its label, below for the time axis. */
+const svg = (body: string) => `<svg width="${W + 10}" height="${H + 30}" font-size="9" font-family="sans-serif"><g transform="translate(0,14)">${body}</g></svg>`;
+
 function axes(xMax: number, yLabel: string, yTicks: readonly [number, string][]): string {
   const ticks = yTicks.map(([y, t]) => `<line x1="${PAD}" x2="${W}" y1="${y}" y2="${y}" stroke="#eee"/><text x="${PAD - 4}" y="${y + 3}" text-anchor="end">${t}</text>`).join('');
   const secs = Math.ceil(xMax / 1000);
   const step = secs > 10 ? 5 : 2;
   let xTicks = '';
   for (let s = 0; s <= secs; s += step) xTicks += `<text x="${PAD + (s * 1000 * (W - PAD)) / xMax}" y="${H + 12}" text-anchor="middle">${s}s</text>`;
-  return `${ticks}<line x1="${PAD}" x2="${PAD}" y1="0" y2="${H}" stroke="#999"/><line x1="${PAD}" x2="${W}" y1="${H}" y2="${H}" stroke="#999"/>${xTicks}<text x="2" y="10">${yLabel}</text>`;
+  return `${ticks}<line x1="${PAD}" x2="${PAD}" y1="0" y2="${H}" stroke="#999"/><line x1="${PAD}" x2="${W}" y1="${H}" y2="${H}" stroke="#999"/>${xTicks}<text x="2" y="-4">${yLabel}</text>`;
 }
 
 /** p90 wait per member in 250 ms windows, on a log scale from 0.1 ms to 10 s. */
@@ -47,15 +50,22 @@ function waitPlot(run: RunResult, members: readonly string[]): string {
   const x = (t: number) => PAD + (t * (W - PAD)) / end;
   const y = (ms: number) => H - (Math.log10(Math.min(Math.max(ms, 0.1), 10_000)) + 1) * (H / 5);
   const lines = members.map((m, i) => {
-    const points: string[] = [];
+    // A window with no query of the member breaks its line: a quiet gap is not a wait.
+    let d = '';
+    let moved = false;
     for (let t = 0; t < end; t += 250) {
       const waits = run.queries.filter((q) => q.member === m && q.at >= t && q.at < t + 250).map((q) => q.waitMs);
-      if (waits.length > 0) points.push(`${x(t + 125).toFixed(1)},${y(percentile(waits, 90)).toFixed(1)}`);
+      if (waits.length === 0) {
+        moved = false;
+        continue;
+      }
+      d += `${moved ? 'L' : 'M'}${x(t + 125).toFixed(1)},${y(percentile(waits, 90)).toFixed(1)}`;
+      moved = true;
     }
-    return points.length === 0 ? '' : `<polyline fill="none" stroke="${colour(i)}" stroke-width="1.2" points="${points.join(' ')}"/>`;
+    return d === '' ? '' : `<path fill="none" stroke="${colour(i)}" stroke-width="1.2" d="${d}"/>`;
   });
   const ticks: [number, string][] = [0.1, 1, 10, 100, 1000, 10000].map((v) => [y(v), v >= 1000 ? `${v / 1000}s` : `${v}`]);
-  return `<svg width="${W + 10}" height="${H + 16}" font-size="9" font-family="sans-serif">${axes(end, 'p90 wait (ms)', ticks)}${lines.join('')}</svg>`;
+  return svg(`${axes(end, 'p90 wait (ms)', ticks)}${lines.join('')}`);
 }
 
 /** Connections per member, stacked, against maxTotal. */
@@ -73,7 +83,7 @@ function connectionPlot(run: RunResult, members: readonly string[]): string {
   });
   const ticks: [number, string][] = [0, Math.round(max / 2), max].map((v) => [y(v), String(v)]);
   const cap = `<line x1="${PAD}" x2="${W}" y1="${y(max)}" y2="${y(max)}" stroke="#d00" stroke-dasharray="4 3"/>`;
-  return `<svg width="${W + 10}" height="${H + 16}" font-size="9" font-family="sans-serif">${axes(end, 'connections', ticks)}${areas.join('')}${cap}</svg>`;
+  return svg(`${axes(end, 'connections', ticks)}${areas.join('')}${cap}`);
 }
 
 /** The whole report: per scenario, its table, then each contender's two plots. */
