@@ -5,5 +5,6 @@
  */
 export * from './core/index.js';
 export * from './limits/index.js';
+export * from './groups/index.js';
 export * from './connectors/index.js';
 export * from './nest/index.js';

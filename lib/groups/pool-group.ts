@@ -60,7 +60,7 @@ export interface PoolGroupStats {
  * one, a connection an overfull member gives back goes to the hungriest member that waits, and a
  * timer retries for members still waiting. No connection changes member before the minimum hold.
  */
-export class PoolGroup<T> implements ConnectionBudget {
+export class PoolGroup<T> {
   readonly options: ResolvedGroupOptions<T>;
   readonly #members = new Map<string, Member<T>>();
   /** Member by its pool's supply (what the engine hands the budget). */
@@ -73,6 +73,14 @@ export class PoolGroup<T> implements ConnectionBudget {
   #freeing = 0;
   #transfers = 0;
   #closed = false;
+  /** The budget as the member pools see it (kept off the group's public face). */
+  readonly #budget: ConnectionBudget = {
+    mayOpen: () => this.#total < this.options.maxTotal,
+    began: () => void this.#total++,
+    ended: (supply) => this.#ended(supply),
+    starved: (supply) => this.#starved(supply),
+    yields: (supply, heldMs) => this.#yields(supply, heldMs),
+  };
 
   constructor(options: PoolGroupOptions<T>) {
     this.options = resolveGroupOptions(options);
@@ -144,18 +152,8 @@ export class PoolGroup<T> implements ConnectionBudget {
 
   // ---- the budget, as the member pools see it -------------------------------------------------
 
-  /** @internal */
-  mayOpen(): boolean {
-    return this.#total < this.options.maxTotal;
-  }
-
-  /** @internal */
-  began(): void {
-    this.#total++;
-  }
-
-  /** @internal A place is free: it goes to the hungriest member that waits for one. */
-  ended(supply: BudgetMember): void {
+  /** A place is free: it goes to the hungriest member that waits for one. */
+  #ended(supply: BudgetMember): void {
     this.#total--;
     const member = this.#bySupply.get(supply);
     if (member !== undefined && member.giving > 0) {
@@ -165,14 +163,14 @@ export class PoolGroup<T> implements ConnectionBudget {
     if (!this.#closed) this.#handOut();
   }
 
-  /** @internal A member has callers it cannot serve and the budget is spent: take a place for it. */
-  starved(supply: BudgetMember): void {
+  /** A member has callers it cannot serve and the budget is spent: take a place for it. */
+  #starved(supply: BudgetMember): void {
     const member = this.#bySupply.get(supply);
     if (member !== undefined && !this.#closed) this.#steal(member);
   }
 
-  /** @internal Whether the connection a member's last client leaves goes to a hungrier member. */
-  yields(supply: BudgetMember, heldMs: number): boolean {
+  /** Whether the connection a member's last client leaves goes to a hungrier member. */
+  #yields(supply: BudgetMember, heldMs: number): boolean {
     const member = this.#bySupply.get(supply);
     // Unconstrained, or enough places on their way: the member keeps its connection.
     if (member === undefined || this.#closed || this.#total < this.options.maxTotal || this.#freeing >= this.#unmet(member)) return false;
@@ -190,7 +188,7 @@ export class PoolGroup<T> implements ConnectionBudget {
     let member = this.#members.get(key);
     if (member === undefined) {
       const o = this.options;
-      const pool = new ConnectionPool(o.connector(key), { ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this } as never);
+      const pool = new ConnectionPool(o.connector(key), { ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
       const side = pool[kMember]();
       member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: 0 };
       this.#members.set(key, member);

@@ -8,6 +8,7 @@ import * as root from '../../lib/index.js';
 import * as core from '../../lib/core/index.js';
 import * as limits from '../../lib/limits/index.js';
 import * as connectors from '../../lib/connectors/index.js';
+import * as groups from '../../lib/groups/index.js';
 import { poolErrorResponse } from '../../lib/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -49,19 +50,20 @@ describe('errors from another copy of the package', () => {
 });
 
 describe('the entry points', () => {
-  const internals = ['resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
+  const internals = ['resolveGroupOptions', 'planAcquire', 'planRelease', 'planRebalance', 'planMembers', 'kBudget', 'kMember', 'resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
 
   it('show no internals', () => {
-    for (const entry of [root, core, limits, connectors]) {
+    for (const entry of [root, core, limits, groups, connectors]) {
       expect(internals.filter((name) => name in entry)).toEqual([]);
     }
   });
 
-  it('keep the core, the limits and the connectors apart, and the root shows them all', () => {
+  it('keep the core, the limits, the groups and the connectors apart, and the root shows them all', () => {
     expect(Object.keys(core)).toEqual(expect.arrayContaining(['ConnectionPool', 'PoolError', 'Lease', 'systemClock']));
     expect(Object.keys(limits).sort()).toEqual(['LocalLimiter', 'RedisLimiter']);
     expect(Object.keys(connectors).sort()).toEqual(['Http2SessionConnector', 'http2Request']);
-    for (const name of [...Object.keys(core), ...Object.keys(limits), ...Object.keys(connectors), 'PoolModule', 'UsePooled', 'InjectPool', 'PoolHealthIndicator']) {
+    expect(Object.keys(groups)).toEqual(['PoolGroup']);
+    for (const name of [...Object.keys(core), ...Object.keys(limits), ...Object.keys(groups), ...Object.keys(connectors), 'PoolModule', 'UsePooled', 'InjectPool', 'PoolHealthIndicator']) {
       expect({ name, exported: name in root }).toEqual({ name, exported: true });
     }
   });

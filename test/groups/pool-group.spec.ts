@@ -170,6 +170,25 @@ describe('a pool group', () => {
     await g.close();
   });
 
+  it('fails a waiter with the connect error when nothing else could serve it, even once the budget was spent', async () => {
+    const { g, clock, connectors } = group({ maxTotal: 2, minHoldMs: 10, member: { clientLimit: 1, acquireTimeoutMs: 60_000 } });
+    const held = [await g.acquire('a'), await g.acquire('a')]; // the budget is spent
+    held[1]!.release();
+    const down = track(g.acquire('down'));
+    connectors.get('down')!.createSteps.push({ kind: 'fail', error: new Error('database "down" does not exist') });
+    await clock.advance(20); // a's idle connection is taken for 'down', whose connect fails
+    expect(down.error).toMatchObject({ code: 'CONNECTION_FAILED', message: expect.stringContaining('database "down" does not exist') });
+    expect(clock.now()).toBeLessThan(60_000); // not its deadline
+    expect(g.stats().members.find((m) => m.key === 'down')!.pool).toMatchObject({ waiting: 0, failureStreak: 1 });
+    // The place 'down' could not use is anyone's: a still opens a connection.
+    const again = track(g.acquire('a'));
+    await clock.advance(1);
+    expect(again.settled).toBe(true);
+    held[0]!.release();
+    (again.value as Lease<FakeConnection>).release();
+    await g.close();
+  });
+
   it('refuses bad options and keys, saying what to change', async () => {
     const connector = () => new FakeConnector();
     expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');

@@ -98,10 +98,10 @@ describe('npm pack', () => {
     const run = (cwd: string, file: string) => JSON.parse(execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' })) as unknown;
     const installed = (cwd: string, pkg: string) => existsSync(join(cwd, 'node_modules', pkg));
 
-    it('runs the core, the limits and the connectors in plain Node, with no Nest, rxjs or ioredis installed', () => {
+    it('runs the core, the limits, the groups and the connectors in plain Node, with no Nest, rxjs or ioredis installed', () => {
       const cwd = project('plain', ['@types/node'], ['core-only.mjs', 'core-types.ts']);
       for (const absent of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'rxjs', 'ioredis', 'reflect-metadata']) expect(installed(cwd, absent)).toBe(false);
-      expect(run(cwd, 'core-only.mjs')).toEqual({ ids: [1, 1, 1], opened: 1, refused: 'CAPACITY_EXCEEDED', connector: 'function' });
+      expect(run(cwd, 'core-only.mjs')).toEqual({ ids: [1, 1, 1], opened: 1, refused: 'CAPACITY_EXCEEDED', connector: 'function', tenants: ['a', 'b', 'a'] });
       compile(cwd, ['core-types.ts']);
     }, 180_000);
 
