@@ -32,7 +32,7 @@ export interface ResolvedGroupOptions<T> {
   readonly name: string;
   readonly maxTotal: number;
   readonly connector: (key: string) => Connector<T>;
-  readonly member: PoolGroupMemberOptions;
+  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number };
   readonly minHoldMs: number;
   readonly rebalanceIntervalMs: number;
   readonly memberIdleMs: number;
@@ -50,12 +50,12 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
   const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
   // The member options are checked now, not at the first call of some tenant.
-  resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
+  const { clientLimit } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
   return {
     name,
     maxTotal,
     connector,
-    member: { maxSize: maxTotal, ...member },
+    member: { maxSize: maxTotal, ...member, clientLimit },
     minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 10),
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),

@@ -37,6 +37,8 @@ export interface PoolGroupMemberStats {
 export interface PoolGroupStats {
   readonly name: string;
   readonly maxTotal: number;
+  /** Callers one member connection serves at once. */
+  readonly clientLimit: number;
   /** Connections of every member, from the start of their create to the end of their close. */
   readonly total: number;
   /** Callers waiting in every member. */
@@ -124,10 +126,11 @@ export class PoolGroup<T> {
       waiting += pool.waiting;
       return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, pool };
     });
-    const utilization = clients / (this.options.maxTotal * (this.options.member.clientLimit ?? 1));
+    const utilization = clients / (this.options.maxTotal * (this.options.member.clientLimit));
     return {
       name: this.name,
       maxTotal: this.options.maxTotal,
+      clientLimit: this.options.member.clientLimit,
       total: this.#total,
       waiting,
       transfers: this.#transfers,
@@ -200,7 +203,7 @@ export class PoolGroup<T> {
 
   /** Connections the members other than `except` wait for and are not opening: what places on their way should cover. */
   #unmet(except?: Member<T>): number {
-    const perConnection = this.options.member.clientLimit ?? 1;
+    const perConnection = this.options.member.clientLimit;
     let unmet = 0;
     for (const m of this.#members.values()) {
       if (m === except) continue;
@@ -251,7 +254,7 @@ export class PoolGroup<T> {
 
   #plan(): PlanSettings {
     const o = this.options;
-    return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit ?? 1, minHoldMs: this.#minHold() };
+    return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit, minHoldMs: this.#minHold() };
   }
 
   #loads(): MemberLoad[] {
@@ -298,7 +301,7 @@ export class PoolGroup<T> {
   #tick(): void {
     const o = this.options;
     const now = this.#timers.now();
-    const perConnection = o.member.clientLimit ?? 1;
+    const perConnection = o.member.clientLimit;
     for (const m of this.#members.values()) {
       const inUse = m.side.load(Infinity).inUse;
       m.busyMs += inUse * o.rebalanceIntervalMs;

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PoolConfigError, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
+import type { PoolGroupStats } from '../groups/index.js';
 import { PoolRegistry } from './pool-registry.js';
 
 /** Pool states that can be counted as down (`healthy` never is). */
@@ -30,6 +31,8 @@ export interface PoolHealthDetails {
   utilization: number;
   waiting: number;
   lastError: string | null;
+  /** For a pool group: its members now (its `size` and `maxSize` are then the group's connections and `maxTotal`). */
+  members?: number;
   /** The pool's admission limiter, when it has one. */
   admission?: { mode: LimiterMode; used: number; limit: number | null; utilization: number };
 }
@@ -71,10 +74,13 @@ export class PoolHealthIndicator {
     const details: Record<string, PoolHealthDetails> = {};
     let status: Status = 'up';
     for (const name of options.pools ?? this.registry.names()) {
-      const pool = this.registry.get(name);
+      const group = this.registry.group(name);
+      const pool = group === undefined ? this.registry.get(name) : undefined;
       const stats = pool?.stats?.();
       const row =
-        stats !== undefined
+        group !== undefined
+          ? reportGroup(group.stats())
+          : stats !== undefined
           ? report(stats)
           : missing(pool === undefined ? `no pool named "${name}" in this application` : `the provider of pool "${name}" has no stats() (a stand-in from a test?)`);
       details[name] = row;
@@ -107,6 +113,23 @@ function report(s: PoolStats): PoolHealthDetails {
     waiting: s.waiting,
     lastError: s.lastError ?? null,
     ...admission,
+  };
+}
+
+function reportGroup(s: PoolGroupStats): PoolHealthDetails {
+  const sum = (of: (p: PoolStats) => number) => s.members.reduce((n, m) => n + of(m.pool), 0);
+  const lastError = s.members.find((m) => m.pool.lastError !== undefined)?.pool.lastError ?? null;
+  return {
+    health: s.health,
+    size: s.total,
+    ready: sum((p) => p.ready),
+    maxSize: s.maxTotal,
+    clients: sum((p) => p.clients),
+    clientLimit: s.clientLimit,
+    utilization: round(s.utilization),
+    waiting: s.waiting,
+    lastError,
+    members: s.members.length,
   };
 }
 

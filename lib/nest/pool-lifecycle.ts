@@ -1,13 +1,15 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { ConnectionPool } from '../core/index.js';
+import type { PoolGroup } from '../groups/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
-/** The pools one `PoolModule` import made: those of its names whose provider no test overrode. */
+/** The pools and groups one `PoolModule` import made: those of its names whose provider no test overrode. */
 export class ModulePools {
   readonly pools: ConnectionPool<unknown>[] = [];
+  readonly groups: PoolGroup<unknown>[] = [];
 
   /** Declares the import's names to the application (a name another import has is refused). */
   static declare(names: readonly string[], registry: PoolRegistry): ModulePools {
@@ -53,7 +55,7 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
   }
 
   async #closeAll(graceMs: number): Promise<void> {
-    await Promise.all(this.made.pools.map((pool) => pool.close({ graceMs })));
+    await Promise.all([...this.made.pools, ...this.made.groups].map((pool) => pool.close({ graceMs })));
     await this.limiters.close();
   }
 }

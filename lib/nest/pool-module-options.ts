@@ -3,6 +3,8 @@ import { PoolConfigError, type Connector, type PoolOptions } from '../core/index
 import { resolveOptions } from '../core/options.js';
 import { is, optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
+import type { PoolGroupOptions } from '../groups/index.js';
+import { resolveGroupOptions } from '../groups/group-options.js';
 import { makeLimiter } from './module-limiters.js';
 import type { RequestKeyFn } from './request-key.js';
 
@@ -39,10 +41,35 @@ export interface PoolDefinition<T = unknown> extends AsyncPoolDefinition<T> {
   options?: PooledOptions;
 }
 
+/** A pool group's options as the module takes them: the name and the connectors come from the group's entry. */
+export type GroupedOptions = Omit<PoolGroupOptions<unknown>, 'name' | 'connector' | 'clock' | 'logger'>;
+
+/** The connector of each member of a group, made from its key: `(tenant) => new PgConnector(urlOf(tenant))`. */
+export type MemberConnectors<T = unknown> = (key: string) => Connector<T>;
+
+/** Where a group's member connectors come from: a function of the key, or a factory (which may inject providers) that returns one. */
+export type GroupConnectorSource<T = unknown> =
+  | MemberConnectors<T>
+  | { useFactory: (...deps: never[]) => MemberConnectors<T> | Promise<MemberConnectors<T>>; inject?: (InjectionToken | OptionalFactoryDependency)[] };
+
+/** One pool group of an async registration: its options come from the module's factory (`groups: { [name]: options }`). */
+export interface AsyncGroupDefinition<T = unknown> {
+  /** Unique in the application among pools and groups; `@UsePooled(name, { key })` and `@InjectPool(name)` use it. */
+  name: string;
+  connector: GroupConnectorSource<T>;
+}
+
+/** One pool group of `PoolModule.forRoot({ groups })`: many pools, one per key, sharing `maxTotal` connections. */
+export interface GroupDefinition<T = unknown> extends AsyncGroupDefinition<T> {
+  options: GroupedOptions;
+}
+
 /** Settings that may come from an async factory. */
 export interface PoolModuleSettings {
   /** Options per pool name, for `forRootAsync`. `forRoot` takes them on each pool instead. */
   pools?: Record<string, PooledOptions>;
+  /** Options per group name, for `forRootAsync`. `forRoot` takes them on each group instead. */
+  groups?: Record<string, GroupedOptions>;
   /** Admission limits shared by every pool of this registration that has none of its own. */
   limits?: LimitsConfig;
   /** Stop start-up when a pool cannot open its `minSize` connections. Default false: log and go on. */
@@ -68,9 +95,10 @@ interface StaticSettings {
   requestKey?: RequestKeyFn;
 }
 
-/** Options of `PoolModule.forRoot()`. */
-export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettings, 'pools'> {
-  pools: PoolDefinition[];
+/** Options of `PoolModule.forRoot()`: pools, groups, or both. */
+export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettings, 'pools' | 'groups'> {
+  pools?: PoolDefinition[];
+  groups?: GroupDefinition[];
 }
 
 /** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global, and no `requestKey` (the root's is the application's). */
@@ -83,7 +111,8 @@ export interface PoolSettingsFactory {
 
 /** Options of `PoolModule.forRootAsync()`: pool names and connectors are static, their options async. */
 export interface PoolModuleAsyncOptions extends StaticSettings {
-  pools: AsyncPoolDefinition[];
+  pools?: AsyncPoolDefinition[];
+  groups?: AsyncGroupDefinition[];
   useFactory?: (...deps: never[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
   inject?: (InjectionToken | OptionalFactoryDependency)[];
   useClass?: Type<PoolSettingsFactory>;
@@ -109,24 +138,31 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
   if (typeof options !== 'object' || options === null) {
     throw moduleError(method, 'options', 'must be an object: { pools: [{ name, connector }] }');
   }
-  if (!Array.isArray(options.pools) || options.pools.length === 0) {
-    throw moduleError(method, 'pools', 'must list at least one pool: [{ name, connector }]');
+  for (const list of ['pools', 'groups'] as const) {
+    if (options[list] !== undefined && !Array.isArray(options[list])) throw moduleError(method, list, `must be an array, got ${shown(options[list])}`);
+  }
+  const pools = options.pools ?? [];
+  const groups = options.groups ?? [];
+  if (pools.length + groups.length === 0) {
+    throw moduleError(method, 'pools', 'must list at least one pool ([{ name, connector }]), or groups one group ([{ name, connector: (key) => connector, options: { maxTotal } }])');
   }
   const seen = new Set<string>();
-  options.pools.forEach((pool, i) => {
-    const name: unknown = pool?.name;
-    if (typeof name !== 'string' || name.length === 0) throw moduleError(method, `pools[${i}].name`, `must be ${is.text.says}, got ${shown(name)}`);
+  const named = (entry: { name?: unknown } | undefined, field: string): string => {
+    const name: unknown = entry?.name;
+    if (typeof name !== 'string' || name.length === 0) throw moduleError(method, `${field}.name`, `must be ${is.text.says}, got ${shown(name)}`);
     if (name === 'status') throw new PoolConfigError(name, 'name', 'is reserved by health checks; pick another name');
-    if (seen.has(name)) throw new PoolConfigError(name, 'name', `is listed twice in ${method}; give every pool its own name`);
+    if (seen.has(name)) throw new PoolConfigError(name, 'name', `is listed twice in ${method} (pools and groups share one namespace); give each its own name`);
     seen.add(name);
-    checkConnectorSource(name, pool.connector);
-  });
+    return name;
+  };
+  pools.forEach((pool, i) => checkConnectorSource(named(pool, `pools[${i}]`), pool.connector));
+  groups.forEach((group, i) => checkGroupConnectors(named(group, `groups[${i}]`), group.connector));
   for (const flag of ['isGlobal', 'httpErrors'] as const) check(method, flag, options[flag], is.boolean);
   check(method, 'requestKey', options.requestKey, is.function);
 }
 
 /** Checks the settings, after the async factory if there is one. */
-export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string): void {
+export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string, groupNames: readonly string[] = []): void {
   if (typeof settings !== 'object' || settings === null) throw moduleError(method, 'settings', `must be an object, got ${shown(settings)}`);
   check(method, 'failOnWarmupError', settings.failOnWarmupError, is.boolean);
   check(method, 'shutdownGraceMs', settings.shutdownGraceMs, is.noted(is.atLeast(0), 'Infinity: wait for every lease'));
@@ -148,6 +184,26 @@ export function checkSettings(settings: PoolModuleSettings, names: readonly stri
     if (limits !== undefined) checkLimits(limits, method, `pools.${name}.limits`, `${name}:limits`);
   }
   if (settings.limits !== undefined) checkLimits(settings.limits, method, 'limits', 'limits');
+  checkGroupSettings(settings.groups, groupNames, method);
+}
+
+function checkGroupSettings(groups: unknown, names: readonly string[], method: string): void {
+  groups ??= {};
+  if (typeof groups !== 'object' || groups === null) {
+    throw moduleError(method, 'groups', 'must map group names to their options: { tenants: { maxTotal: 20 } }');
+  }
+  for (const name of Object.keys(groups)) {
+    if (!names.includes(name)) {
+      throw new PoolConfigError(name, 'groups', `has options but is not declared in ${method}({ groups }); declared: ${names.join(', ') || 'none'}`, 'group');
+    }
+  }
+  // The group would reject these at construction (maxTotal is required); checking here fails before any is made.
+  for (const name of names) {
+    const options: unknown = (groups as Record<string, unknown>)[name];
+    const invalid = violation({ subject: 'group', name }, 'options', options ?? null, is.object);
+    if (invalid !== undefined) throw invalid;
+    resolveGroupOptions({ ...(options as GroupedOptions), name, connector: () => ({ create: () => Promise.reject(new Error('not made')) }) });
+  }
 }
 
 /** `limiter`: the name the limiter will have (the pool's own: `<pool>:limits`), which its errors name. */
@@ -161,6 +217,16 @@ function checkLimits(limits: unknown, method: string, field: string, limiter: st
 /** Whether a source is a factory (otherwise a class or an instance). */
 export function isConnectorFactory<T>(source: ConnectorSource<T>): source is ConnectorFactory<T> {
   return typeof source === 'object' && source !== null && 'useFactory' in source;
+}
+
+function checkGroupConnectors(name: string, source: unknown): void {
+  if (typeof source === 'function') return;
+  if (typeof source === 'object' && source !== null && 'useFactory' in source) {
+    const invalid = violation({ subject: 'group', name }, 'connector.useFactory', source.useFactory ?? null, is.function);
+    if (invalid === undefined) return;
+    throw invalid;
+  }
+  throw new PoolConfigError(name, 'connector', "must be a function of the member's key that returns its connector, or { useFactory, inject } returning one", 'group');
 }
 
 function checkConnectorSource(name: string, source: unknown): void {

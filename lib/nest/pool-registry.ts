@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { PoolConfigError, type ConnectionPool } from '../core/index.js';
+import { PoolConfigError, type ConnectionPool, type UseOptions } from '../core/index.js';
+import { PoolGroup } from '../groups/index.js';
 import { withRequestKeys } from './request-key.js';
 import { getPoolToken } from './tokens.js';
 
@@ -57,17 +58,45 @@ export class PoolRegistry {
     return [...this.#owners.keys()];
   }
 
-  /** The provider of `getPoolToken(name)` as DI resolves it (overrides included), or undefined when no pool has the name. */
+  /**
+   * The provider of `getPoolToken(name)` as DI resolves it (overrides included), or undefined when
+   * no pool has the name. A pool group is seen as a pool whose calls pick their member by key.
+   */
   get(name: string): PoolLike | undefined {
     const known = this.#pools.get(name);
     if (known !== undefined || !this.#owners.has(name)) return known;
-    let pool: PoolLike | undefined;
-    try {
-      pool = this.moduleRef.get<PoolLike>(getPoolToken(name), { strict: false });
-    } catch {
-      return undefined; // declared, but its provider is not made (start-up failed before it)
-    }
+    const provider = this.#provider(name);
+    if (provider === undefined) return undefined;
+    const pool = provider instanceof PoolGroup ? groupAsPool(provider) : (provider as PoolLike);
     this.#pools.set(name, pool);
     return pool;
   }
+
+  /** The group named `name`, if that name is a group's. */
+  group(name: string): PoolGroup<unknown> | undefined {
+    const provider = this.#owners.has(name) ? this.#provider(name) : undefined;
+    return provider instanceof PoolGroup ? provider : undefined;
+  }
+
+  #provider(name: string): unknown {
+    try {
+      return this.moduleRef.get<unknown>(getPoolToken(name), { strict: false });
+    } catch {
+      return undefined; // declared, but its provider is not made (start-up failed before it)
+    }
+  }
+}
+
+/** A group as decorated methods call it: the call's key (the method's `key()`, or the request's) names the member. */
+function groupAsPool(group: PoolGroup<unknown>): PoolLike {
+  return {
+    use: (fn, options?: UseOptions) => {
+      const key = options?.key;
+      if (typeof key !== 'string') {
+        const how = `@UsePooled('${group.name}', { key: (tenant) => tenant }), or the module's requestKey`;
+        return Promise.reject(new PoolConfigError(group.name, 'key', `is needed by every call of a pool group: it names the member (a tenant, a database); give the call one: ${how}`, 'group'));
+      }
+      return group.use(key, fn, options);
+    },
+  };
 }

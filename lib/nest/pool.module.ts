@@ -7,11 +7,15 @@ import { PoolErrorFilter } from './pool-error.filter.js';
 import { ModulePools, PoolLifecycle } from './pool-lifecycle.js';
 import { PoolRegistry } from './pool-registry.js';
 import { RequestKeyInterceptor } from './request-key.js';
+import { PoolGroup } from '../groups/index.js';
 import {
   checkRegistration,
   checkSettings,
   isConnectorFactory,
+  type AsyncGroupDefinition,
   type AsyncPoolDefinition,
+  type GroupDefinition,
+  type MemberConnectors,
   type PoolDefinition,
   type PoolFeatureSettings,
   type PoolModuleAsyncOptions,
@@ -54,9 +58,14 @@ export class PoolModule {
   /** Registers pools whose options come from a factory (`useFactory`, `useClass` or `useExisting`). */
   static forRootAsync(options: PoolModuleAsyncOptions): DynamicModule {
     checkRegistration(options, 'forRootAsync');
-    options.pools.forEach((pool) => {
+    (options.pools ?? []).forEach((pool) => {
       if ((pool as PoolDefinition).options !== undefined) {
         throw new PoolConfigError(pool.name, 'options', 'is not taken by forRootAsync: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot', 'pool');
+      }
+    });
+    (options.groups ?? []).forEach((group) => {
+      if ((group as GroupDefinition).options !== undefined) {
+        throw new PoolConfigError(group.name, 'options', 'is not taken by forRootAsync: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot', 'group');
       }
     });
     const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
@@ -64,9 +73,10 @@ export class PoolModule {
       throw new PoolConfigError('PoolModule.forRootAsync', 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
     }
     const declared = names(options.pools);
+    const groups = names(options.groups);
     const checked = async (settings: PoolModuleSettings | Promise<PoolModuleSettings>) => {
       const resolved = await settings;
-      checkSettings(resolved, declared, 'forRootAsync');
+      checkSettings(resolved, declared, 'forRootAsync', groups);
       return resolved;
     };
     const providers: Provider[] = [];
@@ -89,25 +99,27 @@ export class PoolModule {
 function fromOptions(options: PoolModuleOptions, method: string): DynamicModule {
   const { failOnWarmupError, shutdownGraceMs, limits } = options;
   const settings: PoolModuleSettings = {
-    pools: Object.fromEntries(options.pools.map((p) => [p.name, p.options ?? {}])),
+    pools: Object.fromEntries((options.pools ?? []).map((p) => [p.name, p.options ?? {}])),
+    groups: Object.fromEntries((options.groups ?? []).map((g) => [g.name, g.options])),
     failOnWarmupError,
     shutdownGraceMs,
     limits,
   };
-  checkSettings(settings, names(options.pools), method);
+  checkSettings(settings, names(options.pools), method, names(options.groups));
   return assemble(options, [{ provide: POOL_MODULE_SETTINGS, useValue: settings }], method);
 }
 
-function names(pools: readonly AsyncPoolDefinition[]): string[] {
-  return pools.map((p) => p.name);
+function names(entries: readonly { name: string }[] | undefined): string[] {
+  return (entries ?? []).map((p) => p.name);
 }
 
 function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[], method: string): DynamicModule {
-  const poolTokens = options.pools.map((p) => getPoolToken(p.name));
-  const poolNames = names(options.pools);
+  const poolNames = [...names(options.pools), ...names(options.groups)];
+  const poolTokens = poolNames.map((name) => getPoolToken(name));
   const providers: Provider[] = [
     ...settings,
-    ...options.pools.flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
+    ...(options.pools ?? []).flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
+    ...(options.groups ?? []).flatMap((g) => [memberConnectorsProvider(g), groupProvider(g.name)]),
     { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
     // Every pool factory injects this, so the names are declared before any pool is made (a
     // duplicate name opens nothing), and also when a test overrode every pool of the import.
@@ -140,6 +152,27 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
     return { provide, useFactory: connector.useFactory as (...deps: unknown[]) => unknown, inject: connector.inject ?? [] };
   }
   return { provide, useValue: connector };
+}
+
+function memberConnectorsProvider({ name, connector }: AsyncGroupDefinition): Provider {
+  const provide = getConnectorToken(name);
+  if (typeof connector === 'function') return { provide, useValue: connector };
+  return { provide, useFactory: connector.useFactory as (...deps: unknown[]) => unknown, inject: connector.inject ?? [] };
+}
+
+function groupProvider(name: string): Provider {
+  return {
+    provide: getPoolToken(name),
+    inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_POOLS],
+    useFactory: (connector: MemberConnectors, settings: PoolModuleSettings, made: ModulePools) => {
+      if (typeof connector !== 'function') {
+        throw new PoolConfigError(name, 'connector', `useFactory must return a function of the member's key that returns its connector, got ${typeof connector}`, 'group');
+      }
+      const group = new PoolGroup({ logger: new NestPoolLogger(name), ...settings.groups![name]!, name, connector });
+      made.groups.push(group);
+      return group;
+    },
+  };
 }
 
 function poolProvider(name: string): Provider {

@@ -148,7 +148,7 @@ describe('PoolModule.forRoot', () => {
     const connector = new FakeConnector();
     const register = () => PoolModule.forRoot({ pools: [{ name: 'db', connector }, { name: 'db', connector }] });
     expect(register).toThrow(PoolConfigError);
-    expect(register).toThrow('pool "db": option "name" is listed twice in forRoot; give every pool its own name');
+    expect(register).toThrow('pool "db": option "name" is listed twice in forRoot (pools and groups share one namespace); give each its own name');
   });
 
   it('rejects two registrations of one pool name in one application', async () => {
