@@ -2,7 +2,8 @@
 import { Injectable, Module } from '@nestjs/common';
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
-import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+import { pgConnector } from './app/connectors.js';
 
 export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
   const lease = await pool.acquire({ timeoutMs: 2_000, signal });
@@ -56,5 +57,34 @@ export class ServerTime {
   async serverTime(zone: string, @PooledConnection() db?: pg.Client): Promise<string> {
     const { rows } = await db!.query<{ at: string }>(`SELECT to_char(now() AT TIME ZONE $1, 'HH24:MI') AS at`, [zone]);
     return rows[0].at;
+  }
+}
+
+// One database per tenant, one budget of connections for all of them (the server's cap, or PgBouncer's).
+export async function tenantDatabase(serverUrl: string, tenant: string): Promise<string> {
+  const group = new PoolGroup<pg.Client>({
+    maxTotal: 20,
+    connector: (key) => pgConnector(`${serverUrl}/${key}`), // a member per key, made on its first call
+    member: { clientLimit: 1, acquireTimeoutMs: 5_000 }, // the options of every member pool
+  });
+  const db = await group.use(tenant, async (client) => (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0].db);
+  await group.close();
+  return db;
+}
+
+export function tenantRegistration(serverUrl: string) {
+  return PoolModule.forRoot({
+    groups: [{ name: 'tenants', connector: (tenant) => pgConnector(`${serverUrl}/${tenant}`), options: { maxTotal: 20, member: { clientLimit: 1 } } }],
+  });
+}
+
+@Injectable()
+export class TenantReports {
+  constructor(@InjectPool('tenants') readonly tenants: PoolGroup<pg.Client>) {}
+
+  @UsePooled('tenants', { key: (tenant: unknown) => String(tenant) }) // the key picks the member: the tenant's database
+  async database(tenant: string, @PooledConnection() db?: pg.Client): Promise<string> {
+    const { rows } = await db!.query<{ db: string }>('SELECT current_database() AS db');
+    return rows[0].db;
   }
 }

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime } from '../../sample-app/readme-snippets.js';
+import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration } from '../../sample-app/readme-snippets.js';
 import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { readmeBlocks, source } from '../support/readme.js';
@@ -96,6 +96,17 @@ describe('the README excerpts, run', () => {
     await moduleRef.init();
     await expect(moduleRef.get(ServerTime).serverTime('UTC')).resolves.toMatch(/^\d\d:\d\d$/);
     expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+    await moduleRef.close();
+  });
+
+  it('a pool group: one member per tenant database, by hand and in Nest', async () => {
+    const server = 'postgresql://postgres@127.0.0.1:5432'; // the databases test and postgres stand for two tenants
+    await expect(tenantDatabase(server, 'test')).resolves.toBe('test');
+    const moduleRef = await Test.createTestingModule({ imports: [tenantRegistration(server)], providers: [TenantReports] }).setLogger(new RecordingNestLogger()).compile();
+    await moduleRef.init();
+    const reports = moduleRef.get(TenantReports);
+    await expect(Promise.all([reports.database('test'), reports.database('postgres')])).resolves.toEqual(['test', 'postgres']);
+    expect(reports.tenants.stats()).toMatchObject({ maxTotal: 20, total: 2, members: [{ key: 'test' }, { key: 'postgres' }] });
     await moduleRef.close();
   });
 

@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { CONTENDERS, runScenario, type RunResult } from './harness.js';
 import { SCENARIOS } from './scenarios.js';
+import { html, table } from './report.js';
 import { percentile, scale, score, variation } from './scoring.js';
 
 describe('the QoS simulation of a pool group', () => {
@@ -42,5 +43,21 @@ describe('QoS scoring', () => {
     expect(variation([2, 2, 2])).toBe(0);
     expect(variation([0, 0])).toBe(0);
     expect(variation([1, 3])).toBeCloseTo(0.5);
+  });
+});
+
+describe('the QoS report', () => {
+  it('tables every measure with each contender, and plots waits and connections per contender', async () => {
+    const scenario = SCENARIOS.find((s) => s.name === 'huge demand beside a rare one')!;
+    const runs: RunResult[] = [];
+    for (const c of CONTENDERS) runs.push(await runScenario(scenario, c));
+    const text = table(scenario, runs);
+    expect(text.split('\n')[0]).toBe('### huge demand beside a rare one: pass (threshold 85)');
+    for (const label of ['p90 wait of rare (ms)', 'p99 wait of busy (ms)', 'connects + disconnects', 'weighted total']) expect(text).toContain(`| ${label}`);
+    expect(text).toContain(score(runs[0]!).total.toFixed(1));
+    const page = html([runs]);
+    expect(page.match(/<section>/g)).toHaveLength(1);
+    expect(page.match(/<svg /g)).toHaveLength(2 * CONTENDERS.length);
+    expect(page).toContain('<span style="color:#1f77b4">■ busy</span>');
   });
 });
