@@ -171,3 +171,32 @@ describe('the periodic rebalance', () => {
     expect(planRebalance([load('a', { connections: 3, stealable: 3 }), load('b', { connections: 2, inUse: 2 })], settings)).toEqual([]);
   });
 });
+
+describe('with the need the group measured lately', () => {
+  const small: PlanSettings = { maxTotal: 4, clientLimit: 1, minHoldMs: 50 };
+
+  it('does not make a member hungry for a burst its own connections can serve', () => {
+    // 'a' needed about two connections lately; a burst queued six callers on its two.
+    const loads = [load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }), load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 })];
+    expect(hunger(loads, small)).toEqual({ a: 'satisfied', b: 'satisfied' });
+    expect(planAcquire('a', loads, small)).toEqual({ kind: 'wait' });
+    // Without the measured need, the burst alone would take b's connections.
+    const instant = loads.map(({ recentNeed: _, ...l }) => l);
+    expect(planAcquire('a', instant, small)).toEqual({ kind: 'steal', from: 'b' });
+  });
+
+  it('lets a member that stopped go within a second: a small residue is no need', () => {
+    expect(quotas([load('gone', { connections: 2, stealable: 2, recentNeed: 0.04 }), load('a', { inUse: 2, recentNeed: 2 })], small)).toEqual({ gone: 0, a: 2 });
+  });
+
+  it('counts a member that waits with no connection as needing one, whatever it needed before', () => {
+    const loads = [load('new', { waiting: 1, recentNeed: 0 }), load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 })];
+    expect(quotas(loads, small)).toEqual({ new: 1, a: 3 });
+    expect(planAcquire('new', loads, small)).toEqual({ kind: 'steal', from: 'a' });
+  });
+
+  it('gives the first connections of a short budget to the members waiting longest, not the largest', () => {
+    const loads = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((key, i) => load(key, { waiting: 1, recentNeed: 0, holdMs: 100 - i, waitedMs: i * 10 }));
+    expect(quotas(loads, small)).toEqual({ m1: 0, m2: 0, m3: 1, m4: 1, m5: 1, m6: 1 });
+  });
+});
