@@ -4,7 +4,8 @@
 // hand-built state.
 //
 // Demand is "database time": the time a member's connections are busy, estimated as its mean
-// hold time × the connections it needs now (those in use, and enough for its waiters). The
+// hold time × the connections it needs (those in use and enough for its waiters, smoothed over
+// the last few hundred ms when the group measures it). The
 // budget is shared in proportion to demand (quotas); a member below its quota is hungry, one above
 // it is overfull. Overfull members give connections up, their oldest first, but never one held for
 // less than the minimum hold time, so connections do not thrash between members.
@@ -61,12 +62,6 @@ export type AcquirePlan = { readonly kind: 'open' } | { readonly kind: 'steal'; 
 
 /** What to do with a connection its member no longer uses: keep it, or close it so that `to` can open one. */
 export type ReleasePlan = { readonly kind: 'keep' } | { readonly kind: 'transfer'; readonly to: string };
-
-/** One move of the periodic rebalance: close an idle connection of `from`, open one for `to`. */
-export interface Transfer {
-  readonly from: string;
-  readonly to: string;
-}
 
 /** A lease held for no measured time still counts: without it, a member with only waiters would have no demand. */
 const MIN_HOLD_ESTIMATE_MS = 1;
@@ -182,32 +177,6 @@ export function planRelease(key: string, heldMs: number, loads: readonly MemberL
   const waiting = new Set(loads.filter((l) => l.waiting > 0 && l.key !== key).map((l) => l.key));
   const hungriest = plans.filter((p) => p.hunger === 'hungry' && waiting.has(p.key)).sort((a, b) => b.score - a.score)[0];
   return hungriest === undefined ? { kind: 'keep' } : { kind: 'transfer', to: hungriest.key };
-}
-
-/**
- * The periodic rebalance: the hungriest members take idle connections from the most overfull,
- * one at a time, until one list runs out or nothing more may be taken. Connections in use, and
- * those held for less than the minimum hold time, stay where they are.
- */
-export function planRebalance(loads: readonly MemberLoad[], settings: PlanSettings): Transfer[] {
-  const plans = planMembers(loads, settings);
-  const deficit = new Map(plans.filter((p) => p.hunger === 'hungry').map((p) => [p.key, p.quota - loads.find((l) => l.key === p.key)!.connections]));
-  const left = new Map(loads.map((l) => [l.key, l.stealable]));
-  const excess = new Map(plans.filter((p) => p.hunger === 'overfull').map((p) => [p.key, loads.find((l) => l.key === p.key)!.connections - p.quota]));
-  const hungry = plans.filter((p) => p.hunger === 'hungry').sort((a, b) => b.score - a.score);
-  const overfull = plans.filter((p) => p.hunger === 'overfull').sort((a, b) => b.score - a.score);
-  const transfers: Transfer[] = [];
-  for (const taker of hungry) {
-    for (const giver of overfull) {
-      while (deficit.get(taker.key)! > 0 && excess.get(giver.key)! > 0 && left.get(giver.key)! > 0) {
-        transfers.push({ from: giver.key, to: taker.key });
-        deficit.set(taker.key, deficit.get(taker.key)! - 1);
-        excess.set(giver.key, excess.get(giver.key)! - 1);
-        left.set(giver.key, left.get(giver.key)! - 1);
-      }
-    }
-  }
-  return transfers;
 }
 
 /** The most overfull member other than `except` with a connection it may give up. */

@@ -50,7 +50,7 @@ describe('errors from another copy of the package', () => {
 });
 
 describe('the entry points', () => {
-  const internals = ['resolveGroupOptions', 'planAcquire', 'planRelease', 'planRebalance', 'planMembers', 'kBudget', 'kMember', 'resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
+  const internals = ['resolveGroupOptions', 'planAcquire', 'planRelease', 'planMembers', 'kBudget', 'kMember', 'resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
 
   it('show no internals', () => {
     for (const entry of [root, core, limits, groups, connectors]) {

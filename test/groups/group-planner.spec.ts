@@ -1,12 +1,11 @@
 // The group planner's decisions on hand-built states (seed 004): quotas from demand, hunger,
-// stealing, release routing and the periodic rebalance, with the minimum hold time.
+// stealing and release routing, with the minimum hold time.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
   demandOf,
   planAcquire,
   planMembers,
-  planRebalance,
   planRelease,
   quotasOf,
   type MemberLoad,
@@ -142,33 +141,6 @@ describe('a release', () => {
   it('keeps it when nobody else waits', () => {
     const loads = [load('a', { connections: 6, inUse: 1 }), load('b', { connections: 4, inUse: 4 })];
     expect(planRelease('a', 1_000, loads, settings)).toEqual({ kind: 'keep' });
-  });
-});
-
-describe('the periodic rebalance', () => {
-  it('moves idle connections from the most overfull to the hungriest, up to each one’s deficit and excess', () => {
-    const loads = [
-      load('idle', { connections: 6, stealable: 6, oldestMs: 10_000 }),
-      load('small', { connections: 4, stealable: 1, inUse: 3, oldestMs: 10_000 }),
-      load('big', { inUse: 0, waiting: 3, holdMs: 100 }),
-      load('tiny', { waiting: 1, holdMs: 1 }),
-    ];
-    const transfers = planRebalance(loads, settings);
-    expect(transfers).toEqual([
-      { from: 'idle', to: 'big' },
-      { from: 'idle', to: 'big' },
-      { from: 'idle', to: 'big' },
-      { from: 'idle', to: 'tiny' },
-    ]);
-  });
-
-  it('moves nothing held for less than the minimum hold time, nor anything in use', () => {
-    const loads = [load('a', { connections: 10, inUse: 4, stealable: 0 }), load('b', { waiting: 5 })];
-    expect(planRebalance(loads, settings)).toEqual([]);
-  });
-
-  it('moves nothing when nobody is hungry', () => {
-    expect(planRebalance([load('a', { connections: 3, stealable: 3 }), load('b', { connections: 2, inUse: 2 })], settings)).toEqual([]);
   });
 });
 
