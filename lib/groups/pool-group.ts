@@ -1,4 +1,4 @@
-import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
+import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
 import { planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
@@ -102,7 +102,7 @@ export class PoolGroup<T> {
   }
 
   /** Checks out a connection of member `key`. Release the lease when done. */
-  acquire(key: string, options?: UseOptions): Promise<Lease<T>> {
+  acquire(key: string, options?: AcquireOptions): Promise<Lease<T>> {
     const member = this.#member(key);
     if (member instanceof Error) return Promise.reject(member);
     return member.pool.acquire(options);
@@ -115,7 +115,6 @@ export class PoolGroup<T> {
 
   /** The budget, and every member with its share and its pool's stats. */
   stats(): PoolGroupStats {
-    this.#sample();
     const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
     let clients = 0;
     let waiting = 0;
@@ -126,7 +125,7 @@ export class PoolGroup<T> {
       waiting += pool.waiting;
       return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, pool };
     });
-    const utilization = clients / (this.options.maxTotal * (this.options.member.clientLimit));
+    const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
     return {
       name: this.name,
       maxTotal: this.options.maxTotal,
