@@ -4,6 +4,8 @@ import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
 import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
 import { pgConnector } from './app/connectors.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { POOL_CHANNELS, type RetireMessage } from 'nestjs-shared-pool/core';
 
 export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
   const lease = await pool.acquire({ timeoutMs: 2_000, signal });
@@ -87,4 +89,13 @@ export class TenantReports {
     const { rows } = await db!.query<{ db: string }>('SELECT current_database() AS db');
     return rows[0].db;
   }
+}
+
+export function warnOnFailedConnections(warn: (line: string) => void): () => void {
+  const onRetire = (message: unknown) => {
+    const { pool, connectionId, reason, detail } = message as RetireMessage;
+    if (reason === 'failed') warn(`${pool}: connection ${connectionId} failed: ${detail}`);
+  };
+  subscribe(POOL_CHANNELS.retire, onRetire);
+  return () => unsubscribe(POOL_CHANNELS.retire, onRetire); // stop listening
 }

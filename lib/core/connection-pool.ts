@@ -6,6 +6,8 @@ import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
 import { messageOf } from './message-of.js';
+import { events } from './pool-events.js';
+import { HealthWatch } from './health-watch.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import { kCheckin, kCheckinFailed, Lease, type LeaseOwner } from './lease.js';
@@ -59,9 +61,12 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #onIdle: (() => void) | undefined;
 
   readonly #counters = newCounters();
+  /** Health over time: a change is logged once and published. */
+  readonly #health: HealthWatch;
 
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
+    this.#health = new HealthWatch(o.name, o.logger);
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
@@ -74,6 +79,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       waiting: () => this.#waiters.length,
       waitedSince: () => this.#waiters.head?.stamp?.at,
       dispatch: () => this.#dispatch(),
+      swept: () => this.#health.sample(this.stats()),
       failQueue: (error) => {
         for (let w = this.#next(); w !== null; w = this.#next()) {
           this.#counters.failedFast++;
@@ -143,8 +149,14 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     return this.#acquire(options);
   }
 
-  /** `acquire()` with options already checked (`use()` checks them once for all its tries). */
+  /** `acquire()` with options already checked (`use()` checks them once for all its tries), traced while a tracer listens. */
   #acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
+    if (!events.acquireTrace.hasSubscribers) return this.#acquireUntraced(options);
+    const context = { pool: this.name, timeoutMs: options?.timeoutMs, key: options?.key };
+    return events.acquireTrace.tracePromise(() => this.#acquireUntraced(options), context);
+  }
+
+  #acquireUntraced(options: AcquireOptions | undefined): Promise<Lease<T>> {
     if (this.#closed) return Promise.reject(new PoolClosedError(this.name));
     const signal = options?.signal;
     if (signal?.aborted) {
@@ -193,6 +205,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   close(options: CloseOptions = {}): Promise<void> {
     const invalid = checkCloseOptions(this.name, options);
     if (invalid !== undefined) return Promise.reject(invalid);
+    if (this.#closing === undefined && events.poolClose.hasSubscribers) events.poolClose.publish({ pool: this.name });
     this.#closing ??= this.#shutdown(options.graceMs ?? 10_000);
     return this.#closing;
   }
@@ -241,22 +254,25 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#counters.acquired++;
     set.index.update(conn);
     if (set.clients >= set.capacity * this.#growLoad) this.#supply.grow();
+    if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
     return new Lease(this, conn);
   }
 
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>): void {
     this.#counters.released++;
+    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
-    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'its place went to another member of the group');
+    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
     this.#checkin(conn);
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void {
     this.#counters.released++;
-    this.#supply.retire(conn, failure === undefined ? 'failed by its user' : messageOf(failure), failure);
+    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
+    this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
   }
 
@@ -269,6 +285,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       if (w !== null) {
         conn.uses++;
         this.#counters.acquired++;
+        if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
         w.resolve(new Lease(this, conn));
         return;
       }

@@ -10,9 +10,10 @@ import { ConnectionFailedError, PoolClosedError } from './errors.js';
 import { HouseKeeper } from './house-keeper.js';
 import { IdleValidation } from './idle-validation.js';
 import { messageOf } from './message-of.js';
+import { events } from './pool-events.js';
 import type { ResolvedOptions } from './options.js';
 import type { SharedConnection } from './shared-connection.js';
-import type { PoolCounters } from './stats.js';
+import type { PoolCounters, RetireReason } from './stats.js';
 
 const noop = () => {};
 
@@ -27,6 +28,8 @@ export interface SupplyHost {
   dispatch(): void;
   /** Nothing can serve the queue until the next attempt: fail every queued caller with `error()`. */
   failQueue(error: () => unknown): void;
+  /** The house-keeper's sweep ended. */
+  swept(): void;
 }
 
 /**
@@ -65,6 +68,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       connectionClosed: (conn) => {
         this.set.all.delete(conn);
         this.debug(`connection ${conn.id} closed`);
+        if (events.close.hasSubscribers) events.close.publish({ pool: this.name, connectionId: conn.id });
         this.budget?.ended(this);
         this.fill();
       },
@@ -88,6 +92,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       retire: (conn, reason) => this.retire(conn, reason),
       rotate: (conn) => void this.#create(conn).catch(noop),
       fill: () => this.fill(),
+      swept: () => host.swept(),
     });
   }
 
@@ -152,6 +157,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const conn = this.set.begin(replaces);
     conn.createdAt = this.timers.now();
     this.budget?.began(this);
+    if (events.createStart.hasSubscribers) events.createStart.publish({ pool: this.name, connectionId: conn.id });
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
     this.debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
@@ -163,18 +169,23 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     this.counters.opened++;
     this.backoff.succeeded();
     const now = this.timers.now();
-    this.connectMs = this.connectMs === 0 ? now - conn.createdAt : 0.8 * this.connectMs + 0.2 * (now - conn.createdAt);
+    const took = now - conn.createdAt;
+    this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
+    if (events.createEnd.hasSubscribers) events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
     this.debug(`connection ${conn.id} ready`);
-    if (old !== null) this.retire(old, 'rotated: past its lifetime');
-    if (this.host.isClosed()) this.retire(conn, 'pool closed');
-    else if (conn.retireOnReady !== undefined) this.retire(conn, conn.retireOnReady);
+    if (old !== null) this.retire(old, 'lifetime', 'rotated: past its lifetime');
+    if (this.host.isClosed()) this.retire(conn, 'closed', 'pool closed');
+    else if (conn.retireOnReady !== undefined) this.retire(conn, conn.retireOnReady.reason, conn.retireOnReady.detail);
     this.host.dispatch();
   }
 
   #openFailed(conn: SharedConnection<T>, err: ConnectionFailedError): void {
     this.counters.createFailures++;
     this.lastError = err;
+    if (events.createFailure.hasSubscribers) {
+      events.createFailure.publish({ pool: this.name, connectionId: conn.id, error: err, durationMs: this.timers.now() - conn.createdAt });
+    }
     const delay = this.backoff.failed(err);
     if (!this.host.isClosed()) this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
     this.#dropOpening(conn);
@@ -208,7 +219,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       if (oldest === undefined || conn.createdAt < oldest.createdAt) oldest = conn;
     }
     if (oldest === undefined) return false;
-    this.retire(oldest, 'taken by another member of the group');
+    this.retire(oldest, 'group', 'taken by another member of the group');
     return true;
   }
 
@@ -242,21 +253,23 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   /** @internal Called by a connection's {@link ConnectionContext}. */
   [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
     if ('retire' in change) {
-      const reason = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
-      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = reason;
-      else this.retire(conn, reason, change.retire);
+      const detail = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = { reason: 'connector', detail };
+      else this.retire(conn, 'connector', detail, change.retire);
       return;
     }
     const limit = Math.max(1, Math.min(this.options.clientLimit, Math.floor(change.limit) || 1));
     if (this.set.setLimit(conn, limit)) this.host.dispatch();
   }
 
-  /** Takes a ready connection out of service; it closes once its last client leaves. */
-  retire(conn: SharedConnection<T>, reason: string, cause?: unknown): void {
+  /** Takes a ready connection out of service; it closes once its last client leaves. `detail` says more than `reason`, for the log. */
+  retire(conn: SharedConnection<T>, reason: RetireReason, detail: string = reason, cause?: unknown): void {
     if (!this.set.retire(conn)) return;
     this.counters.retired++;
+    this.counters.retiredBy[reason]++;
     if (cause !== undefined) this.lastError = cause;
-    this.debug(`connection ${conn.id} retired: ${reason}`);
+    this.debug(`connection ${conn.id} retired: ${detail}`);
+    if (events.retire.hasSubscribers) events.retire.publish({ pool: this.name, connectionId: conn.id, reason, detail });
     // A connection being validated closes when its validation ends.
     if (conn.clients === 0 && !conn.validating) this.closer.close(conn);
     if (!this.host.isClosed()) this.fill();
@@ -266,10 +279,11 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
    * Retires every connection: ready ones take no new clients and close once idle; ones still
    * opening (their create began before the refresh) are retired as soon as they are ready.
    */
-  refresh(): void {
+  refresh(reason: 'refresh' | 'closed' = 'refresh'): void {
+    const detail = reason === 'closed' ? 'pool closed' : 'refresh';
     for (const conn of this.set.all) {
-      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = 'refresh';
-      else this.retire(conn, 'refresh');
+      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = { reason, detail };
+      else this.retire(conn, reason, detail);
     }
   }
 
@@ -278,7 +292,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const closed = this.host.isClosed();
     if (failure !== undefined && !closed) {
       this.counters.validationFailures++;
-      this.retire(conn, `validation failed: ${messageOf(failure)}`, failure);
+      this.retire(conn, 'validation', `validation failed: ${messageOf(failure)}`, failure);
     }
     this.set.endValidation(conn, this.timers.now());
     if (conn.state === 'draining' && conn.clients === 0) this.closer.close(conn);
@@ -293,7 +307,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     this.keeper.stop();
     this.backoff.stop();
     for (const conn of [...this.set.all]) conn.abandon?.();
-    this.refresh();
+    this.refresh('closed');
     for (const conn of [...this.set.all]) conn.endValidation?.();
   }
 

@@ -1,6 +1,7 @@
 import type { TimerHandle, Timers } from './clock.js';
 import type { ResolvedOptions } from './options.js';
 import type { SharedConnection } from './shared-connection.js';
+import type { RetireReason } from './stats.js';
 
 /** What the house-keeper sees of its pool, and asks it to do. */
 export interface KeptPool<T> {
@@ -13,7 +14,9 @@ export interface KeptPool<T> {
   readyCount(): number;
   /** Whether another create may start now (maxConcurrentCreates, no backoff running). */
   mayOpen(): boolean;
-  retire(conn: SharedConnection<T>, reason: string): void;
+  retire(conn: SharedConnection<T>, reason: RetireReason): void;
+  /** A sweep ended: the pool samples its health. */
+  swept(): void;
   /** Opens a replacement for `conn`, which keeps serving until it is ready. */
   rotate(conn: SharedConnection<T>): void;
   /** Opens what `minSize` lacks. */
@@ -54,6 +57,7 @@ export class HouseKeeper<T> {
       }
     }
     pool.fill();
+    pool.swept();
     this.start();
   }
 }

@@ -28,3 +28,14 @@ export type { ConnectionState } from './shared-connection.js';
 export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';
 export { ConnectionPool } from './connection-pool.js';
 export type * from './admission.js';
+export {
+  POOL_CHANNELS,
+  type AcquireMessage,
+  type AcquireTraceContext,
+  type CreateEndMessage,
+  type CreateFailureMessage,
+  type CreateStartMessage,
+  type HealthMessage,
+  type ReleaseMessage,
+  type RetireMessage,
+} from './pool-events.js';

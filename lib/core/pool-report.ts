@@ -14,6 +14,7 @@ export function newCounters(): PoolCounters {
     createFailures: 0,
     closed: 0,
     retired: 0,
+    retiredBy: { idle: 0, lifetime: 0, failed: 0, connector: 0, validation: 0, refresh: 0, closed: 0, group: 0 },
     acquired: 0,
     released: 0,
     timeouts: 0,
@@ -77,7 +78,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     failureStreak: supply.backoff.streak,
     lastError: supply.lastError === undefined ? undefined : messageOf(supply.lastError),
     closed: pool.isClosed(),
-    counters: { ...pool.counters },
+    counters: { ...pool.counters, retiredBy: { ...pool.counters.retiredBy } },
     connections,
     ...(admission === undefined ? {} : { admission }),
   };

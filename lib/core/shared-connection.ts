@@ -1,4 +1,5 @@
 import type { CreateContext } from './connector.js';
+import type { RetireReason } from './stats.js';
 
 /** Where a connection is in its life. */
 export type ConnectionState = 'opening' | 'establishing' | 'ready' | 'draining' | 'closing' | 'closed';
@@ -31,8 +32,8 @@ export class SharedConnection<T> {
   rotating = false;
   /** The connection this one replaces (rotation). */
   replaces: SharedConnection<T> | null = null;
-  /** Why ctx.retire() was called before the connection was ready; retired as soon as it is. */
-  retireOnReady: string | undefined = undefined;
+  /** Why it was retired before it was ready (ctx.retire(), refresh()); it retires as soon as it is. */
+  retireOnReady: { readonly reason: RetireReason; readonly detail: string } | undefined = undefined;
 
   // Links of the index bucket this connection sits in (-1: in no bucket).
   bucket = -1;

@@ -15,6 +15,13 @@ export interface ConnectionStats {
   rotating: boolean;
 }
 
+/**
+ * Why a connection was taken out of service: idle past `maxIdleMs`, past its lifetime (rotated),
+ * failed by its user (`lease.fail()`), retired by its connector (`ctx.retire()`), found dead by
+ * validation, `refresh()`, the pool closing, or its place given to another member of a pool group.
+ */
+export type RetireReason = 'idle' | 'lifetime' | 'failed' | 'connector' | 'validation' | 'refresh' | 'closed' | 'group';
+
 /** Running totals since the pool was made. */
 export interface PoolCounters {
   /** Creates started. */
@@ -27,6 +34,8 @@ export interface PoolCounters {
   closed: number;
   /** Connections retired (idle, lifetime, failure, refresh, validation). */
   retired: number;
+  /** `retired`, by reason. */
+  retiredBy: Record<RetireReason, number>;
   acquired: number;
   released: number;
   /** Acquires that hit their deadline. */

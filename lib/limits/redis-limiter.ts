@@ -15,7 +15,8 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import { Timers } from '../core/clock.js';
-import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
+import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
+import { events } from '../core/pool-events.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
 import { connectRedis, describeRedisError, hangUp, subscriberOf, whereOf, withTimeout, type Client } from './redis-client.js';
 import { LocalExpiry, LOCALLY_EXPIRED } from './local-expiry.js';
@@ -74,6 +75,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #used = 0;
   #instancesSeen = 1;
   #heartbeatTimer: TimerHandle | undefined;
+  /** The mode as last published (see #noteMode). */
+  #modeSeen: LimiterMode | undefined;
   #pollTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
   #serving = false;
@@ -135,7 +138,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   stats(): LimiterStats {
-    const mode = this.#availability.mode();
+    const mode = this.#noteMode();
     const used = mode === 'fallback' ? this.#local.used : this.#used;
     const limit = this.limits.global;
     const utilization = limit === Infinity ? 0 : used / limit;
@@ -361,7 +364,22 @@ export class RedisLimiter implements ConcurrencyLimiter {
     } catch (err) {
       this.#down(err);
     }
+    this.#noteMode();
     if (this.#waiters.length > 0) void this.#serve();
+  }
+
+  /**
+   * The mode now, published on the limiter channel when it changed since last seen (a mode also
+   * changes with time alone: a quarantine ends, an outage outlasts fallbackAfterMs), so it is
+   * looked at on every heartbeat, every change of reachability and every stats().
+   */
+  #noteMode(): LimiterMode {
+    const mode = this.#availability.mode();
+    const from = this.#modeSeen;
+    if (mode === from) return mode;
+    this.#modeSeen = mode;
+    if (from !== undefined && events.limiterMode.hasSubscribers) events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
+    return mode;
   }
 
   #lose(id: string, why: string): void {
@@ -377,6 +395,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #down(err: unknown): void {
     const warning = this.#availability.down(err, this.limits.name, this.#closed);
     if (warning !== undefined) this.#logger.warn(warning);
+    this.#noteMode();
   }
 
   #up(): void {

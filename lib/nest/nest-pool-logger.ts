@@ -13,6 +13,10 @@ export class NestPoolLogger implements PoolLogger {
     this.#logger.debug(message);
   }
 
+  info(message: string): void {
+    this.#logger.log(message);
+  }
+
   warn(message: string): void {
     this.#logger.warn(message);
   }

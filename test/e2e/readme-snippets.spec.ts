@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration } from '../../sample-app/readme-snippets.js';
+import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
 import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { readmeBlocks, source } from '../support/readme.js';
@@ -108,6 +108,18 @@ describe('the README excerpts, run', () => {
     await expect(Promise.all([reports.database('test'), reports.database('postgres')])).resolves.toEqual(['test', 'postgres']);
     expect(reports.tenants.stats()).toMatchObject({ maxTotal: 20, total: 2, members: [{ key: 'test' }, { key: 'postgres' }] });
     await moduleRef.close();
+  });
+
+  it('a subscriber to the retire channel', async () => {
+    const lines: string[] = [];
+    const stop = warnOnFailedConnections((line) => lines.push(line));
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'db' });
+    (await pool.acquire()).fail(new Error('socket hang up'));
+    (await pool.acquire()).release();
+    stop();
+    (await pool.acquire()).fail(new Error('not heard'));
+    await pool.close();
+    expect(lines).toEqual(['db: connection 1 failed: socket hang up']);
   });
 
   // The README's testing example, as a test.

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CapacityExceededError, KeyLimitError, RedisLimiter, type Admission } from '../../lib/index.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { CapacityExceededError, KeyLimitError, POOL_CHANNELS, RedisLimiter, type Admission } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -17,6 +18,9 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
   });
 
   it('serves under local limits while Redis is down, then shares the limits again, leaking nothing', async () => {
+    const modes: { limiter: string; from: string; to: string }[] = [];
+    const onMode = (m: unknown) => modes.push(m as (typeof modes)[number]);
+    subscribe(POOL_CHANNELS.limiterMode, onMode);
     const ns = namespace(server.url);
     const logger = new RecordingLogger();
     const make = () =>
@@ -67,5 +71,12 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     expect([a.stats().held, b.stats().held]).toEqual([0, 0]);
     expect(logger.warnings.some((w) => w.includes('Redis is unreachable'))).toBe(true);
     expect(logger.warnings.some((w) => w.includes('Redis is reachable again'))).toBe(true);
+    // Every change of mode was published, by both instances, in the order it happened.
+    unsubscribe(POOL_CHANNELS.limiterMode, onMode);
+    const path = [...new Set(modes.map((m) => `${m.from} → ${m.to}`))];
+    expect(modes.every((m) => m.limiter === 'limits')).toBe(true);
+    expect(path).toEqual(['quarantine → redis', 'redis → unreachable', 'unreachable → fallback', 'fallback → quarantine']);
+    const last = modes[modes.length - 1]!;
+    expect(`${last.from} → ${last.to}`).toBe('quarantine → redis'); // back through a quarantine after the restart
   });
 });

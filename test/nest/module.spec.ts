@@ -321,7 +321,7 @@ describe('PoolModule life cycle', () => {
       ['debug', 'pool "db": opening connection 1'],
       ['debug', 'pool "db": connection 1 ready'],
       ['debug', 'pool "db": closing: 0 clients get up to 10000 ms'],
-      ['debug', 'pool "db": connection 1 retired: refresh'],
+      ['debug', 'pool "db": connection 1 retired: pool closed'],
       ['debug', 'pool "db": connection 1 closed'],
       ['debug', 'pool "db": closed'],
     ]);

@@ -19,8 +19,12 @@ export class RecordingLogger implements PoolLogger {
   readonly warnings: string[] = [];
   readonly errors: string[] = [];
   readonly debugs: string[] = [];
+  readonly infos: string[] = [];
   debug(message: string): void {
     this.debugs.push(message);
+  }
+  info(message: string): void {
+    this.infos.push(message);
   }
   warn(message: string): void {
     this.warnings.push(message);
