@@ -13,7 +13,9 @@ import { Redis } from 'ioredis';
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, getPoolToken, InjectPool, LocalLimiter, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
+import type { MetricsMeter } from '../lib/core/pool-metrics.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
 
@@ -27,8 +29,8 @@ const instant: Connector<Resource> = { create: async () => ({ id: ids++ }) };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
-function ours(clientLimit: number, maxSize: number, limiter?: LocalLimiter) {
-  const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, limiter });
+function ours(clientLimit: number, maxSize: number, limiter?: LocalLimiter, metrics: boolean | MetricsMeter = false, metricTimings = true) {
+  const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, limiter, metrics, metricTimings });
   const cycle: Cycle = async () => {
     const lease = await pool.acquire();
     await undefined;
@@ -413,6 +415,40 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
   results.exclusive = exclusive;
 }
 
+/** A reader that collects only when asked: the SDK's cost on the hot path is the recording itself. */
+class QuietReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
+/** The warm exclusive cycle with metrics off and on (a real SDK MeterProvider), 1 and 100 callers. */
+async function metricsBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const reader = new QuietReader();
+  const meter = new MeterProvider({ readers: [reader] }).getMeter('bench');
+  const out: Record<string, unknown> = {};
+  for (const concurrency of [1, 100]) {
+    const best = await compare(
+      {
+        'metrics off': () => ours(1, 10, undefined, false),
+        'metrics on, gauges and counters only (metricTimings: false)': () => ours(1, 10, undefined, meter, false),
+        'metrics on, with the timings (SDK MeterProvider)': () => ours(1, 10, undefined, meter, true),
+      },
+      concurrency,
+      1_000_000,
+      5,
+    );
+    const off = best['metrics off']!;
+    const gauges = best['metrics on, gauges and counters only (metricTimings: false)']!;
+    const timed = best['metrics on, with the timings (SDK MeterProvider)']!;
+    out[`c${concurrency}`] = { ...best, gaugesOverOff: gauges / off, timingsOverOff: timed / off, timingsCostUs: (1 / timed - 1 / off) * 1e6 };
+    for (const [name, r] of Object.entries(best)) rows.push([`metrics, exclusive, ${concurrency} caller(s)`, name, fmt(r), '']);
+    rows.push([`metrics, exclusive, ${concurrency} caller(s)`, 'gauges and counters / off', `${(gauges / off).toFixed(2)}×`, 'target ≥ 0.90×']);
+    rows.push([`metrics, exclusive, ${concurrency} caller(s)`, 'with the timings / off', `${(timed / off).toFixed(2)}×`, `target ≥ 0.90×; ${((1 / timed - 1 / off) * 1e6).toFixed(2)} µs more per acquire + release`]);
+  }
+  await reader.collect(); // what was recorded is readable
+  results.metrics = out;
+}
+
 /** A service with one decorated method, to weigh `@UsePooled` against a direct `pool.use()`. */
 @Injectable()
 class Decorated {
@@ -493,6 +529,7 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 /** The pools side by side: exclusive and shared rates, deep queues, cold bursts, memory. */
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   await exclusiveBench(results, rows, fmt);
+  await metricsBench(results, rows, fmt);
   await decoratorBench(results, rows, fmt);
   await hookBench(results, rows, fmt);
   await deepQueue(results, rows, fmt);
@@ -555,7 +592,10 @@ async function main() {
   const onlyDecorator = process.argv.includes('--decorator');
   // `npm run bench -- --hook`: only the promise hook's cost, printed, results.json left as it is.
   const onlyHook = process.argv.includes('--hook');
-  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook) {
+  // `npm run bench -- --metrics`: only the cost of OpenTelemetry metrics, printed, results.json left as it is.
+  const onlyMetrics = process.argv.includes('--metrics');
+  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics) {
+    if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
     if (onlyHook) await hookBench(results, rows, fmt);

@@ -8,6 +8,7 @@ import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFull
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
 import { HealthWatch } from './health-watch.js';
+import { PoolMetrics } from './pool-metrics.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import { kCheckin, kCheckinFailed, Lease, type LeaseOwner } from './lease.js';
@@ -63,6 +64,10 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   readonly #counters = newCounters();
   /** Health over time: a change is logged once and published. */
   readonly #health: HealthWatch;
+  /** OpenTelemetry instruments; undefined when metrics are off. */
+  readonly #metrics: PoolMetrics | undefined;
+  /** The same, when it times waits and holds; undefined otherwise (nothing on the hot path then). */
+  readonly #timed: PoolMetrics | undefined;
 
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
@@ -88,6 +93,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       },
     }, (options as { [kBudget]?: ConnectionBudget })[kBudget]);
     this.#set = this.#supply.set;
+    this.#metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, this);
+    // The hot path sees the instruments only when it has something to time.
+    this.#timed = this.#supply.metrics = this.#metrics?.timings === true ? this.#metrics : undefined;
     this.#backoff = this.#supply.backoff;
     this.#inside = {
       pool: this,
@@ -227,7 +235,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     // A queued waiter means no connection has room: never barge past it.
     if (this.#waiters.length === 0) {
       const conn = this.#pick();
-      if (conn !== null) return Promise.resolve(this.#checkout(conn));
+      if (conn !== null) return Promise.resolve(this.#checkout(conn, undefined));
     }
     return this.#wait(options);
   }
@@ -245,7 +253,8 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     return conn;
   }
 
-  #checkout(conn: SharedConnection<T>): Lease<T> {
+  /** `waiter`: the queued caller it serves, if any (its wait is measured from its stamp). */
+  #checkout(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     const set = this.#set;
     conn.clients++;
     conn.uses++;
@@ -255,12 +264,21 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     set.index.update(conn);
     if (set.clients >= set.capacity * this.#growLoad) this.#supply.grow();
     if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-    return new Lease(this, conn);
+    return this.#timed === undefined ? new Lease(this, conn) : this.#measuredLease(conn, waiter);
+  }
+
+  /** A lease whose hold is timed, and the wait that ended: one read of the clock. */
+  #measuredLease(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
+    const now = this.#timers.now();
+    const stamp = waiter?.stamp;
+    this.#timed!.waited(stamp === undefined || stamp === null ? 0 : now - stamp.at);
+    return new Lease(this, conn, now);
   }
 
   /** @internal Called by {@link Lease.release}. */
-  [kCheckin](conn: SharedConnection<T>): void {
+  [kCheckin](conn: SharedConnection<T>, since: number | undefined): void {
     this.#counters.released++;
+    if (since !== undefined) this.#timed?.used(this.#timers.now() - since);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
@@ -269,8 +287,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void {
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined): void {
     this.#counters.released++;
+    if (since !== undefined) this.#timed?.used(this.#timers.now() - since);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
@@ -286,7 +305,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
         conn.uses++;
         this.#counters.acquired++;
         if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-        w.resolve(new Lease(this, conn));
+        w.resolve(this.#timed === undefined ? new Lease(this, conn) : this.#measuredLease(conn, w));
         return;
       }
       conn.clients--;
@@ -351,7 +370,8 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     while (this.#waiters.length > 0) {
       const conn = this.#pick();
       if (conn === null) break;
-      this.#next()!.resolve(this.#checkout(conn));
+      const w = this.#next()!;
+      w.resolve(this.#checkout(conn, w));
     }
     this.#supply.fill();
   }
@@ -417,6 +437,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     timers.clear(graceTimer);
     this.#onIdle = undefined;
     await this.#supply.closeAll();
+    this.#metrics?.stop();
     this.#supply.debug('closed');
     this.#holds.unhold();
   }

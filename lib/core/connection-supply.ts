@@ -11,6 +11,7 @@ import { HouseKeeper } from './house-keeper.js';
 import { IdleValidation } from './idle-validation.js';
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
+import type { PoolMetrics } from './pool-metrics.js';
 import type { ResolvedOptions } from './options.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolCounters, RetireReason } from './stats.js';
@@ -49,6 +50,8 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   lastError: unknown = undefined;
   /** How long a create took to be ready, ms, smoothed over the last few; 0 before the first. */
   connectMs = 0;
+  /** The pool's metrics, when it records them. */
+  metrics: PoolMetrics | undefined;
 
   constructor(
     readonly connector: Connector<T>,
@@ -172,6 +175,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const took = now - conn.createdAt;
     this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
     if (events.createEnd.hasSubscribers) events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
+    this.metrics?.created(took);
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
     this.debug(`connection ${conn.id} ready`);
     if (old !== null) this.retire(old, 'lifetime', 'rotated: past its lifetime');

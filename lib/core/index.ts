@@ -28,6 +28,7 @@ export type { ConnectionState } from './shared-connection.js';
 export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';
 export { ConnectionPool } from './connection-pool.js';
 export type * from './admission.js';
+export type { MetricsAttributes, MetricsInstrumentOptions, MetricsMeter } from './pool-metrics.js';
 export {
   POOL_CHANNELS,
   type AcquireMessage,

@@ -12,8 +12,9 @@ export const kAdmitted = Symbol('admitted');
 
 /** @internal */
 export interface LeaseOwner<T> {
-  [kCheckin](conn: SharedConnection<T>): void;
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown): void;
+  /** `since`: when the lease began, when its hold is timed (metrics on). */
+  [kCheckin](conn: SharedConnection<T>, since: number | undefined): void;
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined): void;
 }
 
 const neverAborted = new AbortController().signal;
@@ -27,11 +28,13 @@ export class Lease<T> {
   #conn: SharedConnection<T>;
   #done = false;
   #admission: Admission | undefined;
+  readonly #since: number | undefined;
 
-  /** @internal Leases come from `pool.acquire()`. */
-  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>) {
+  /** @internal Leases come from `pool.acquire()`; `since` when the pool times holds. */
+  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, since?: number) {
     this.#owner = owner;
     this.#conn = conn;
+    this.#since = since;
   }
 
   /** The pooled connection. Do not keep it past `release()`. */
@@ -75,7 +78,7 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn);
+    this.#owner[kCheckin](this.#conn, this.#since);
     this.#admission?.release();
   }
 
@@ -83,7 +86,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckinFailed](this.#conn, err);
+    this.#owner[kCheckinFailed](this.#conn, err, this.#since);
     this.#admission?.release();
   }
 

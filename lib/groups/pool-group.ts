@@ -190,7 +190,8 @@ export class PoolGroup<T> {
     let member = this.#members.get(key);
     if (member === undefined) {
       const o = this.options;
-      const pool = new ConnectionPool(o.connector(key), { ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
+      // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
+      const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
       const side = pool[kMember]();
       member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: 0 };
       this.#members.set(key, member);
