@@ -23,6 +23,12 @@ export interface Admission {
   release(): void;
   /** Aborted, with a reason, when the limiter lost this lease (say its TTL lapsed): stop the work. */
   readonly signal: AbortSignal;
+  /**
+   * Stop keeping the slot alive (its holder is stuck past the pool's `maxHoldMs`): a shared
+   * limiter lets it lapse at its TTL, so other instances get it back even if the holder never
+   * releases. The holder still calls `release()`. Optional: an in-process slot is held until then.
+   */
+  expire?(why: string): void;
 }
 
 /** Running totals of a limiter. */
@@ -57,6 +63,8 @@ export interface AdmissionStats {
   /** Callers waiting for a slot in this process. */
   waiting: number;
   counters: LimiterCounters;
+  /** The keys holding the most leases in this process, most first (at most 5): who uses the per-key budget. */
+  topKeys?: { key: string; leases: number }[];
   /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
   lastError?: string;
 }

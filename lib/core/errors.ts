@@ -12,7 +12,8 @@ export type PoolErrorCode =
   | 'POOL_CONTEXT'
   | 'SELF_DEADLOCK'
   | 'POOL_NOT_FOUND'
-  | 'LEASE_LOST';
+  | 'LEASE_LOST'
+  | 'LEASE_HELD_TOO_LONG';
 
 /** Marks the errors of every copy of this package, so two copies loaded in one process know each other's. */
 const kPoolError = Symbol.for('nestjs-shared-pool.PoolError');
@@ -224,6 +225,17 @@ export class LeaseLostError extends PoolError {
   }
 }
 
+/** Why a lease's signal aborted: it was held past the pool's `maxHoldMs`. */
+export class LeaseHeldTooLongError extends PoolError {
+  constructor(
+    pool: string,
+    readonly heldMs: number,
+    readonly maxHoldMs: number,
+  ) {
+    super('LEASE_HELD_TOO_LONG', pool, `pool "${pool}": a lease held ${Math.round(heldMs)} ms passed maxHoldMs (${maxHoldMs} ms); stop its work and release it (its admission slot is no longer kept alive)`);
+  }
+}
+
 brandError(PoolConfigError, 'POOL_CONFIG');
 brandError(ConnectionsExhaustedError, 'CONNECTIONS_EXHAUSTED');
 brandError(ConnectionFailedError, 'CONNECTION_FAILED');
@@ -234,3 +246,4 @@ brandError(KeyLimitError, 'KEY_LIMIT');
 brandError(PoolContextError, 'POOL_CONTEXT');
 brandError(SelfDeadlockError, 'SELF_DEADLOCK');
 brandError(LeaseLostError, 'LEASE_LOST');
+brandError(LeaseHeldTooLongError, 'LEASE_HELD_TOO_LONG');

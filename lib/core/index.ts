@@ -7,6 +7,7 @@ export {
   ConnectionFailedError,
   ConnectionsExhaustedError,
   KeyLimitError,
+  LeaseHeldTooLongError,
   LeaseLostError,
   PoolClosedError,
   PoolConfigError,

@@ -1,4 +1,5 @@
 import type { Admission } from './admission.js';
+import { kExpire, type Hold } from './held-leases.js';
 import type { SharedConnection } from './shared-connection.js';
 
 /** @internal The pool's side of a lease: a release. */
@@ -10,11 +11,14 @@ export const kCheckinFailed = Symbol('checkinFailed');
 /** @internal Ties the limiter's admission to a lease, released with it. */
 export const kAdmitted = Symbol('admitted');
 
+/** @internal Ties a lease to its place among the held leases (leak detection, maxHoldMs). */
+export const kHeld = Symbol('held');
+
 /** @internal */
 export interface LeaseOwner<T> {
-  /** `since`: when the lease began, when its hold is timed (metrics on). */
-  [kCheckin](conn: SharedConnection<T>, since: number | undefined): void;
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined): void;
+  /** `since`: when the lease began, when its hold is timed (metrics on); `hold`: its place among the held leases, when tracked. */
+  [kCheckin](conn: SharedConnection<T>, since: number | undefined, hold: Hold | undefined): void;
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined, hold: Hold | undefined): void;
 }
 
 const neverAborted = new AbortController().signal;
@@ -29,6 +33,11 @@ export class Lease<T> {
   #done = false;
   #admission: Admission | undefined;
   readonly #since: number | undefined;
+  #hold: Hold | undefined;
+  /** Aborted past maxHoldMs (made only when the pool has one). */
+  #expiry: AbortController | undefined;
+  /** The admission's signal and the expiry together, once both exist and were asked for. */
+  #both: AbortSignal | undefined;
 
   /** @internal Leases come from `pool.acquire()`; `since` when the pool times holds. */
   constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, since?: number) {
@@ -48,16 +57,34 @@ export class Lease<T> {
   }
 
   /**
-   * Aborted when the pool's admission limiter lost this lease's slot (a Redis lease whose TTL
-   * lapsed): the work should stop. Never aborted without a limiter.
+   * Aborted when the work should stop: the pool's admission limiter lost this lease's slot (a
+   * Redis lease whose TTL lapsed, `LeaseLostError`), or the lease was held past the pool's
+   * `maxHoldMs` (`LeaseHeldTooLongError`). Never aborted without a limiter or `maxHoldMs`.
    */
   get signal(): AbortSignal {
-    return this.#admission?.signal ?? neverAborted;
+    const admitted = this.#admission?.signal;
+    const expiry = this.#expiry?.signal;
+    if (expiry === undefined) return admitted ?? neverAborted;
+    if (admitted === undefined) return expiry;
+    return (this.#both ??= AbortSignal.any([expiry, admitted]));
   }
 
   /** @internal */
   [kAdmitted](admission: Admission): void {
     this.#admission = admission;
+  }
+
+  /** @internal Tracks the lease among the held ones; `expiring`: it may be expired (maxHoldMs). */
+  [kHeld](hold: Hold, expiring: boolean): void {
+    this.#hold = hold;
+    if (expiring) this.#expiry = new AbortController();
+  }
+
+  /** @internal Held past maxHoldMs: the signal aborts, the admission slot is let lapse. */
+  [kExpire](reason: Error): void {
+    if (this.#done) return;
+    this.#expiry?.abort(reason);
+    this.#admission?.expire?.(reason.message);
   }
 
   /** Whether `release()` or `fail()` was called. */
@@ -78,7 +105,7 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn, this.#since);
+    this.#owner[kCheckin](this.#conn, this.#since, this.#hold);
     this.#admission?.release();
   }
 
@@ -86,7 +113,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckinFailed](this.#conn, err, this.#since);
+    this.#owner[kCheckinFailed](this.#conn, err, this.#since, this.#hold);
     this.#admission?.release();
   }
 

@@ -91,6 +91,19 @@ export interface PoolOptions {
    * counters, which cost the hot path nothing. Default true.
    */
   metricTimings?: boolean;
+  /**
+   * A lease held longer than this is reported once as a possible leak, at warn, with the stack of
+   * the code that acquired it (captured at every checkout while this is set), and counted
+   * (`counters.leaks`); its late release is reported too. Nothing else happens to it. As
+   * HikariCP's leakDetectionThreshold. Default `Infinity`: off.
+   */
+  leakDetectionMs?: number;
+  /**
+   * A lease held longer than this has its `signal` aborted with `LeaseHeldTooLongError`, and its
+   * admission slot is no longer kept alive (on Redis it lapses at its TTL), so a stuck caller
+   * cannot hold a global slot forever. The lease must still be released. Default `Infinity`: off.
+   */
+  maxHoldMs?: number;
 }
 
 /** Options after defaults and validation. */
@@ -121,6 +134,8 @@ export interface ResolvedOptions {
   readonly limiter: AdmissionLimiter | undefined;
   readonly metrics: boolean | MetricsMeter;
   readonly metricTimings: boolean;
+  readonly leakDetectionMs: number;
+  readonly maxHoldMs: number;
 }
 
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'isFatal'] as const;
@@ -200,6 +215,8 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     limiter,
     metrics: read.get('metrics', meterRule, true),
     metricTimings: read.get('metricTimings', is.boolean, true),
+    leakDetectionMs: read.get('leakDetectionMs', is.above(0), Infinity),
+    maxHoldMs: read.get('maxHoldMs', is.above(0), Infinity),
   };
 }
 

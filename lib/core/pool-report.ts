@@ -21,6 +21,8 @@ export function newCounters(): PoolCounters {
     aborted: 0,
     failedFast: 0,
     validationFailures: 0,
+    leaks: 0,
+    expiredHolds: 0,
   };
 }
 
@@ -32,6 +34,8 @@ export interface ReportedPool {
   readonly limiter: AdmissionLimiter | undefined;
   waiting(): number;
   isClosed(): boolean;
+  /** Age of the lease held longest, when the pool keeps track of its leases. */
+  oldestLeaseMs(): number | null;
 }
 
 /** Health from utilization: see the README's table. */
@@ -78,6 +82,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     failureStreak: supply.backoff.streak,
     lastError: supply.lastError === undefined ? undefined : messageOf(supply.lastError),
     closed: pool.isClosed(),
+    oldestLeaseMs: pool.oldestLeaseMs(),
     counters: { ...pool.counters, retiredBy: { ...pool.counters.retiredBy } },
     connections,
     ...(admission === undefined ? {} : { admission }),

@@ -46,6 +46,10 @@ export interface PoolCounters {
   failedFast: number;
   /** Validations that found a connection dead. */
   validationFailures: number;
+  /** Leases reported as possible leaks (held past `leakDetectionMs`). */
+  leaks: number;
+  /** Leases whose signal aborted, held past `maxHoldMs`. */
+  expiredHolds: number;
 }
 
 /** A snapshot of a pool. */
@@ -74,6 +78,8 @@ export interface PoolStats {
   closed: boolean;
   counters: PoolCounters;
   connections: ConnectionStats[];
+  /** Age of the lease held longest, ms: kept when `leakDetectionMs` or `maxHoldMs` is set, else null. 0 with none held. */
+  oldestLeaseMs: number | null;
   /** The admission limiter's report, when the pool has one. */
   admission?: AdmissionStats;
 }

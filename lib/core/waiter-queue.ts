@@ -26,6 +26,8 @@ export class Waiter<L> {
   abort: AbortHook | null = null;
   /** When the waiter was dated; null until the pool stamps it. */
   stamp: Stamp | null = null;
+  /** Where the caller asked, while leak detection is on (the stack of a later checkout is the pool's). */
+  stack: string | undefined = undefined;
   resolve: (lease: L) => void = unsettled;
   reject: (err: unknown) => void = unsettled;
 

@@ -2,7 +2,7 @@ import { systemClock, utilizationHealth, type Admission, type AdmissionRequest }
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
-import { SlotCounts } from './slot-counts.js';
+import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
 
 /** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
@@ -56,6 +56,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
       held: this.#counts.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
+      topKeys: this.#counts.top(TOP_KEYS),
     };
   }
 

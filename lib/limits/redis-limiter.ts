@@ -26,7 +26,7 @@ import { resolveRedis, type RedisSettings } from './redis-settings.js';
 import { RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
 import { keyOf, refusalError } from './refusals.js';
-import { SlotCounts } from './slot-counts.js';
+import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
 
 /** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
@@ -152,6 +152,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       held: this.#local.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
+      topKeys: this.#local.top(TOP_KEYS),
       ...(this.#availability.lastCause === undefined ? {} : { lastError: describeRedisError(this.#availability.lastCause) }),
     };
   }
@@ -267,6 +268,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return {
       id: held.id,
       signal: held.lost.signal,
+      // Held past the pool's maxHoldMs: no longer refreshed, so it lapses at its TTL everywhere.
+      expire: () => {
+        if (!released) this.#lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL");
+      },
       release: () => {
         if (released) return;
         released = true;

@@ -1,3 +1,6 @@
+/** How many keys a limiter's stats() names in `topKeys`. */
+export const TOP_KEYS = 5;
+
 /** Which limit refused a slot, if any. */
 export type Refusal = 'global' | 'key' | null;
 
@@ -29,5 +32,17 @@ export class SlotCounts {
   /** Keys holding at least one slot. */
   get keys(): number {
     return this.#perKey.size;
+  }
+
+  /** The `n` keys holding the most slots, most first (ties by key). */
+  top(n: number): { key: string; leases: number }[] {
+    const top: { key: string; leases: number }[] = [];
+    for (const [key, leases] of this.#perKey) {
+      if (top.length === n && leases <= top[n - 1]!.leases) continue;
+      top.push({ key, leases });
+      top.sort((a, b) => b.leases - a.leases || (a.key < b.key ? -1 : 1));
+      if (top.length > n) top.pop();
+    }
+    return top;
   }
 }

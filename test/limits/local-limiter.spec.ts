@@ -22,6 +22,30 @@ describe('LocalLimiter', () => {
     expect(limiter.stats()).toMatchObject({ mode: 'local', used: 2, limit: 2, utilization: 1, health: 'exhausted', counters: { admitted: 3, released: 1, refusedGlobal: 1 } });
   });
 
+  it('names the keys holding the most leases, most first, at most five', async () => {
+    const limiter = new LocalLimiter({ perKey: 10 });
+    const held: Admission[] = [];
+    const take = async (key: string, n: number) => {
+      for (let i = 0; i < n; i++) held.push(await limiter.admit(ask(key)));
+    };
+    await take('ann', 3);
+    await take('bob', 5);
+    await take('cy', 1);
+    await take('dee', 3);
+    await take('eve', 2);
+    await take('fay', 1);
+    await limiter.admit(ask()); // keyless: no key to name
+    expect(limiter.stats().topKeys).toEqual([
+      { key: 'bob', leases: 5 },
+      { key: 'ann', leases: 3 },
+      { key: 'dee', leases: 3 },
+      { key: 'eve', leases: 2 },
+      { key: 'cy', leases: 1 },
+    ]);
+    for (const h of held.splice(0, 8)) h.release(); // ann's three and bob's five
+    expect(limiter.stats().topKeys!.map((t) => t.key)).toEqual(['dee', 'eve', 'cy', 'fay']);
+  });
+
   it('limits each key on its own', async () => {
     const limiter = new LocalLimiter({ perKey: 1 });
     await limiter.admit(ask('ann'));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   CapacityExceededError,
+  ConnectionPool,
   KeyLimitError,
   LeaseLostError,
   PoolConfigError,
@@ -229,4 +230,25 @@ describe('RedisLimiter on a real Redis', () => {
     await a.admit(ask('bob'));
     await expect(a.admit(ask('cy'))).rejects.toBeInstanceOf(CapacityExceededError);
   });
+
+  it('lets the global slot of a lease held past maxHoldMs lapse at its TTL, so other instances get it back', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 1 });
+    const b = await limiter(ns, { global: 1 });
+    const redis = inspector();
+    for (let i = 0; i < 100 && a.stats().mode !== 'redis'; i++) await sleep(20);
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'api', limiter: a, maxHoldMs: 200, reapIntervalMs: 50, logger: new RecordingLogger() });
+    const stuck = await pool.acquire(); // and never released in time
+    expect(await leasesIn(redis, ns)).toBe(1);
+    await sleep(300);
+    expect(stuck.signal.reason).toMatchObject({ code: 'LEASE_HELD_TOO_LONG' });
+    // No longer refreshed: gone from Redis within one TTL (1 s), though the caller still holds it.
+    for (let i = 0; i < 100 && (await leasesIn(redis, ns)) > 0; i++) await sleep(20);
+    expect(await leasesIn(redis, ns)).toBe(0);
+    expect(a.stats().counters.lost).toBe(1);
+    const other = await b.admit(ask()); // the other instance gets the slot
+    other.release();
+    stuck.release();
+    await pool.close();
+  }, 10_000);
 });
