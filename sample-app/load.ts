@@ -1,5 +1,7 @@
 // `npm run load [url] [seconds] [concurrency]`: drives the running sample app with concurrent
-// requests and prints what pooling did: requests served, latency, connections opened per pool.
+// requests and prints what pooling did: requests served, latency, connections opened per pool,
+// and each pool's wait for a connection as its OpenTelemetry metrics (GET /metrics) tell it.
+import { bucketQuantile, parsePrometheus, valueOf, type PromSample } from './prometheus-text.js';
 interface PoolRow {
   counters: { opened: number; acquired: number };
 }
@@ -14,6 +16,12 @@ interface Tally {
   unavailable: number;
   failed: number;
   latencies: number[];
+}
+
+async function scrape(): Promise<PromSample[]> {
+  const res = await fetch(`${url}/metrics`);
+  if (!res.ok) throw new Error(`GET ${url}/metrics answered ${res.status}`);
+  return parsePrometheus(await res.text());
 }
 
 async function pools(): Promise<Record<string, PoolRow>> {
@@ -37,6 +45,7 @@ function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
 
 async function main(): Promise<void> {
   const before = await pools();
+  const metricsBefore = await scrape();
   const names = Object.keys(before);
   const kinds = requests(names);
   const tally = new Map<string, Tally>(kinds.map((_, k) => [names[k], { served: 0, tooMany: 0, unavailable: 0, failed: 0, latencies: [] }]));
@@ -67,6 +76,7 @@ async function main(): Promise<void> {
   console.log(`${concurrency} concurrent clients for ${seconds} s against ${url} ...`);
   await Promise.all(Array.from({ length: concurrency }, worker));
   const after = await pools();
+  const metricsAfter = await scrape();
 
   const pct = (xs: number[], q: number) => (xs.length === 0 ? 0 : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
   const rows = [['pool', 'served', 'p50 ms', 'p99 ms', '429', '503', 'errors', 'connections opened', 'leases']];
@@ -80,6 +90,19 @@ async function main(): Promise<void> {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   for (const r of rows) console.log(r.map((cell, c) => cell.padStart(widths[c])).join('  '));
   console.log('\nconnections opened: new connections during the run; leases: checkouts they served.');
+
+  // The same run as the pools' metrics saw it, read from GET /metrics (bucket upper bounds).
+  const ms = (s: number | undefined) => (s === undefined ? '-' : s === Infinity ? '> 10 s' : s < 0.001 ? `≤ ${(s * 1000).toFixed(1)}` : `≤ ${(s * 1000).toFixed(0)}`);
+  const waits = [['pool', 'acquires', 'wait p50 ms', 'wait p99 ms', 'hold p50 ms', 'hold p99 ms', 'timeouts']];
+  for (const name of names) {
+    const count = (valueOf(metricsAfter, 'db_client_connection_wait_time_count', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_wait_time_count', name) ?? 0);
+    const timeouts = (valueOf(metricsAfter, 'db_client_connection_timeouts_total', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_timeouts_total', name) ?? 0);
+    const q = (metric: string, p: number) => ms(bucketQuantile(metricsBefore, metricsAfter, metric, name, p));
+    waits.push([name, String(count), q('db_client_connection_wait_time', 0.5), q('db_client_connection_wait_time', 0.99), q('db_client_connection_use_time', 0.5), q('db_client_connection_use_time', 0.99), String(timeouts)]);
+  }
+  const w = waits[0].map((_, c) => Math.max(...waits.map((r) => r[c].length)));
+  console.log('\nfrom GET /metrics (OpenTelemetry, Prometheus format):');
+  for (const r of waits) console.log(r.map((cell, c) => cell.padStart(w[c])).join('  '));
 }
 
 main().catch((err: unknown) => {

@@ -10,16 +10,20 @@ import { NotesController } from './notes.controller.js';
 import { POOL_NAMES, PoolsController } from './pools.controller.js';
 import { SharedRedis } from './redis.js';
 import { UpstreamController } from './upstream.controller.js';
+import { MetricsController, Telemetry } from './telemetry.js';
 
 /** The sample app: one pool per service, the Redis and PostgreSQL ones only when configured. */
 @Module({})
 export class SampleModule {
   static register(config: SampleConfig): DynamicModule {
+    // The pools record into the app's MeterProvider, which GET /metrics exports for Prometheus.
+    const telemetry = new Telemetry();
+    const metrics = telemetry.meter;
     const pools: PoolDefinition[] = [
       {
         name: 'blob',
         connector: blobContainerConnector(config.blobConnectionString, 'sample-files'),
-        options: { maxSize: 4, clientLimit: 100, minSize: 1 },
+        options: { maxSize: 4, clientLimit: 100, minSize: 1, metrics },
       },
       {
         name: 'upstream',
@@ -29,6 +33,7 @@ export class SampleModule {
           clientLimit: 100, // lowered to the peer's max concurrent streams
           minSize: 1,
           maxIdleMs: 20_000, // below the upstream's idle timeout
+          metrics, // the app's OpenTelemetry meter (see Metrics)
           limits: {
             global: 400,
             perKey: config.perUserLimit,
@@ -37,24 +42,24 @@ export class SampleModule {
         },
       },
     ];
-    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, PoolsController, HealthController];
+    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, PoolsController, HealthController, MetricsController];
     const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
-      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, clientLimit: 1 } });
+      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, clientLimit: 1, metrics } });
       const url = config.redisUrl;
       providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) });
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
-      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, clientLimit: 1, minSize: 1 } });
+      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, clientLimit: 1, minSize: 1, metrics } });
       controllers.push(NotesController);
     }
     return {
       module: SampleModule,
       imports: [TerminusModule, PoolModule.forRoot({ pools, httpErrors: true, shutdownGraceMs: 5_000 })],
       controllers,
-      providers: [...providers, { provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
+      providers: [...providers, { provide: Telemetry, useValue: telemetry }, { provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
     };
   }
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startSample, type RunningSample } from '../../sample-app/main.js';
+import { parsePrometheus, valueOf } from '../../sample-app/prometheus-text.js';
 import { REDIS_URL } from '../support/redis.js';
 
 // The sample app on real services: Azurite (embedded), the HTTP/2 upstream (embedded, with a short
@@ -114,6 +115,31 @@ describe('the sample app on real services', () => {
     expect(stats.pg.clientLimit).toBe(1);
     expect(stats.upstream.admission).toMatchObject({ mode: 'redis', limit: 400, perKey: 3 });
     expect(Object.values(stats).every((s) => s.clients === 0)).toBe(true);
+  });
+
+  it('exports every pool’s metrics in Prometheus format on /metrics, as stats() counts them', async () => {
+    // Some load on every pool first.
+    await Promise.all(Array.from({ length: 30 }, (_, i) => fetch(`${sample.url}${['/upstream/7', '/notes', '/files'][i % 3]}`, { headers: { 'x-user-id': `u${i % 10}` } }).then((r) => r.arrayBuffer())));
+    const res = await fetch(`${sample.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const samples = parsePrometheus(await res.text());
+    const stats = (await call('/pools')).body as Record<string, { maxSize: number; clients: number; waiting: number; counters: { acquired: number; released: number; timeouts: number }; admission: { counters: { admitted: number } } | null }>;
+    for (const [pool, s] of Object.entries(stats)) {
+      const v = (name: string, labels: Record<string, string> = {}) => valueOf(samples, name, pool, labels);
+      expect({ pool, max: v('db_client_connection_max'), pending: v('db_client_connection_pending_requests'), timeouts: v('db_client_connection_timeouts_total'), clients: v('nestjs_shared_pool_clients') }).toEqual({
+        pool,
+        max: s.maxSize,
+        pending: s.waiting,
+        timeouts: s.counters.timeouts,
+        clients: s.clients,
+      });
+      // Every checkout timed its wait and every release its hold; nothing is in flight now.
+      expect({ pool, waits: v('db_client_connection_wait_time_count'), holds: v('db_client_connection_use_time_count') }).toEqual({ pool, waits: s.counters.acquired, holds: s.counters.released });
+      expect(v('nestjs_shared_pool_health', { state: 'healthy' })).toBe(1);
+      if (s.admission !== null) expect(v('nestjs_shared_pool_limiter_admitted_total')).toBe(s.admission.counters.admitted);
+    }
+    expect(stats.upstream!.counters.acquired).toBeGreaterThan(10);
+    expect(valueOf(samples, 'nestjs_shared_pool_limiter_mode', 'upstream', { mode: 'redis' })).toBe(1);
   });
 
   it('closes everything on shutdown: no socket or server left open', async () => {
