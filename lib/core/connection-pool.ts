@@ -4,15 +4,14 @@ import { ProcessHold, Timers, type TimerHandle } from './clock.js';
 import { kBudget, kMember, type ConnectionBudget, type MemberSide } from './connection-budget.js';
 import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
-import { ConnectionsExhaustedError, LeaseHeldTooLongError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
+import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
-import { HealthWatch } from './health-watch.js';
-import { PoolMetrics } from './pool-metrics.js';
-import { HeldLeases, type Hold } from './held-leases.js';
+import type { Hold } from './held-leases.js';
+import { PoolObservers } from './pool-observers.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
-import { kCheckin, kCheckinFailed, kHeld, Lease, type LeaseOwner } from './lease.js';
+import { kCheckin, kCheckinFailed, Lease, type LeaseOwner } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { runUse, type UsingPool } from './pool-use.js';
 import { findScope, scopeLeases } from './scope.js';
@@ -63,18 +62,13 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #onIdle: (() => void) | undefined;
 
   readonly #counters = newCounters();
-  /** Health over time: a change is logged once and published. */
-  readonly #health: HealthWatch;
-  /** OpenTelemetry instruments; undefined when metrics are off. */
-  readonly #metrics: PoolMetrics | undefined;
-  /** The same, when it times waits and holds; undefined otherwise (nothing on the hot path then). */
-  readonly #timed: PoolMetrics | undefined;
-  /** The leases out, when leakDetectionMs or maxHoldMs asks to keep them (else nothing on the hot path). */
-  readonly #held: HeldLeases | undefined;
+  /** Health over time, metrics and the leases out. */
+  readonly #observers: PoolObservers;
+  /** Whether a lease is timed or tracked (else the hot path makes a bare Lease). */
+  readonly #measures: boolean;
 
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
-    this.#health = new HealthWatch(o.name, o.logger);
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
@@ -87,10 +81,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       waiting: () => this.#waiters.length,
       waitedSince: () => this.#waiters.head?.stamp?.at,
       dispatch: () => this.#dispatch(),
-      swept: () => {
-        this.#health.sample(this.stats());
-        this.#held?.sweep(this.#timers.now());
-      },
+      swept: () => this.#observers.swept(this),
       failQueue: (error) => {
         for (let w = this.#next(); w !== null; w = this.#next()) {
           this.#counters.failedFast++;
@@ -99,13 +90,10 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       },
     }, (options as { [kBudget]?: ConnectionBudget })[kBudget]);
     this.#set = this.#supply.set;
-    this.#metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, this);
-    // The hot path sees the instruments only when it has something to time.
-    this.#timed = this.#supply.metrics = this.#metrics?.timings === true ? this.#metrics : undefined;
-    if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
-      this.#held = new HeldLeases(o.name, this.#counters, o.leakDetectionMs, o.maxHoldMs, o.logger, (heldMs) => new LeaseHeldTooLongError(o.name, heldMs, o.maxHoldMs));
-    }
     this.#backoff = this.#supply.backoff;
+    this.#observers = new PoolObservers(o, this.#counters, this, timers);
+    this.#measures = this.#observers.measures;
+    this.#supply.metrics = this.#observers.timed;
     this.#inside = {
       pool: this,
       name: o.name,
@@ -120,7 +108,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       closeSignal: this.#closeSignal.signal,
       isClosed: () => this.#closed,
       waiting: () => this.#waiters.length,
-      oldestLeaseMs: () => (this.#held === undefined ? null : (this.#held.oldestMs(timers.now()) ?? 0)),
+      oldestLeaseMs: () => this.#observers.oldestLeaseMs(),
       hold: () => this.#holds.hold(),
       unhold: () => this.#holds.unhold(),
       stats: () => this.stats(),
@@ -273,36 +261,19 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#counters.acquired++;
     set.index.update(conn);
     if (set.clients >= set.capacity * this.#growLoad) this.#supply.grow();
+    return this.#leaseOf(conn, waiter);
+  }
+
+  /** The lease of a checkout (published to listeners; timed or tracked when asked). */
+  #leaseOf(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-    return this.#timed === undefined && this.#held === undefined ? new Lease(this, conn) : this.#measuredLease(conn, waiter);
-  }
-
-  /** A lease timed or tracked (metrics, leak detection, maxHoldMs): one read of the clock for all. */
-  #measuredLease(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
-    const now = this.#timers.now();
-    const timed = this.#timed;
-    if (timed !== undefined) {
-      const stamp = waiter?.stamp;
-      timed.waited(stamp === undefined || stamp === null ? 0 : now - stamp.at);
-    }
-    const lease = new Lease(this, conn, timed === undefined ? undefined : now);
-    const held = this.#held;
-    if (held !== undefined) lease[kHeld](held.add(lease, conn.id, now, waiter?.stack), held.maxHoldMs !== Infinity);
-    return lease;
-  }
-
-  /** A lease is back: its hold timed, its place among the held leases given up. */
-  #returned(since: number | undefined, hold: Hold | undefined): void {
-    if (since === undefined && hold === undefined) return;
-    const now = this.#timers.now();
-    if (since !== undefined) this.#timed?.used(now - since);
-    if (hold !== undefined) this.#held!.remove(hold, now);
+    return this.#measures ? this.#observers.lease(this, conn, waiter) : new Lease(this, conn);
   }
 
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>, since: number | undefined, hold: Hold | undefined): void {
     this.#counters.released++;
-    this.#returned(since, hold);
+    this.#observers.returned(since, hold);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
@@ -313,7 +284,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined, hold: Hold | undefined): void {
     this.#counters.released++;
-    this.#returned(since, hold);
+    this.#observers.returned(since, hold);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
@@ -328,8 +299,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       if (w !== null) {
         conn.uses++;
         this.#counters.acquired++;
-        if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-        w.resolve(this.#timed === undefined && this.#held === undefined ? new Lease(this, conn) : this.#measuredLease(conn, w));
+        w.resolve(this.#leaseOf(conn, w));
         return;
       }
       conn.clients--;
@@ -353,7 +323,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       if (refusal !== undefined) return Promise.reject(refusal);
     }
     const w = new Waiter<Lease<T>>(options?.timeoutMs ?? this.options.acquireTimeoutMs);
-    if (this.#held?.capturesStacks === true) w.stack = this.#held.here();
+    if (this.#measures) w.stack = this.#observers.stackOfWaiter();
     const promise = w.promise();
     this.#waiters.push(w);
     if (this.#waiters.length === 1) this.#holds.hold();
@@ -462,7 +432,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     timers.clear(graceTimer);
     this.#onIdle = undefined;
     await this.#supply.closeAll();
-    this.#metrics?.stop();
+    this.#observers.stop();
     this.#supply.debug('closed');
     this.#holds.unhold();
   }

@@ -1,0 +1,85 @@
+import type { Timers } from './clock.js';
+import { LeaseHeldTooLongError } from './errors.js';
+import { HealthWatch } from './health-watch.js';
+import { HeldLeases, type Hold } from './held-leases.js';
+import { kHeld, Lease, type LeaseOwner } from './lease.js';
+import type { ResolvedOptions } from './options.js';
+import { PoolMetrics, type MeasuredPool } from './pool-metrics.js';
+import type { SharedConnection } from './shared-connection.js';
+import type { PoolCounters } from './stats.js';
+import type { Waiter } from './waiter-queue.js';
+
+/**
+ * What watches a pool for the people running it: its health over time, its OpenTelemetry
+ * metrics, and the leases it has out (leak detection, maxHoldMs). The pool's hot path asks only
+ * `measures` (is there anything to time or track?), so a pool with none of it pays one test.
+ */
+export class PoolObservers {
+  readonly health: HealthWatch;
+  readonly metrics: PoolMetrics | undefined;
+  /** The metrics, when they time waits, holds and creates. */
+  readonly timed: PoolMetrics | undefined;
+  readonly held: HeldLeases | undefined;
+  /** Whether a lease needs more than `new Lease()`: it is timed or tracked. */
+  readonly measures: boolean;
+
+  constructor(
+    options: ResolvedOptions,
+    counters: PoolCounters,
+    pool: MeasuredPool,
+    readonly timers: Timers,
+  ) {
+    const o = options;
+    this.health = new HealthWatch(o.name, o.logger);
+    this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool);
+    this.timed = this.metrics?.timings === true ? this.metrics : undefined;
+    if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
+      this.held = new HeldLeases(o.name, counters, o.leakDetectionMs, o.maxHoldMs, o.logger, (heldMs) => new LeaseHeldTooLongError(o.name, heldMs, o.maxHoldMs));
+    }
+    this.measures = this.timed !== undefined || this.held !== undefined;
+  }
+
+  /** A lease timed and tracked as asked: one read of the clock for all. `waiter`: the queued caller it serves, if any. */
+  lease<T>(owner: LeaseOwner<T>, conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
+    const now = this.timers.now();
+    const timed = this.timed;
+    if (timed !== undefined) {
+      // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
+      const stamp = waiter?.stamp;
+      timed.waited(stamp === undefined || stamp === null ? 0 : now - stamp.at);
+    }
+    const lease = new Lease(owner, conn, timed === undefined ? undefined : now);
+    const held = this.held;
+    if (held !== undefined) lease[kHeld](held.add(lease, conn.id, now, waiter?.stack), held.maxHoldMs !== Infinity);
+    return lease;
+  }
+
+  /** A lease is back: its hold timed, its place among the held leases given up. */
+  returned(since: number | undefined, hold: Hold | undefined): void {
+    if (since === undefined && hold === undefined) return;
+    const now = this.timers.now();
+    if (since !== undefined) this.timed?.used(now - since);
+    if (hold !== undefined) this.held!.remove(hold, now);
+  }
+
+  /** Where a caller that is about to wait asked, while leak detection is on. */
+  stackOfWaiter(): string | undefined {
+    return this.held?.capturesStacks === true ? this.held.here() : undefined;
+  }
+
+  /** The house-keeper's sweep: health sampled, held leases checked. */
+  swept(pool: MeasuredPool): void {
+    this.health.sample(pool.stats());
+    this.held?.sweep(this.timers.now());
+  }
+
+  /** Age of the lease held longest; null when leases are not kept. */
+  oldestLeaseMs(): number | null {
+    return this.held === undefined ? null : (this.held.oldestMs(this.timers.now()) ?? 0);
+  }
+
+  /** The pool closed. */
+  stop(): void {
+    this.metrics?.stop();
+  }
+}
