@@ -7,11 +7,10 @@ import type { Connector } from './connector.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
-import type { Hold } from './held-leases.js';
 import { PoolObservers } from './pool-observers.js';
 import type { AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
-import { kCheckin, kCheckinFailed, Lease, type LeaseOwner } from './lease.js';
+import { kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { runUse, type UsingPool } from './pool-use.js';
 import { findScope, scopeLeases } from './scope.js';
@@ -271,9 +270,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   }
 
   /** @internal Called by {@link Lease.release}. */
-  [kCheckin](conn: SharedConnection<T>, since: number | undefined, hold: Hold | undefined): void {
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void {
     this.#counters.released++;
-    this.#observers.returned(since, hold);
+    if (watch !== undefined) this.#observers.returned(watch);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
@@ -282,9 +281,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined, hold: Hold | undefined): void {
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void {
     this.#counters.released++;
-    this.#observers.returned(since, hold);
+    if (watch !== undefined) this.#observers.returned(watch);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);

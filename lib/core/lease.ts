@@ -11,14 +11,27 @@ export const kCheckinFailed = Symbol('checkinFailed');
 /** @internal Ties the limiter's admission to a lease, released with it. */
 export const kAdmitted = Symbol('admitted');
 
-/** @internal Ties a lease to its place among the held leases (leak detection, maxHoldMs). */
-export const kHeld = Symbol('held');
+/**
+ * @internal What a pool that times or tracks its leases keeps on one (metrics, leak detection,
+ * maxHoldMs): one object, made only then, so a plain lease stays small.
+ */
+export class LeaseWatch {
+  /** Its place among the held leases, when they are kept. */
+  hold: Hold | undefined = undefined;
+  /** Aborted past maxHoldMs (made only when the pool has one). */
+  expiry: AbortController | undefined = undefined;
+  /** The admission's signal and the expiry together, once both exist and were asked for. */
+  both: AbortSignal | undefined = undefined;
+
+  /** `since`: when the lease began, when its hold is timed. */
+  constructor(readonly since: number | undefined) {}
+}
 
 /** @internal */
 export interface LeaseOwner<T> {
-  /** `since`: when the lease began, when its hold is timed (metrics on); `hold`: its place among the held leases, when tracked. */
-  [kCheckin](conn: SharedConnection<T>, since: number | undefined, hold: Hold | undefined): void;
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, since: number | undefined, hold: Hold | undefined): void;
+  /** `watch`: what the pool keeps on the lease, when it times or tracks it. */
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void;
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void;
 }
 
 const neverAborted = new AbortController().signal;
@@ -32,18 +45,13 @@ export class Lease<T> {
   #conn: SharedConnection<T>;
   #done = false;
   #admission: Admission | undefined;
-  readonly #since: number | undefined;
-  #hold: Hold | undefined;
-  /** Aborted past maxHoldMs (made only when the pool has one). */
-  #expiry: AbortController | undefined;
-  /** The admission's signal and the expiry together, once both exist and were asked for. */
-  #both: AbortSignal | undefined;
+  readonly #watch: LeaseWatch | undefined;
 
-  /** @internal Leases come from `pool.acquire()`; `since` when the pool times holds. */
-  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, since?: number) {
+  /** @internal Leases come from `pool.acquire()`; `watch` when the pool times or tracks them. */
+  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, watch?: LeaseWatch) {
     this.#owner = owner;
     this.#conn = conn;
-    this.#since = since;
+    this.#watch = watch;
   }
 
   /** The pooled connection. Do not keep it past `release()`. */
@@ -63,10 +71,11 @@ export class Lease<T> {
    */
   get signal(): AbortSignal {
     const admitted = this.#admission?.signal;
-    const expiry = this.#expiry?.signal;
+    const watch = this.#watch;
+    const expiry = watch?.expiry?.signal;
     if (expiry === undefined) return admitted ?? neverAborted;
     if (admitted === undefined) return expiry;
-    return (this.#both ??= AbortSignal.any([expiry, admitted]));
+    return (watch!.both ??= AbortSignal.any([expiry, admitted]));
   }
 
   /** @internal */
@@ -74,16 +83,10 @@ export class Lease<T> {
     this.#admission = admission;
   }
 
-  /** @internal Tracks the lease among the held ones; `expiring`: it may be expired (maxHoldMs). */
-  [kHeld](hold: Hold, expiring: boolean): void {
-    this.#hold = hold;
-    if (expiring) this.#expiry = new AbortController();
-  }
-
   /** @internal Held past maxHoldMs: the signal aborts, the admission slot is let lapse. */
   [kExpire](reason: Error): void {
     if (this.#done) return;
-    this.#expiry?.abort(reason);
+    this.#watch?.expiry?.abort(reason);
     this.#admission?.expire?.(reason.message);
   }
 
@@ -105,7 +108,7 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn, this.#since, this.#hold);
+    this.#owner[kCheckin](this.#conn, this.#watch);
     this.#admission?.release();
   }
 
@@ -113,7 +116,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckinFailed](this.#conn, err, this.#since, this.#hold);
+    this.#owner[kCheckinFailed](this.#conn, err, this.#watch);
     this.#admission?.release();
   }
 

@@ -1,8 +1,8 @@
 import type { Timers } from './clock.js';
 import { LeaseHeldTooLongError } from './errors.js';
 import { HealthWatch } from './health-watch.js';
-import { HeldLeases, type Hold } from './held-leases.js';
-import { kHeld, Lease, type LeaseOwner } from './lease.js';
+import { HeldLeases } from './held-leases.js';
+import { Lease, LeaseWatch, type LeaseOwner } from './lease.js';
 import type { ResolvedOptions } from './options.js';
 import { PoolMetrics, type MeasuredPool } from './pool-metrics.js';
 import type { SharedConnection } from './shared-connection.js';
@@ -48,18 +48,21 @@ export class PoolObservers {
       const stamp = waiter?.stamp;
       timed.waited(stamp === undefined || stamp === null ? 0 : now - stamp.at);
     }
-    const lease = new Lease(owner, conn, timed === undefined ? undefined : now);
+    const watch = new LeaseWatch(timed === undefined ? undefined : now);
+    const lease = new Lease(owner, conn, watch);
     const held = this.held;
-    if (held !== undefined) lease[kHeld](held.add(lease, conn.id, now, waiter?.stack), held.maxHoldMs !== Infinity);
+    if (held !== undefined) {
+      watch.hold = held.add(lease, conn.id, now, waiter?.stack);
+      if (held.maxHoldMs !== Infinity) watch.expiry = new AbortController();
+    }
     return lease;
   }
 
   /** A lease is back: its hold timed, its place among the held leases given up. */
-  returned(since: number | undefined, hold: Hold | undefined): void {
-    if (since === undefined && hold === undefined) return;
+  returned(watch: LeaseWatch): void {
     const now = this.timers.now();
-    if (since !== undefined) this.timed?.used(now - since);
-    if (hold !== undefined) this.held!.remove(hold, now);
+    if (watch.since !== undefined) this.timed?.used(now - watch.since);
+    if (watch.hold !== undefined) this.held!.remove(watch.hold, now);
   }
 
   /** Where a caller that is about to wait asked, while leak detection is on. */
