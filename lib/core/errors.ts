@@ -142,7 +142,7 @@ export class QueueFullError extends PoolError {
 }
 
 /** Why a global admission was refused. */
-export type CapacityReason = 'limit' | 'quarantine' | 'unavailable';
+export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members';
 
 /**
  * The global admission limit is reached (HTTP 503). `reason`: `limit` (every slot is held),
@@ -163,6 +163,7 @@ export class CapacityExceededError extends PoolError {
       limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
       quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
+      members: `the group has its ${limit} members (maxMembers), each with callers now, so no new one can be made; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

@@ -24,6 +24,13 @@ export interface PoolGroupOptions<T> {
   rebalanceIntervalMs?: number;
   /** A member with no connection and no call for this long is closed and forgotten. Default 60 000; Infinity: never. */
   memberIdleMs?: number;
+  /**
+   * Most members at once. A new key past it takes the place of the member used longest ago that
+   * has no caller now (its idle connections close); with none, the call fails with
+   * `CapacityExceededError` (reason `members`). Bounds the memory keys from outside can take.
+   * Default `Infinity`.
+   */
+  maxMembers?: number;
   clock?: Clock;
   logger?: PoolLogger;
 }
@@ -36,6 +43,7 @@ export interface ResolvedGroupOptions<T> {
   readonly minHoldMs: number;
   readonly rebalanceIntervalMs: number;
   readonly memberIdleMs: number;
+  readonly maxMembers: number;
   readonly clock: Clock;
   readonly logger: PoolLogger;
 }
@@ -59,6 +67,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 10),
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
+    maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
     clock: read.get('clock', is.object, systemClock),
     logger: read.get('logger', is.object, consoleLogger),
   };

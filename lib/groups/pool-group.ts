@@ -1,4 +1,4 @@
-import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
+import { CapacityExceededError, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
 import { planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
@@ -190,6 +190,9 @@ export class PoolGroup<T> {
     let member = this.#members.get(key);
     if (member === undefined) {
       const o = this.options;
+      if (this.#members.size >= o.maxMembers && !this.#evictOne()) {
+        return new CapacityExceededError(this.name, o.maxMembers, o.rebalanceIntervalMs, 'members');
+      }
       // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
       const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
       const side = pool[kMember]();
@@ -199,6 +202,27 @@ export class PoolGroup<T> {
     }
     member.lastUsed = this.#timers.now();
     return member;
+  }
+
+  /** Makes room for a new member: the member used longest ago that has no caller is closed and forgotten. Whether there was one. */
+  #evictOne(): boolean {
+    let oldest: Member<T> | undefined;
+    for (const m of this.#members.values()) {
+      if (m.side.waiting() > 0 || m.side.load(Infinity).inUse > 0) continue;
+      if (oldest === undefined || m.lastUsed < oldest.lastUsed) oldest = m;
+    }
+    if (oldest === undefined) return false;
+    this.#forget(oldest);
+    return true;
+  }
+
+  #forget(m: Member<T>): void {
+    this.#members.delete(m.key);
+    this.#bySupply.delete(m.side);
+    // Its closes still end (and free their places), but no longer under its name.
+    this.#freeing -= m.giving;
+    m.giving = 0;
+    void m.pool.close();
   }
 
   /** Connections the members other than `except` wait for and are not opening: what places on their way should cover. */
@@ -315,9 +339,7 @@ export class PoolGroup<T> {
     if (this.#total >= o.maxTotal) for (const m of this.#members.values()) if (m.side.waiting() > 0) this.#steal(m);
     for (const m of [...this.#members.values()]) {
       if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
-      this.#members.delete(m.key);
-      this.#bySupply.delete(m.side);
-      void m.pool.close();
+      this.#forget(m);
     }
   }
 }

@@ -189,12 +189,61 @@ describe('a pool group', () => {
     await g.close();
   });
 
+  it('keeps at most maxMembers: a new key takes the place of the member idle longest, or is refused while all have callers', async () => {
+    const { g, clock, connectors } = group({ maxMembers: 2 });
+    await g.use('a', () => 1);
+    await clock.advance(10);
+    await g.use('b', () => 1);
+    await clock.advance(10);
+    await g.use('c', () => 1); // a was used longest ago: it goes, its idle connection closes
+    await flush();
+    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['b', 'c']);
+    expect(connectors.get('a')!.live.size).toBe(0);
+    const held = [await g.acquire('b'), await g.acquire('c')];
+    const refused = await g.acquire('d').catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'members', limit: 2 });
+    expect((refused as Error).message).toBe('pool "tenants": the group has its 2 members (maxMembers), each with callers now, so no new one can be made; retry later');
+    held[0]!.release();
+    (await g.acquire('d')).release(); // b has no caller now: d takes its place
+    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['c', 'd']);
+    held[1]!.release();
+    await g.close();
+  });
+
+  it('forgets the places an evicted member was giving up, so later steals are not held back', async () => {
+    const clock = new VirtualClock();
+    const slowClose = (): Connector<{ id: number }> => {
+      let ids = 0;
+      return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
+    };
+    const g = new PoolGroup({ maxTotal: 2, maxMembers: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, rebalanceIntervalMs: 10, connector: slowClose, member: { clientLimit: 1 } });
+    const first = [await g.acquire('a'), await g.acquire('a')];
+    for (const l of first) l.release();
+    const b = track(g.acquire('b')); // takes one of a's places: closing for 10 ms
+    await flush();
+    const c = track(g.acquire('c')); // a, with no caller, is evicted while giving that place up
+    await clock.advance(20);
+    expect([b.settled, c.settled]).toEqual([true, true]);
+    (b.value as Lease<{ id: number }>).release();
+    await clock.advance(5);
+    const more = track(g.acquire('c')); // c needs b's idle place, once b's recent need has faded
+    await clock.advance(200);
+    expect(more.settled).toBe(true);
+    expect(g.stats().transfers).toBe(2);
+    (c.value as Lease<{ id: number }>).release();
+    (more.value as Lease<{ id: number }>).release();
+    const closing = g.close();
+    await clock.advance(20);
+    await closing;
+  });
+
   it('refuses bad options and keys, saying what to change', async () => {
     const connector = () => new FakeConnector();
     expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');
     expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe('pool group "group": option "maxTotal" must be a whole number of 1 or more, got 0');
     expect(configError(() => new PoolGroup({ maxTotal: 2 } as never)).message).toBe('pool group "group": option "connector" is required: a function of the key that makes its connector');
     expect(configError(() => new PoolGroup({ maxTotal: 2, connector, minHoldMs: -1 })).message).toBe('pool group "group": option "minHoldMs" must be a finite number of 0 or more, got -1');
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, maxMembers: 0.5 })).message).toBe('pool group "group": option "maxMembers" must be a whole number of 1 or more, or Infinity, got 0.5');
     expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain('option "clientLimit" must be a whole number of 1 or more, got 0');
     const { g } = group();
     await expect(g.use('', () => 1)).rejects.toThrow('pool group "tenants": option "key" must be a non-empty string naming the member (a tenant, a database), got an empty string');
