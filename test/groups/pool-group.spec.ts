@@ -32,6 +32,12 @@ function group(options: Partial<PoolGroupOptions<FakeConnection>> = {}) {
   return { g, clock, connectors, live };
 }
 
+/** A connector whose close takes 10 ms of `clock`: a place taken from a member frees only then. */
+function closingIn10ms(clock: VirtualClock): Connector<{ id: number }> {
+  let ids = 0;
+  return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
+}
+
 describe('a pool group', () => {
   it('opens connections for its members as they need them while the budget has room', async () => {
     const { g, live } = group();
@@ -127,10 +133,7 @@ describe('a pool group', () => {
   it('does not keep a place for a caller that gave up while it was being freed', async () => {
     // The place of a taken connection frees only once its close ends; the caller it was taken for left meanwhile.
     const clock = new VirtualClock();
-    const slowClose = (): Connector<{ id: number }> => {
-      let ids = 0;
-      return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
-    };
+    const slowClose = () => closingIn10ms(clock);
     const g = new PoolGroup({ maxTotal: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, connector: slowClose, member: { clientLimit: 1 } });
     const busy = await g.acquire('a');
     (await g.acquire('a')).release(); // a: one busy, one idle
@@ -212,10 +215,7 @@ describe('a pool group', () => {
 
   it('forgets the places an evicted member was giving up, so later steals are not held back', async () => {
     const clock = new VirtualClock();
-    const slowClose = (): Connector<{ id: number }> => {
-      let ids = 0;
-      return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
-    };
+    const slowClose = () => closingIn10ms(clock);
     const g = new PoolGroup({ maxTotal: 2, maxMembers: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, rebalanceIntervalMs: 10, connector: slowClose, member: { clientLimit: 1 } });
     const first = [await g.acquire('a'), await g.acquire('a')];
     for (const l of first) l.release();
