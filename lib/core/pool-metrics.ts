@@ -57,6 +57,11 @@ function appMeter(): MetricsMeter | null {
   return globalMeter;
 }
 
+/** @internal The meter a `metrics` option names: the app's (true), none (false), or the one given. */
+export function meterOf(option: boolean | MetricsMeter): MetricsMeter | null {
+  return option === false ? null : option === true ? appMeter() : option;
+}
+
 /** @internal For tests: forget the global meter looked up before (a provider registered since). */
 export function forgetAppMeter(): void {
   globalMeter = undefined;
@@ -82,7 +87,7 @@ export class PoolMetrics {
 
   /** The pool's metrics per its `metrics` option, or undefined when there is nowhere to record them. */
   static of(option: boolean | MetricsMeter, timings: boolean, name: string, pool: MeasuredPool): PoolMetrics | undefined {
-    const meter = option === false ? null : option === true ? appMeter() : option;
+    const meter = meterOf(option);
     return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool);
   }
 

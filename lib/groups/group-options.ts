@@ -1,6 +1,7 @@
 import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
 import { is, OptionReader, shown } from '../core/option-rules.js';
 import { resolveOptions } from '../core/options.js';
+import type { MetricsMeter } from '../core/pool-metrics.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
 export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;
@@ -31,6 +32,12 @@ export interface PoolGroupOptions<T> {
    * Default `Infinity`.
    */
   maxMembers?: number;
+  /**
+   * The group's own OpenTelemetry metrics (`nestjs_shared_pool.group.*`): `true` (the global
+   * MeterProvider, when one is registered), `false`, or a Meter. Members record nothing unless
+   * `member.metrics` says so: a series per tenant would be unbounded. Default true.
+   */
+  metrics?: boolean | MetricsMeter;
   clock?: Clock;
   logger?: PoolLogger;
 }
@@ -44,6 +51,7 @@ export interface ResolvedGroupOptions<T> {
   readonly rebalanceIntervalMs: number;
   readonly memberIdleMs: number;
   readonly maxMembers: number;
+  readonly metrics: boolean | MetricsMeter;
   readonly clock: Clock;
   readonly logger: PoolLogger;
 }
@@ -68,6 +76,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
     maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
+    metrics: read.get('metrics', { says: 'true (the global MeterProvider), false, or a Meter of @opentelemetry/api', ok: (v) => typeof v === 'boolean' || (typeof v === 'object' && v !== null && typeof (v as MetricsMeter).addBatchObservableCallback === 'function') }, true),
     clock: read.get('clock', is.object, systemClock),
     logger: read.get('logger', is.object, consoleLogger),
   };

@@ -3,6 +3,7 @@ import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
 import { planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
+import { GroupMetrics } from './group-metrics.js';
 
 /** One member: a pool of one key (tenant, database), and what the group measures of it. */
 interface Member<T> {
@@ -75,6 +76,7 @@ export class PoolGroup<T> {
   #freeing = 0;
   #transfers = 0;
   #closed = false;
+  #closing: Promise<void> | undefined;
   /** The budget as the member pools see it (kept off the group's public face). */
   readonly #budget: ConnectionBudget = {
     mayOpen: () => this.#total < this.options.maxTotal,
@@ -84,9 +86,12 @@ export class PoolGroup<T> {
     yields: (supply, heldMs) => this.#yields(supply, heldMs),
   };
 
+  readonly #metrics: GroupMetrics | undefined;
+
   constructor(options: PoolGroupOptions<T>) {
     this.options = resolveGroupOptions(options);
     this.#timers = new Timers(this.options.clock);
+    this.#metrics = GroupMetrics.of(this.options.metrics, this, this.options.name);
     this.#schedule();
   }
 
@@ -145,10 +150,16 @@ export class PoolGroup<T> {
     return this.stats().health;
   }
 
-  /** Closes every member (see `ConnectionPool.close`); the group takes no more calls. */
-  async close(options?: { graceMs?: number }): Promise<void> {
+  /** Closes every member (see `ConnectionPool.close`); the group takes no more calls. Calling it again returns the same close. */
+  close(options?: { graceMs?: number }): Promise<void> {
+    this.#closing ??= this.#shutdown(options);
+    return this.#closing;
+  }
+
+  async #shutdown(options: { graceMs?: number } | undefined): Promise<void> {
     this.#closed = true;
     this.#timers.clear(this.#timer);
+    this.#metrics?.stop();
     await Promise.all([...this.#members.values()].map((m) => m.pool.close(options)));
   }
 
