@@ -3,9 +3,9 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
-import { is, OptionReader, optionError, shown, violation, type Rule } from './option-rules.js';
+import { is, OptionReader, optionError, shown, violation } from './option-rules.js';
 import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
-import type { MetricsMeter } from './pool-metrics.js';
+import { meterRule, type MetricsMeter } from './pool-metrics.js';
 
 /** How an acquire picks among ready connections that have room. */
 export type SelectionStrategy = 'spread' | 'pack';
@@ -219,9 +219,3 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     maxHoldMs: read.get('maxHoldMs', is.above(0), Infinity),
   };
 }
-
-/** `metrics`: a boolean, or a Meter of `@opentelemetry/api`. */
-const meterRule: Rule = {
-  says: 'true (the global MeterProvider), false, or a Meter of @opentelemetry/api',
-  ok: (v) => typeof v === 'boolean' || (typeof v === 'object' && v !== null && typeof (v as MetricsMeter).createHistogram === 'function' && typeof (v as MetricsMeter).addBatchObservableCallback === 'function'),
-};

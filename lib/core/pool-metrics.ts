@@ -5,6 +5,7 @@
 // nothing; only the three timings are recorded as they happen.
 import { createRequire } from 'node:module';
 import type { PoolHealth } from './health.js';
+import type { Rule } from './option-rules.js';
 import type { PoolStats, RetireReason } from './stats.js';
 
 /** Attributes of a measurement. */
@@ -27,8 +28,8 @@ export interface MetricsMeter {
   createObservableGauge(name: string, options?: MetricsInstrumentOptions): object;
   createObservableCounter(name: string, options?: MetricsInstrumentOptions): object;
   createObservableUpDownCounter(name: string, options?: MetricsInstrumentOptions): object;
-  addBatchObservableCallback(callback: (observer: { observe(observable: object, value: number, attributes?: MetricsAttributes): void }) => void, observables: object[]): void;
-  removeBatchObservableCallback(callback: (observer: { observe(observable: object, value: number, attributes?: MetricsAttributes): void }) => void, observables: object[]): void;
+  addBatchObservableCallback(callback: (observer: MetricsObserver) => void, observables: object[]): void;
+  removeBatchObservableCallback(callback: (observer: MetricsObserver) => void, observables: object[]): void;
 }
 
 /** Seconds, as the conventions record durations; from sub-millisecond waits of a warm pool to a slow connect. */
@@ -57,6 +58,24 @@ function appMeter(): MetricsMeter | null {
   return globalMeter;
 }
 
+/** @internal The rule of every `metrics` option (a pool's, a group's): a boolean, or a Meter. */
+export const meterRule: Rule = {
+  says: 'true (the global MeterProvider), false, or a Meter of @opentelemetry/api',
+  ok: (v) => typeof v === 'boolean' || (typeof v === 'object' && v !== null && typeof (v as MetricsMeter).createHistogram === 'function' && typeof (v as MetricsMeter).addBatchObservableCallback === 'function'),
+};
+
+/** What a batch callback is handed: it observes each instrument's value. */
+export type MetricsObserver = { observe(observable: object, value: number, attributes?: MetricsAttributes): void };
+
+/**
+ * @internal Registers `collect` to observe `observables` whenever a reader collects; returns what
+ * unregisters it (a closed pool or group stops reporting).
+ */
+export function observeEach(meter: MetricsMeter, observables: object[], collect: (observer: MetricsObserver) => void): () => void {
+  meter.addBatchObservableCallback(collect, observables);
+  return () => meter.removeBatchObservableCallback(collect, observables);
+}
+
 /** @internal The meter a `metrics` option names: the app's (true), none (false), or the one given. */
 export function meterOf(option: boolean | MetricsMeter): MetricsMeter | null {
   return option === false ? null : option === true ? appMeter() : option;
@@ -81,9 +100,8 @@ export class PoolMetrics {
   readonly #wait;
   readonly #use;
   readonly #create;
-  readonly #meter: MetricsMeter;
-  readonly #observables: object[];
-  readonly #collect: (observer: { observe(observable: object, value: number, attributes?: MetricsAttributes): void }) => void;
+  /** Unregisters the gauges and counters. */
+  readonly stop: () => void;
 
   /** The pool's metrics per its `metrics` option, or undefined when there is nowhere to record them. */
   static of(option: boolean | MetricsMeter, timings: boolean, name: string, pool: MeasuredPool): PoolMetrics | undefined {
@@ -96,7 +114,6 @@ export class PoolMetrics {
 
   constructor(meter: MetricsMeter, timings: boolean, name: string, pool: MeasuredPool) {
     this.timings = timings;
-    this.#meter = meter;
     this.#attributes = { [POOL]: name };
     const seconds = (description: string): MetricsInstrumentOptions => ({ description, unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } });
     this.#wait = meter.createHistogram('db.client.connection.wait_time', seconds('The time it took to obtain a connection from the pool'));
@@ -119,11 +136,11 @@ export class PoolMetrics {
     const lost = meter.createObservableCounter('nestjs_shared_pool.limiter.lost', { unit: '{lease}', description: 'Held leases the limiter lost (a Redis TTL lapsed)' });
     const used = meter.createObservableUpDownCounter('nestjs_shared_pool.limiter.used', { unit: '{lease}', description: 'Leases held against the global limit, across instances' });
     const mode = meter.createObservableGauge('nestjs_shared_pool.limiter.mode', { unit: '1', description: 'The limiter’s mode: 1 for the one it is in, 0 for the others' });
-    this.#observables = [count, idleMax, idleMin, max, pending, timeouts, clients, clientLimit, utilization, health, retirements, admitted, refused, lost, used, mode];
+    const observables = [count, idleMax, idleMin, max, pending, timeouts, clients, clientLimit, utilization, health, retirements, admitted, refused, lost, used, mode];
     const a = this.#attributes;
     const idle = { ...a, 'db.client.connection.state': 'idle' };
     const busy = { ...a, 'db.client.connection.state': 'used' };
-    this.#collect = (observer) => {
+    this.stop = observeEach(meter, observables, (observer) => {
       const s = pool.stats();
       observer.observe(count, s.idle, idle);
       observer.observe(count, s.ready - s.idle, busy);
@@ -145,8 +162,7 @@ export class PoolMetrics {
       observer.observe(lost, l.counters.lost, a);
       observer.observe(used, l.used, a);
       for (const m of MODES) observer.observe(mode, l.mode === m ? 1 : 0, { ...a, mode: m });
-    };
-    meter.addBatchObservableCallback(this.#collect, this.#observables);
+    });
   }
 
   /** An acquire got its connection after `ms` (0 when one had room at once). */
@@ -164,8 +180,4 @@ export class PoolMetrics {
     this.#create.record(ms / 1000, this.#attributes);
   }
 
-  /** The pool closed: its gauges stop reporting. */
-  stop(): void {
-    this.#meter.removeBatchObservableCallback(this.#collect, this.#observables);
-  }
 }

@@ -1,4 +1,4 @@
-import { meterOf, type MetricsAttributes, type MetricsMeter } from '../core/pool-metrics.js';
+import { meterOf, observeEach, type MetricsMeter } from '../core/pool-metrics.js';
 import type { PoolGroupStats } from './pool-group.js';
 
 /** What the collection reads of a group. */
@@ -11,9 +11,8 @@ export interface MeasuredGroup {
  * record nothing unless asked), read from `stats()` when a reader collects.
  */
 export class GroupMetrics {
-  readonly #meter: MetricsMeter;
-  readonly #observables: object[];
-  readonly #collect: (observer: { observe(observable: object, value: number, attributes?: MetricsAttributes): void }) => void;
+  /** The group closed: its series stop. */
+  readonly stop: () => void;
 
   /** The group's metrics per its `metrics` option, or undefined when there is nowhere to record them. */
   static of(option: boolean | MetricsMeter, group: MeasuredGroup, name: string): GroupMetrics | undefined {
@@ -22,7 +21,6 @@ export class GroupMetrics {
   }
 
   constructor(meter: MetricsMeter, group: MeasuredGroup, name: string) {
-    this.#meter = meter;
     const a = { 'nestjs_shared_pool.group.name': name };
     const updown = (n: string, unit: string, description: string) => meter.createObservableUpDownCounter(`nestjs_shared_pool.group.${n}`, { unit, description });
     const connections = updown('connections', '{connection}', 'Connections of every member, from the start of a create to the end of its close: what the server sees');
@@ -31,8 +29,7 @@ export class GroupMetrics {
     const waiting = updown('pending_requests', '{request}', 'Callers waiting in every member');
     const transfers = meter.createObservableCounter('nestjs_shared_pool.group.transfers', { unit: '{connection}', description: 'Connections taken from one member to open for another' });
     const utilization = meter.createObservableGauge('nestjs_shared_pool.group.utilization', { unit: '1', description: 'Callers served over maxTotal × client_limit' });
-    this.#observables = [connections, max, members, waiting, transfers, utilization];
-    this.#collect = (observer) => {
+    this.stop = observeEach(meter, [connections, max, members, waiting, transfers, utilization], (observer) => {
       const s = group.stats();
       observer.observe(connections, s.total, a);
       observer.observe(max, s.maxTotal, a);
@@ -40,12 +37,6 @@ export class GroupMetrics {
       observer.observe(waiting, s.waiting, a);
       observer.observe(transfers, s.transfers, a);
       observer.observe(utilization, s.utilization, a);
-    };
-    meter.addBatchObservableCallback(this.#collect, this.#observables);
-  }
-
-  /** The group closed: its series stop. */
-  stop(): void {
-    this.#meter.removeBatchObservableCallback(this.#collect, this.#observables);
+    });
   }
 }

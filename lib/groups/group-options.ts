@@ -1,7 +1,7 @@
 import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
 import { is, OptionReader, shown } from '../core/option-rules.js';
 import { resolveOptions } from '../core/options.js';
-import type { MetricsMeter } from '../core/pool-metrics.js';
+import { meterRule, type MetricsMeter } from '../core/pool-metrics.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
 export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;
@@ -76,7 +76,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
     maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
-    metrics: read.get('metrics', { says: 'true (the global MeterProvider), false, or a Meter of @opentelemetry/api', ok: (v) => typeof v === 'boolean' || (typeof v === 'object' && v !== null && typeof (v as MetricsMeter).addBatchObservableCallback === 'function') }, true),
+    metrics: read.get('metrics', meterRule, true),
     clock: read.get('clock', is.object, systemClock),
     logger: read.get('logger', is.object, consoleLogger),
   };
