@@ -1,4 +1,5 @@
 import type { PoolLogger } from './logger.js';
+import { LinkedQueue } from './waiter-queue.js';
 
 /** @internal How the tracker expires a lease held too long. */
 export const kExpire = Symbol('expire');
@@ -13,6 +14,7 @@ export interface HeldLease {
 export class Hold {
   prev: Hold | null = null;
   next: Hold | null = null;
+  queued = false;
   /** Warned of as a possible leak. */
   warned = false;
   /** Past maxHoldMs, its signal aborted. */
@@ -29,15 +31,14 @@ export class Hold {
 }
 
 /**
- * The leases a pool has handed out and not had back, oldest first (a linked list: add and
+ * The leases a pool has handed out and not had back, oldest first (a linked queue: add and
  * remove are O(1)), kept when `leakDetectionMs` or `maxHoldMs` is set. The house-keeper's sweep
  * warns of leases held past `leakDetectionMs` (once each, with the stack of the code that took
  * them) and expires those held past `maxHoldMs`; the release of a lease warned of says how late
  * it came back.
  */
 export class HeldLeases {
-  #head: Hold | null = null;
-  #tail: Hold | null = null;
+  readonly #held = new LinkedQueue<Hold>();
 
   constructor(
     readonly pool: string,
@@ -62,32 +63,25 @@ export class HeldLeases {
   /** `stack`: where the caller asked, if it waited (else where it is now). */
   add(lease: HeldLease, connectionId: number, at: number, stack = this.here()): Hold {
     const hold = new Hold(lease, connectionId, at, stack);
-    hold.prev = this.#tail;
-    if (this.#tail === null) this.#head = hold;
-    else this.#tail.next = hold;
-    this.#tail = hold;
+    this.#held.push(hold);
     return hold;
   }
 
   /** The lease is back; `now` says how late, if it was warned of. */
   remove(hold: Hold, now: number): void {
-    if (hold.prev === null) this.#head = hold.next;
-    else hold.prev.next = hold.next;
-    if (hold.next === null) this.#tail = hold.prev;
-    else hold.next.prev = hold.prev;
-    hold.prev = hold.next = null;
+    this.#held.remove(hold);
     if (hold.warned) this.logger.warn(`pool "${this.pool}": the lease of connection ${hold.connectionId} reported as a possible leak came back after ${Math.round(now - hold.at)} ms`);
   }
 
   /** Age of the lease held longest, ms; undefined with none. */
   oldestMs(now: number): number | undefined {
-    return this.#head === null ? undefined : now - this.#head.at;
+    return this.#held.head === null ? undefined : now - this.#held.head.at;
   }
 
   /** Warns of leases held past leakDetectionMs and expires those past maxHoldMs; oldest first, so it stops at the first young one. */
   sweep(now: number): void {
     const young = Math.min(this.leakDetectionMs, this.maxHoldMs);
-    for (let h = this.#head; h !== null && now - h.at >= young; h = h.next) {
+    for (let h = this.#held.head; h !== null && now - h.at >= young; h = h.next) {
       const age = now - h.at;
       if (!h.warned && age >= this.leakDetectionMs) {
         h.warned = true;

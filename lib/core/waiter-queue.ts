@@ -47,21 +47,28 @@ export class Waiter<L> {
   }
 }
 
-/** FIFO of waiters: push, and remove (of the head or any other), are O(1). */
-export class WaiterQueue<L> {
-  #head: Waiter<L> | null = null;
-  #tail: Waiter<L> | null = null;
+/** A node of a {@link LinkedQueue}: the links live on the node, so nothing is allocated per entry. */
+export interface QueueNode<N> {
+  prev: N | null;
+  next: N | null;
+  queued: boolean;
+}
+
+/** FIFO whose push, and remove (of the head or any other), are O(1): the pool's waiters, the leases it has out. */
+export class LinkedQueue<N extends QueueNode<N>> {
+  #head: N | null = null;
+  #tail: N | null = null;
   #length = 0;
 
   get length(): number {
     return this.#length;
   }
 
-  get head(): Waiter<L> | null {
+  get head(): N | null {
     return this.#head;
   }
 
-  push(w: Waiter<L>): void {
+  push(w: N): void {
     w.queued = true;
     w.prev = this.#tail;
     w.next = null;
@@ -72,7 +79,7 @@ export class WaiterQueue<L> {
   }
 
   /** Takes `w` out; a no-op if it is not queued. */
-  remove(w: Waiter<L>): void {
+  remove(w: N): void {
     if (!w.queued) return;
     w.queued = false;
     if (w.prev === null) this.#head = w.next;
@@ -83,3 +90,6 @@ export class WaiterQueue<L> {
     this.#length--;
   }
 }
+
+/** The callers waiting for a connection, first come first served. */
+export class WaiterQueue<L> extends LinkedQueue<Waiter<L>> {}
