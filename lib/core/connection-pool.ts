@@ -17,7 +17,7 @@ import { findScope, scopeLeases } from './scope.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolHealth } from './health.js';
 import type { PoolStats } from './stats.js';
-import { exhaustedReason, healthOf, newCounters, statsOf, type ReportedPool } from './pool-report.js';
+import { exhaustedReason, healthFigures, healthOf, newCounters, statsOf, type ReportedPool } from './pool-report.js';
 import { WaiterDeadlines } from './waiter-deadlines.js';
 import { Waiter, WaiterQueue } from './waiter-queue.js';
 
@@ -80,7 +80,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       waiting: () => this.#waiters.length,
       waitedSince: () => this.#waiters.head?.stamp?.at,
       dispatch: () => this.#dispatch(),
-      swept: () => this.#observers.swept(this),
+      swept: () => this.#observers.swept(healthFigures(this.#inside)),
       failQueue: (error) => {
         for (let w = this.#next(); w !== null; w = this.#next()) {
           this.#counters.failedFast++;
@@ -271,9 +271,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
 
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void {
-    this.#counters.released++;
-    if (watch !== undefined) this.#observers.returned(watch);
-    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
+    this.#givenBack(conn, watch, false);
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
     if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
@@ -282,11 +280,16 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void {
-    this.#counters.released++;
-    if (watch !== undefined) this.#observers.returned(watch);
-    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
+    this.#givenBack(conn, watch, true);
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
+  }
+
+  /** A lease is given back, failed or not: counted, its hold timed or tracked, published. */
+  #givenBack(conn: SharedConnection<T>, watch: LeaseWatch | undefined, failed: boolean): void {
+    this.#counters.released++;
+    if (watch !== undefined) this.#observers.returned(watch);
+    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed });
   }
 
   /** A client leaves `conn`: its slot goes straight to the head of the queue, or back to the index. */

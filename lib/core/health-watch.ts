@@ -1,7 +1,7 @@
 import type { PoolHealth } from './health.js';
 import type { PoolLogger } from './logger.js';
 import { events } from './pool-events.js';
-import type { PoolStats } from './stats.js';
+import type { HealthFigures } from './pool-report.js';
 
 /** Worse states rank higher. */
 const RANK: Record<PoolHealth, number> = { healthy: 0, degraded: 1, critical: 2, exhausted: 3, failing: 4 };
@@ -27,7 +27,7 @@ export class HealthWatch {
   }
 
   /** Takes the pool's health now; logs and publishes it if it changed. */
-  sample(stats: Pick<PoolStats, 'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError'>): void {
+  sample(stats: HealthFigures): void {
     const from = this.#last;
     const to = stats.health;
     if (to === from) return;

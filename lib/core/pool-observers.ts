@@ -5,6 +5,7 @@ import { HeldLeases } from './held-leases.js';
 import { Lease, LeaseWatch, type LeaseOwner } from './lease.js';
 import type { ResolvedOptions } from './options.js';
 import { PoolMetrics, type MeasuredPool } from './pool-metrics.js';
+import type { HealthFigures } from './pool-report.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolCounters } from './stats.js';
 import type { Waiter } from './waiter-queue.js';
@@ -71,8 +72,8 @@ export class PoolObservers {
   }
 
   /** The house-keeper's sweep: health sampled, held leases checked. */
-  swept(pool: MeasuredPool): void {
-    this.health.sample(pool.stats());
+  swept(health: HealthFigures): void {
+    this.health.sample(health);
     this.held?.sweep(this.timers.now());
   }
 

@@ -57,6 +57,25 @@ function utilizationOf(pool: ReportedPool, admission: AdmissionStats | undefined
   return admission === undefined ? own : Math.max(own, admission.utilization);
 }
 
+/** What a health change is told with: the figures of `stats()` it needs, without a row per connection. */
+export type HealthFigures = Pick<PoolStats, 'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError'>;
+
+/** The pool's health and the figures behind it, as the house-keeper samples them every sweep. */
+export function healthFigures(pool: ReportedPool): HealthFigures {
+  const set = pool.supply.set;
+  const utilization = utilizationOf(pool, pool.limiter?.stats());
+  const lastError = pool.supply.lastError;
+  return {
+    health: healthAt(pool, utilization),
+    utilization,
+    waiting: pool.waiting(),
+    clients: set.clients,
+    ready: set.ready,
+    maxSize: pool.options.maxSize,
+    lastError: lastError === undefined ? undefined : messageOf(lastError),
+  };
+}
+
 /** A snapshot of counts, counters and one row per connection. */
 export function statsOf(pool: ReportedPool): PoolStats {
   const { options: o, supply } = pool;
