@@ -69,12 +69,17 @@ const MIN_HOLD_ESTIMATE_MS = 1;
 /** A smoothed need below this is none: a member that stopped is let go within a second. */
 const NEED_RESIDUE = 0.05;
 
+/** Connections that serve `inUse` busy ones and `waiting` callers, `clientLimit` to a connection. */
+export function connectionsFor(inUse: number, waiting: number, clientLimit: number): number {
+  return inUse + Math.ceil(waiting / clientLimit);
+}
+
 /**
  * Connections `load` needs: those in use and enough for its waiters; with a smoothed need, that
  * (rounded up), and at least one while callers wait with no connection.
  */
 export function needOf(load: MemberLoad, settings: PlanSettings): number {
-  if (load.recentNeed === undefined) return load.inUse + Math.ceil(load.waiting / settings.clientLimit);
+  if (load.recentNeed === undefined) return connectionsFor(load.inUse, load.waiting, settings.clientLimit);
   return Math.max(Math.ceil(load.recentNeed - NEED_RESIDUE), load.waiting > 0 && load.connections === 0 ? 1 : 0);
 }
 

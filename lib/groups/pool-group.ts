@@ -1,7 +1,7 @@
 import { CapacityExceededError, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
-import { planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { connectionsFor, planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
 
@@ -243,7 +243,7 @@ export class PoolGroup<T> {
     for (const m of this.#members.values()) {
       if (m === except) continue;
       const waiting = m.side.waiting();
-      if (waiting > 0) unmet += Math.max(0, Math.ceil(waiting / perConnection) - m.side.load(Infinity).opening);
+      if (waiting > 0) unmet += Math.max(0, connectionsFor(0, waiting, perConnection) - m.side.load(Infinity).opening);
     }
     return unmet;
   }
@@ -340,7 +340,7 @@ export class PoolGroup<T> {
     for (const m of this.#members.values()) {
       const inUse = m.side.load(Infinity).inUse;
       m.busyMs += inUse * o.rebalanceIntervalMs;
-      m.recentNeed = 0.7 * m.recentNeed + 0.3 * (inUse + Math.ceil(m.side.waiting() / perConnection));
+      m.recentNeed = 0.7 * m.recentNeed + 0.3 * connectionsFor(inUse, m.side.waiting(), perConnection);
     }
     this.#sample();
     this.#handOut();
