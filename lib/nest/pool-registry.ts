@@ -20,6 +20,8 @@ export class PoolRegistry {
   /** Name → the registration that declared it. */
   readonly #owners = new Map<string, object>();
   readonly #pools = new Map<string, PoolLike>();
+  /** Name → the provider DI gave (a pool, a group, or a test's stand-in). */
+  readonly #providers = new Map<string, unknown>();
   /** The pools as decorated methods see them, when calls take their request's key. */
   readonly #forMethods = new Map<string, PoolLike>();
   /** The registration whose `requestKey` the application uses, if any. */
@@ -78,12 +80,18 @@ export class PoolRegistry {
     return provider instanceof PoolGroup ? provider : undefined;
   }
 
+  /** The provider of `name`, looked up once (the health check asks on every call). */
   #provider(name: string): unknown {
+    const known = this.#providers.get(name);
+    if (known !== undefined) return known;
+    let provider: unknown;
     try {
-      return this.moduleRef.get<unknown>(getPoolToken(name), { strict: false });
+      provider = this.moduleRef.get<unknown>(getPoolToken(name), { strict: false });
     } catch {
       return undefined; // declared, but its provider is not made (start-up failed before it)
     }
+    this.#providers.set(name, provider);
+    return provider;
   }
 }
 
