@@ -7,29 +7,42 @@ import { messageOf } from './message-of.js';
 /**
  * Runs `validate(value)` within `timeoutMs`. `done(failure)` is called once: `undefined` when the
  * connection is alive, else why not (returned false, threw, or did not settle in time). Returns a
- * function that ends the check at once as alive (the pool is closing).
+ * function that ends the check at once as alive (the pool is closing, and waits for no check);
+ * if the check then finds the connection dead after all, `lateFailure()` says so (once).
  */
 export function validateWithin<T>(
   validate: (value: T) => boolean | void | Promise<boolean | void>,
   value: T,
   timers: Timers,
   timeoutMs: number,
-  done: (failure: unknown) => void,
+  report: { done: (failure: unknown) => void; lateFailure: () => void },
 ): () => void {
   let over = false;
+  let cut = false;
   const end = (failure: unknown): void => {
     if (over) return;
     over = true;
     timers.clear(timer);
-    done(failure);
+    report.done(failure);
   };
   const timer = timers.set(() => end(new Error(`validate() did not settle within validateTimeoutMs (${timeoutMs} ms)`)), timeoutMs);
+  const settled = (failure: unknown): void => {
+    if (cut && failure !== undefined) {
+      cut = false;
+      report.lateFailure();
+    }
+    end(failure);
+  };
   const check = async () => (await validate(value)) !== false;
   check().then(
-    (alive) => end(alive ? undefined : new Error('validate() returned false')),
-    (err: unknown) => end(err ?? new Error('validate() threw')),
+    (alive) => settled(alive ? undefined : new Error('validate() returned false')),
+    (err: unknown) => settled(err ?? new Error('validate() threw')),
   );
-  return () => end(undefined);
+  return () => {
+    if (over) return;
+    cut = true;
+    end(undefined);
+  };
 }
 
 /**

@@ -320,7 +320,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
     const signal = options?.signal;
     // One cheap test keeps the common case short; #refusal() looks closer.
-    if (this.#closed || signal !== undefined || this.#backoff.streak > 0 || this.#mayRefuse || this.#scopesLive > 0) {
+    if (this.#closed || signal !== undefined || this.#backoff.open || this.#mayRefuse || this.#scopesLive > 0) {
       const refusal = this.#refusal(signal);
       if (refusal !== undefined) return Promise.reject(refusal);
     }
@@ -383,9 +383,9 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       return signal.reason;
     }
     const set = this.#set;
-    if (this.#backoff.blocks(set.ready === 0 && set.opening === 0)) {
+    if (this.#backoff.blocks(set.ready === 0, set.opening)) {
       this.#counters.failedFast++;
-      return this.#backoff.failFast();
+      return this.#backoff.failFast(set.opening);
     }
     const o = this.options;
     // Callers may also wait for the slots that connections opening or still to open will bring.

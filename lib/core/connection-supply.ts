@@ -80,18 +80,24 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       timers,
       opened: (conn) => this.#opened(conn),
       failed: (conn, err) => this.#openFailed(conn, err),
-      abandoned: (conn) => this.#dropOpening(conn),
+      abandoned: (conn) => {
+        this.counters.createsAbandoned++;
+        this.#dropOpening(conn);
+      },
       closeValue: (value) => this.closer.closeValue(value),
     });
     this.backoff = new CreateBackoff(timers, o, () => this.fill());
-    this.validation = new IdleValidation(connector, o, timers, this.set, (conn, failure) => this.#validated(conn, failure));
+    this.validation = new IdleValidation(connector, o, timers, this.set, (conn, failure) => this.#validated(conn, failure), () => {
+      // A check close() cut short found the connection dead after all: it still counts.
+      this.counters.validationFailures++;
+    });
     this.keeper = new HouseKeeper<T>({
       options: o,
       timers,
       isClosed: () => host.isClosed(),
       connections: () => this.set.all,
       readyCount: () => this.set.ready,
-      mayOpen: () => this.set.opening < o.maxConcurrentCreates && !this.backoff.active() && this.budget?.mayOpen(this) !== false,
+      mayOpen: () => this.set.opening < o.maxConcurrentCreates && this.backoff.mayStart(this.set.opening) && this.budget?.mayOpen(this) !== false,
       retire: (conn, reason) => this.retire(conn, reason),
       rotate: (conn) => void this.#create(conn).catch(noop),
       fill: () => this.fill(),
@@ -117,7 +123,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const o = this.options;
     const set = this.set;
     while (this.#canCreate() && (this.host.waiting() > set.opening * o.clientLimit || set.size < o.minSize)) {
-      if (this.backoff.active()) return;
+      if (!this.backoff.mayStart(set.opening)) return;
       if (this.budget !== undefined && !this.budget.mayOpen(this)) {
         if (this.host.waiting() > set.opening * o.clientLimit) this.budget.starved(this);
         return;
@@ -133,7 +139,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
 
   /** Opens one more connection ahead of demand, so callers do not queue behind a cold connect. */
   grow(): void {
-    if (this.set.opening === 0 && this.#canCreate() && !this.backoff.active() && this.budget?.mayOpen(this) !== false) void this.#create(null).catch(noop);
+    if (this.set.opening === 0 && this.#canCreate() && this.backoff.mayStart(0) && this.budget?.mayOpen(this) !== false) void this.#create(null).catch(noop);
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */
@@ -170,7 +176,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   #opened(conn: SharedConnection<T>): void {
     const o = this.options;
     this.counters.opened++;
-    this.backoff.succeeded();
+    if (this.backoff.succeeded()) o.logger.info?.(`pool "${this.name}": a create succeeded; the breaker closed and callers are served again`);
     const now = this.timers.now();
     const took = now - conn.createdAt;
     this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
@@ -190,13 +196,17 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     if (events.createFailure.hasSubscribers) {
       events.createFailure.publish({ pool: this.name, connectionId: conn.id, error: err, durationMs: this.timers.now() - conn.createdAt });
     }
-    const delay = this.backoff.failed(err);
-    if (!this.host.isClosed()) this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
+    const backoff = this.backoff;
+    const { delay, opened } = backoff.failed(err, conn.createdAt);
+    if (!this.host.isClosed()) {
+      this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
+      if (opened) this.options.logger.warn(`pool "${this.name}": ${backoff.streak} creates failed in a row: the breaker opened; callers fail fast until a probe succeeds`);
+    }
     this.#dropOpening(conn);
-    // Nothing else can serve the queue until the next attempt: route the connect error to it.
+    // With the breaker open, nothing can serve the queue until a probe succeeds: route the connect error to it.
     const set = this.set;
-    if (this.options.blockingPeriod && set.ready === 0 && set.opening === 0 && this.host.waiting() > 0) {
-      this.host.failQueue(() => this.backoff.failFast());
+    if (backoff.open && set.ready === 0 && set.opening === 0 && this.host.waiting() > 0) {
+      this.host.failQueue(() => backoff.failFast(0));
     }
     this.fill();
   }
@@ -294,7 +304,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   /** A validation ended: a dead connection retires; a live one is back in service. */
   #validated(conn: SharedConnection<T>, failure: unknown): void {
     const closed = this.host.isClosed();
-    if (failure !== undefined && !closed) {
+    if (failure !== undefined) {
       this.counters.validationFailures++;
       this.retire(conn, 'validation', `validation failed: ${messageOf(failure)}`, failure);
     }

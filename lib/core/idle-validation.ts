@@ -18,6 +18,8 @@ export class IdleValidation<T> {
     readonly set: ConnectionSet<T>,
     /** The check ended: `failure` is undefined when the connection is alive. */
     readonly done: (conn: SharedConnection<T>, failure: unknown) => void,
+    /** A check the pool's close cut short found the connection dead after all. */
+    readonly lateFailure: () => void,
   ) {}
 
   /**
@@ -34,9 +36,12 @@ export class IdleValidation<T> {
   start(conn: SharedConnection<T>): void {
     this.set.startValidation(conn);
     const validate = this.connector.validate!.bind(this.connector);
-    conn.endValidation = validateWithin(validate, conn.value as T, this.timers, this.options.validateTimeoutMs, (failure) => {
-      conn.endValidation = null;
-      this.done(conn, failure);
+    conn.endValidation = validateWithin(validate, conn.value as T, this.timers, this.options.validateTimeoutMs, {
+      done: (failure) => {
+        conn.endValidation = null;
+        this.done(conn, failure);
+      },
+      lateFailure: this.lateFailure,
     });
   }
 }

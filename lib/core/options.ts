@@ -54,13 +54,21 @@ export interface PoolOptions {
    */
   closeTimeoutMs?: number;
   /**
-   * The blocking period: while no connection is ready, nothing is opening and the last create
-   * failed, acquires fail at once with `ConnectionFailedError` (the connect error as `cause`)
-   * until the backoff's next attempt, and queued callers that nothing else can serve fail with
-   * it too, instead of each waiting out its deadline. `false`: callers wait for their deadline.
-   * Default true.
+   * The blocking period, a breaker on creates: once an outage is sustained (`breakerFailures`
+   * failed creates in a row, over at least `breakerAfterMs`), acquires that no ready connection
+   * can serve fail at once with `ConnectionFailedError` (the connect error as `cause`) instead of
+   * each waiting out its deadline, and creates go one at a time as probes; the first success
+   * closes it. Before that, callers wait for the next attempt. `false`: never fail fast, callers
+   * wait for their deadline. Default true.
    */
   blockingPeriod?: boolean;
+  /** Failed creates in a row before the breaker may open (see `blockingPeriod`). Default 5. */
+  breakerFailures?: number;
+  /**
+   * How long creates must have failed (from the start of the streak's first) before the breaker
+   * may open (see `blockingPeriod`); a shorter blip is retried within callers' deadlines. Default 5 000.
+   */
+  breakerAfterMs?: number;
   /** How often the background reaper runs. Default 1 000. */
   reapIntervalMs?: number;
   /** First backoff after a failed create; doubles per failure. Default 10. */
@@ -124,6 +132,8 @@ export interface ResolvedOptions {
   readonly validateTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly blockingPeriod: boolean;
+  readonly breakerFailures: number;
+  readonly breakerAfterMs: number;
   readonly reapIntervalMs: number;
   readonly createBackoffMs: number;
   readonly maxCreateBackoffMs: number;
@@ -205,6 +215,8 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     validateTimeoutMs: read.get('validateTimeoutMs', is.above(0), 5_000),
     closeTimeoutMs: read.get('closeTimeoutMs', is.atLeast(0), 5_000),
     blockingPeriod: read.get('blockingPeriod', is.boolean, true),
+    breakerFailures: read.get('breakerFailures', is.whole(1), 5),
+    breakerAfterMs: read.get('breakerAfterMs', is.atLeast(0), 5_000),
     reapIntervalMs: read.get('reapIntervalMs', is.finiteAbove(0), 1_000),
     createBackoffMs,
     maxCreateBackoffMs,

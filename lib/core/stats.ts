@@ -1,4 +1,5 @@
 import type { AdmissionStats } from './admission.js';
+import type { BreakerState } from './create-backoff.js';
 import type { PoolHealth } from './health.js';
 import type { ConnectionState } from './shared-connection.js';
 
@@ -30,6 +31,11 @@ export interface PoolCounters {
   opened: number;
   /** Creates or readiness checks that failed or timed out. */
   createFailures: number;
+  /**
+   * Creates given up because the pool closed while they ran (a late connection is closed on
+   * arrival). `createsStarted` = `opened` + `createFailures` + `createsAbandoned` + `opening`, always.
+   */
+  createsAbandoned: number;
   /** Connections closed (after being ready or a failed readiness check). */
   closed: number;
   /** Connections retired (idle, lifetime, failure, refresh, validation). */
@@ -44,7 +50,7 @@ export interface PoolCounters {
   aborted: number;
   /** Acquires failed at once, or routed a connect error, during the blocking period (see `blockingPeriod`). */
   failedFast: number;
-  /** Validations that found a connection dead. */
+  /** Validations that found a connection dead: `validate()` returned false, threw, or outran `validateTimeoutMs` (one that ends after `close()` cut it short counts too). */
   validationFailures: number;
   /** Leases reported as possible leaks (held past `leakDetectionMs`). */
   leaks: number;
@@ -74,6 +80,8 @@ export interface PoolStats {
   waiting: number;
   /** Consecutive create failures (0 once one succeeds). */
   failureStreak: number;
+  /** The breaker of failing creates (see `blockingPeriod`): `open` fails callers fast; `half-open`: its probe is under way. */
+  breaker: BreakerState;
   lastError: string | undefined;
   closed: boolean;
   counters: PoolCounters;

@@ -190,6 +190,8 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     createBackoffMs: between(5, 50) * scale,
     maxCreateBackoffMs: between(50, 400) * scale,
     blockingPeriod: chance(0.5),
+    breakerFailures: between(1, 6),
+    breakerAfterMs: pickOf(rnd, [0, 0, between(10, 500) * scale]),
     ...options.pool,
   };
   if (settings.maxCreateBackoffMs! < settings.createBackoffMs!) settings.maxCreateBackoffMs = settings.createBackoffMs;
@@ -215,6 +217,9 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
 
   let creates = 0;
   let validateCalls = 0;
+  /** Each validate() call: when it began, and when and how it settled (never: it hangs). */
+  const validations: { start: number; settledAfter: number; dead: boolean }[] = [];
+  let closeStartedAt = Infinity;
   /** Connector close() calls not settled: each may keep a closeTimeoutMs timer of the pool's. */
   let closesInFlight = 0;
   let lastCreateAt = 0;
@@ -300,16 +305,25 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
         trace(`validate of ${conn.id}: ${ok}`);
         return ok;
       };
+      const record = (settledAfter: number, dead: boolean) => validations.push({ start: now, settledAfter, dead });
       const r = rnd();
       const p = storm * 0.4;
-      if (r < p * 0.3) return settle(false);
+      if (r < p * 0.3) return record(0, true), settle(false);
       if (r < p * 0.5) {
+        record(0, true);
         settle(true);
         throw new Error('validate threw (chaos)');
       }
-      if (r < p * 0.65) return new Promise<boolean>(() => {}); // hangs: the pool's validateTimeoutMs must end it
-      if (r < p) return sleep(between(0, 2 * settings.validateTimeoutMs!)).then(() => settle(chance(0.7)));
-      return chance(0.5) ? settle(true) : sleep(2).then(() => settle(true));
+      if (r < p * 0.65) return record(Infinity, false), new Promise<boolean>(() => {}); // hangs: the pool's validateTimeoutMs must end it
+      if (r < p) {
+        const after = between(0, 2 * settings.validateTimeoutMs!);
+        const ok = chance(0.7);
+        record(after, !ok);
+        return sleep(after).then(() => settle(ok));
+      }
+      if (chance(0.5)) return record(0, false), settle(true);
+      record(2, false);
+      return sleep(2).then(() => settle(true));
     },
     isFatal: (err) => err instanceof ChaosError && err.fatal,
   };
@@ -527,6 +541,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const startClose = () => {
     if (closing) return;
     poolClosed = true;
+    closeStartedAt = base.now();
     for (const conn of made) conn.retiredAt = Math.min(conn.retiredAt, step);
     const graceMs = pickOf(rnd, [0, 20, 200, Infinity]) * scale;
     closing = pool.close({ graceMs });
@@ -584,7 +599,9 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     }
     // Counters an exact count cannot be kept of (a create timing out as it resolves): their bounds.
     const c = s.counters;
-    if (c.opened + c.createFailures + s.opening > c.createsStarted) violate(`opened ${c.opened} + failed ${c.createFailures} + opening ${s.opening} > started ${c.createsStarted}`);
+    if (c.opened + c.createFailures + c.createsAbandoned + s.opening !== c.createsStarted) {
+      violate(`opened ${c.opened} + failed ${c.createFailures} + abandoned ${c.createsAbandoned} + opening ${s.opening} ≠ started ${c.createsStarted}`);
+    }
     if (c.retired > c.opened) violate(`retired ${c.retired} > opened ${c.opened}`);
     if (c.validationFailures > validateCalls) violate(`validationFailures ${c.validationFailures} > ${validateCalls} validate() calls`);
     if (s.ready !== c.opened - c.retired) violate(`ready ${s.ready}, but opened ${c.opened} − retired ${c.retired} = ${c.opened - c.retired}`);
@@ -632,6 +649,19 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (clock.live.size > 0) violate(`${clock.live.size} pool timer(s) left after close`);
     if (clock.holds > 0) violate(`${clock.holds} keep-alive hold(s) left after close`);
     if (pending.size > 0) violate(`${pending.size} acquire(s) never settled`);
+    // validationFailures: every check that found its connection dead, by its answer or by the
+    // pool's validateTimeoutMs before close() cut it short; a dead answer after the cut counts too.
+    const timeoutMs = settings.validateTimeoutMs!;
+    let sure = 0;
+    let unsure = 0;
+    for (const v of validations) {
+      const timedOutAt = v.start + timeoutMs;
+      if (v.dead || v.settledAfter < timeoutMs - slack) sure += v.dead ? 1 : 0;
+      else if (Math.abs(v.settledAfter - timeoutMs) <= slack || Math.abs(timedOutAt - closeStartedAt) <= slack) unsure++;
+      else if (timedOutAt < closeStartedAt) sure++;
+    }
+    const counted = pool.stats().counters.validationFailures;
+    if (counted < sure || counted > sure + unsure) violate(`counters.validationFailures is ${counted}, the checks found ${sure} dead (${unsure} on a boundary)`);
     if (limiter) {
       const l = limiter.stats();
       if (l.held !== 0 || l.waiting !== 0) violate(`the limiter still holds ${l.held} and has ${l.waiting} waiting`);

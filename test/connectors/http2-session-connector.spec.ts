@@ -72,8 +72,11 @@ describe('Http2SessionConnector', () => {
     const logger = new RecordingLogger();
     const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300, logger });
     open.push({ close: () => pool.close() });
-    // The blocking period: the connect error at once, not the acquire deadline.
-    await expect(pool.acquire()).rejects.toMatchObject({ code: 'CONNECTION_FAILED', message: expect.stringContaining('ECONNREFUSED') });
+    // Retried within the deadline (the refusal may be a restart), then the connect error as the cause.
+    const failure = (await pool.acquire().catch((err: unknown) => err)) as Error;
+    expect(failure).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
+    expect((failure.cause as Error).message).toContain('ECONNREFUSED');
+    expect(pool.stats().counters.createFailures).toBeGreaterThan(1);
     expect(pool.stats().lastError).toContain('ECONNREFUSED');
     expect(logger.warnings[0]).toContain('ECONNREFUSED');
   });

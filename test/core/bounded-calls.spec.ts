@@ -18,7 +18,7 @@ describe('validateWithin', () => {
   ] as [string, () => boolean | void | Promise<boolean>, string | undefined][])('reports %s once', async (_, validate, failure) => {
     const clock = new VirtualClock();
     const seen: unknown[] = [];
-    validateWithin(validate, 'conn', new Timers(clock), 100, (f) => seen.push(f));
+    validateWithin(validate, 'conn', new Timers(clock), 100, { done: (f) => seen.push(f), lateFailure: () => seen.push('late') });
     await flush();
     expect(seen).toHaveLength(1);
     if (failure === undefined) expect(seen[0]).toBeUndefined();
@@ -30,7 +30,7 @@ describe('validateWithin', () => {
     const clock = new VirtualClock();
     const seen: unknown[] = [];
     let settle!: (alive: boolean) => void;
-    validateWithin(() => new Promise<boolean>((r) => (settle = r)), 'conn', new Timers(clock), 100, (f) => seen.push(f));
+    validateWithin(() => new Promise<boolean>((r) => (settle = r)), 'conn', new Timers(clock), 100, { done: (f) => seen.push(f), lateFailure: () => seen.push('late') });
     await clock.advance(99);
     expect(seen).toEqual([]);
     await clock.advance(1);
@@ -43,11 +43,26 @@ describe('validateWithin', () => {
   it('ends at once as alive when told (the pool closes), leaving no timer', async () => {
     const clock = new VirtualClock();
     const seen: unknown[] = [];
-    const end = validateWithin(never, 'conn', new Timers(clock), 100, (f) => seen.push(f));
+    const end = validateWithin(never, 'conn', new Timers(clock), 100, { done: (f) => seen.push(f), lateFailure: () => seen.push('late') });
     end();
     end();
     expect(seen).toEqual([undefined]);
     expect(clock.pending).toBe(0);
+  });
+
+  it.each([
+    ['dead (false)', false, [undefined, 'late']],
+    ['alive', true, [undefined]],
+  ] as [string, boolean, unknown[]][])('a check cut short that then settles %s is reported late only if dead, once', async (_, alive, reported) => {
+    const clock = new VirtualClock();
+    const seen: unknown[] = [];
+    let settle!: (alive: boolean) => void;
+    const end = validateWithin(() => new Promise<boolean>((r) => (settle = r)), 'conn', new Timers(clock), 100, { done: (f) => seen.push(f), lateFailure: () => seen.push('late') });
+    end();
+    settle(alive);
+    await flush();
+    await clock.advance(200);
+    expect(seen).toEqual(reported);
   });
 });
 

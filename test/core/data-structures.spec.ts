@@ -9,7 +9,7 @@ import { ConnectionIndex } from '../../lib/core/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connection-set.js';
 import { CreateBackoff } from '../../lib/core/create-backoff.js';
 import { ConnectionFailedError } from '../../lib/core/errors.js';
-import { resolveOptions } from '../../lib/core/options.js';
+import { resolveOptions, type PoolOptions } from '../../lib/core/options.js';
 import { SharedConnection } from '../../lib/core/shared-connection.js';
 import { Waiter, WaiterQueue } from '../../lib/core/waiter-queue.js';
 import { VirtualClock } from '../support/virtual-clock.js';
@@ -223,8 +223,12 @@ describe('ConnectionSet', () => {
 });
 
 describe('CreateBackoff', () => {
-  const backoffOn = (clock: VirtualClock, retry: () => void, blockingPeriod = true) =>
-    new CreateBackoff(new Timers(clock), resolveOptions({ name: 'b', createBackoffMs: 100, maxCreateBackoffMs: 400, blockingPeriod }, { create: async () => 1 }), retry);
+  const backoffOn = (clock: VirtualClock, retry: () => void, more: PoolOptions = {}) =>
+    new CreateBackoff(
+      new Timers(clock),
+      resolveOptions({ name: 'b', createBackoffMs: 100, maxCreateBackoffMs: 400, breakerFailures: 3, breakerAfterMs: 500, ...more }, { create: async () => 1 }),
+      retry,
+    );
   const failure = (detail: string) => new ConnectionFailedError('b', detail);
 
   it('holds creates back for the growing delay, retries once per backoff, and ends with a success', async () => {
@@ -232,7 +236,7 @@ describe('CreateBackoff', () => {
     let retries = 0;
     const backoff = backoffOn(clock, () => retries++);
     expect(backoff.active()).toBe(false);
-    expect(backoff.failed(failure('refused'))).toBe(100);
+    expect(backoff.failed(failure('refused'), 0).delay).toBe(100);
     expect(backoff.active()).toBe(true);
     expect(backoff.active()).toBe(true); // asking again sets no second timer
     await clock.advance(99);
@@ -240,34 +244,63 @@ describe('CreateBackoff', () => {
     await clock.advance(1);
     expect(retries).toBe(1);
     expect(backoff.active()).toBe(false);
-    expect([backoff.failed(failure('refused')), backoff.failed(failure('refused')), backoff.failed(failure('refused'))]).toEqual([200, 400, 400]);
+    expect([1, 2, 3].map(() => backoff.failed(failure('refused'), clock.now()).delay)).toEqual([200, 400, 400]);
     expect(backoff.streak).toBe(4);
     backoff.succeeded();
     expect([backoff.streak, backoff.active()]).toEqual([0, false]);
   });
 
-  it('blocks callers only while nothing can serve them and the backoff runs, naming the last failure and the wait left', async () => {
+  it('opens the breaker only when both the failures in a row and the time since the first are reached', async () => {
     const clock = new VirtualClock();
     const backoff = backoffOn(clock, () => {});
-    expect(backoff.blocks(true)).toBe(false); // no failure yet
-    backoff.failed(failure('ECONNREFUSED'));
-    expect(backoff.blocks(false)).toBe(false); // a connection can still serve
-    expect(backoff.blocks(true)).toBe(true);
+    // Three failures within 200 ms: enough failures, too little time.
+    for (let i = 0; i < 3; i++) {
+      expect(backoff.failed(failure('refused'), clock.now()).opened).toBe(false);
+      await clock.advance(100);
+    }
+    expect(backoff.state(0)).toBe('closed');
+    expect(backoff.blocks(true, 0)).toBe(false);
+    await clock.advance(200); // 500 ms since the first failed create started
+    expect(backoff.failed(failure('ECONNREFUSED'), clock.now()).opened).toBe(true);
+    expect(backoff.failed(failure('ECONNREFUSED'), clock.now()).opened).toBe(false); // opens once
+    expect(backoff.state(0)).toBe('open');
+    expect(backoff.state(1)).toBe('half-open');
+    expect(backoff.succeeded()).toBe(true);
+    expect([backoff.state(0), backoff.streak]).toEqual(['closed', 0]);
+    // A long create that failed counts its whole time: one failure after 600 ms meets the time, not the count.
+    expect(backoff.failed(failure('timeout'), clock.now() - 600).opened).toBe(false);
+  });
+
+  it('once open, blocks callers only while nothing is ready and no probe may start for them, naming the last failure', async () => {
+    const clock = new VirtualClock();
+    const backoff = backoffOn(clock, () => {}, { breakerFailures: 1, breakerAfterMs: 0 });
+    expect(backoff.blocks(true, 0)).toBe(false); // no failure yet
+    backoff.failed(failure('ECONNREFUSED'), 0);
+    expect(backoff.blocks(false, 0)).toBe(false); // a connection can still serve
+    expect(backoff.blocks(true, 0)).toBe(true);
+    expect(backoff.mayStart(0)).toBe(false);
     await clock.advance(30);
-    const err = backoff.failFast();
+    const err = backoff.failFast(0);
     expect(err.message).toContain('ECONNREFUSED');
-    expect(err.message).toContain('next attempt in 70 ms');
+    expect(err.message).toContain('the next probe in 70 ms');
     expect(err.cause).toBe(backoff.lastFailure);
     await clock.advance(70);
-    expect(backoff.blocks(true)).toBe(false);
-    expect(backoffOn(clock, () => {}, false).blocks(true)).toBe(false);
+    // Past the backoff the next caller may start a probe; while it runs, others fail fast.
+    expect(backoff.blocks(true, 0)).toBe(false);
+    expect(backoff.mayStart(0)).toBe(true);
+    expect(backoff.mayStart(1)).toBe(false);
+    expect(backoff.blocks(true, 1)).toBe(true);
+    expect(backoff.failFast(1).message).toContain('a probe is under way');
+    const off = backoffOn(clock, () => {}, { blockingPeriod: false, breakerFailures: 1, breakerAfterMs: 0 });
+    off.failed(failure('x'), 0);
+    expect([off.blocks(true, 0), off.state(0)]).toEqual([false, 'closed']);
   });
 
   it('stops: a backoff timer set before stop() never calls retry', async () => {
     const clock = new VirtualClock();
     let retries = 0;
     const backoff = backoffOn(clock, () => retries++);
-    backoff.failed(failure('x'));
+    backoff.failed(failure('x'), 0);
     expect(backoff.active()).toBe(true);
     backoff.stop();
     await clock.advance(1_000);

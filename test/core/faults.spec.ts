@@ -489,8 +489,8 @@ describe('the blocking period', () => {
     for (let i = 0; i < n; i++) connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED') });
   };
 
-  it('in an outage a caller fails at once with the connect error, and so does every caller until the next attempt', async () => {
-    const { pool, connector, clock } = makePool({ createBackoffMs: 100, maxCreateBackoffMs: 100 });
+  it('with the breaker set to open on the first failure, a caller fails at once with the connect error, and so does every caller until the next attempt', async () => {
+    const { pool, connector, clock } = makePool({ createBackoffMs: 100, maxCreateBackoffMs: 100, breakerFailures: 1, breakerAfterMs: 0 });
     outage(connector, 2);
     const first = track(pool.acquire());
     await flush();
@@ -499,7 +499,7 @@ describe('the blocking period', () => {
     expect(pool.health()).toBe('failing');
     const during = track(pool.acquire());
     await flush();
-    expect((during.error as Error).message).toMatch(/failing fast until the next attempt in 100 ms \(blockingPeriod\)/);
+    expect((during.error as Error).message).toMatch(/callers fail fast until a create succeeds: the next probe in 100 ms \(blockingPeriod\)/);
     expect(pool.stats().counters).toMatchObject({ createsStarted: 1, failedFast: 2, timeouts: 0 });
     await clock.advance(100);
     // Past the backoff a caller tries again; that create fails too and is routed to it.
@@ -648,14 +648,20 @@ describe('found by the chaos harness', () => {
       create: async () => (calls++ === 0 ? first : { id: calls, closes: 0 }),
       close: (c) => void c.closes++,
     };
-    const pool = new ConnectionPool(connector, { name: 'test', clock: new VirtualClock(), logger: new RecordingLogger() });
+    const clock = new VirtualClock();
+    const logger = new RecordingLogger();
+    const pool = new ConnectionPool(connector, { name: 'test', clock, logger });
     (await pool.acquire()).release();
     pool.refresh();
     await flush();
     expect(first.closes).toBe(1);
-    calls = 0; // the next create hands back the closed object
-    await expect(pool.acquire()).rejects.toThrow(/already holds or has closed/);
-    expect(first.closes).toBe(1);
+    calls = 0; // the next create hands back the closed object; the one after it a new one
+    const caller = track(pool.acquire());
+    await clock.advance(10); // the backoff after the refused create
+    expect((caller.value as Lease<{ id: number; closes: number }>).connection).not.toBe(first);
+    expect(logger.warnings.join('\n')).toMatch(/already holds or has closed/);
+    expect([first.closes, pool.stats().counters.createFailures]).toEqual([1, 1]);
+    (caller.value as Lease<{ id: number; closes: number }>).release();
     await pool.close();
   });
 });

@@ -28,7 +28,8 @@ afterEach(() => stops.splice(0).forEach((s) => s()));
 describe('diagnostics_channel events', () => {
   it('publish each connection’s life, each lease, and the close, with their messages', async () => {
     const seen = listen();
-    const { pool, clock, connector } = makePool({ maxSize: 2, clientLimit: 2, growAt: 1, reapIntervalMs: 60_000 });
+    // The breaker opens on the first failure here, so the failed acquire ends at once.
+    const { pool, clock, connector } = makePool({ maxSize: 2, clientLimit: 2, growAt: 1, reapIntervalMs: 60_000, breakerFailures: 1, breakerAfterMs: 0 });
     const a = await pool.acquire();
     const b = await pool.acquire();
     a.release();

@@ -1,7 +1,7 @@
 // One test per peer-pool bug in ../shared/REFERENCES.md that applies to the engine, named after
 // the behaviour it protects.
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionPool, ConnectionsExhaustedError, PoolClosedError, type Lease } from '../../lib/index.js';
+import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, PoolClosedError, type Lease } from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
@@ -9,13 +9,20 @@ import { flush } from '../support/virtual-clock.js';
 type L = Lease<FakeConnection>;
 
 describe('regressions of peer-pool bugs', () => {
-  it('a create that always rejects backs off, and waiters fail at their deadline with the create error as cause (generic-pool #175/#183/#194/#273)', async () => {
-    const { pool, connector, clock } = makePool({ createBackoffMs: 10, maxCreateBackoffMs: 5_000, blockingPeriod: false });
+  it('a create that always rejects backs off; waiters fail at their deadline with the create error as cause, or at once with it once the breaker opened (generic-pool #175/#183/#194/#273)', async () => {
+    const { pool, connector, clock } = makePool(); // default options
     for (let i = 0; i < 1_000; i++) connector.createSteps.push({ kind: 'fail', error: new Error('EAI_AGAIN') });
-    const waiter = track(pool.acquire({ timeoutMs: 30_000 }));
-    await clock.advance(30_000);
-    expect(waiter.error).toBeInstanceOf(ConnectionsExhaustedError);
-    expect(((waiter.error as Error).cause as Error).message).toMatch(/EAI_AGAIN/);
+    const early = track(pool.acquire({ timeoutMs: 3_000 }));
+    const patient = track(pool.acquire());
+    await clock.advance(2_999);
+    expect([early.settled, patient.settled]).toEqual([false, false]);
+    await clock.advance(1);
+    expect(early.error).toBeInstanceOf(ConnectionsExhaustedError);
+    expect(((early.error as Error).cause as Error).message).toMatch(/EAI_AGAIN/);
+    await clock.advance(27_000);
+    // The outage outlasted breakerAfterMs: the breaker opened and failed the patient caller with the cause.
+    expect(patient.error).toBeInstanceOf(ConnectionFailedError);
+    expect(((patient.error as Error).cause as Error).message).toMatch(/EAI_AGAIN/);
     // 10 ms doubling to 5 s: a dozen tries in 30 s, not a tight loop.
     expect(pool.stats().counters.createsStarted).toBeLessThan(20);
     await pool.close();

@@ -174,7 +174,8 @@ describe('a pool group', () => {
   });
 
   it('fails a waiter with the connect error when nothing else could serve it, even once the budget was spent', async () => {
-    const { g, clock, connectors } = group({ maxTotal: 2, minHoldMs: 10, member: { clientLimit: 1, acquireTimeoutMs: 60_000 } });
+    // The breaker opening on the first failure: a missing database is no transient error.
+    const { g, clock, connectors } = group({ maxTotal: 2, minHoldMs: 10, member: { clientLimit: 1, acquireTimeoutMs: 60_000, breakerFailures: 1, breakerAfterMs: 0 } });
     const held = [await g.acquire('a'), await g.acquire('a')]; // the budget is spent
     held[1]!.release();
     const down = track(g.acquire('down'));

@@ -97,9 +97,13 @@ describe('member pools sharing a budget', () => {
     await flush();
     expect([late.settled, budget.total, a.connector.live.size]).toEqual([true, 0, 0]);
 
-    const { budget: other, b } = members(2);
+    const { budget: other, b, clock } = members(2);
     b.connector.createSteps.push({ kind: 'fail' });
-    await expect(b.pool.acquire({ timeoutMs: 1_000 })).rejects.toMatchObject({ code: 'CONNECTION_FAILED' });
+    const failed = track(b.pool.acquire({ timeoutMs: 5 }));
+    await flush();
+    expect(other.total).toBe(0); // given back as soon as the create failed, while the caller still waits
+    await clock.advance(5);
+    expect(failed.error).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
     expect(other.total).toBe(0);
     await b.pool.close();
   });

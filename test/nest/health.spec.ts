@@ -41,7 +41,10 @@ describe('PoolHealthIndicator', () => {
   it('is down with the last error when a pool cannot connect, and the worst pool sets the status', async () => {
     const { indicator, moduleRef } = await setup();
     const pg = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('pg'));
-    await expect(pg.acquire()).rejects.toThrow('no connection can be opened (create failed: connect ECONNREFUSED 10.0.0.9:5432)');
+    // A transient error is retried within the deadline: the caller fails at it, with the connect error as cause.
+    const failure = await pg.acquire().catch((err: unknown) => err as Error & { reason: string });
+    expect(failure).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED', reason: 'creates-failing' });
+    expect(((failure as Error).cause as Error).message).toContain('connect ECONNREFUSED 10.0.0.9:5432');
     const result = indicator.isHealthy('pools');
     expect(result.pools.status).toBe('down');
     expect(result.pools.db).toMatchObject({ health: 'healthy' });
