@@ -12,6 +12,11 @@ export interface Http2SessionConnectorOptions {
   pingTimeoutMs?: number;
   /** A graceful close may take this long before the session is destroyed. Default 5 000. */
   closeTimeoutMs?: number;
+  /**
+   * Most callers (streams) per session: the pool's default `clientLimit`. Each session is held
+   * to the peer's `maxConcurrentStreams` below it, as the peer's SETTINGS say. Default 100.
+   */
+  clientLimit?: number;
 }
 
 const FATAL_CODES = new Set(['ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_SESSION_ERROR', 'ECONNRESET', 'EPIPE']);
@@ -24,7 +29,9 @@ const FATAL_CODES = new Set(['ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_GOAWAY_SESS
  * finish, new ones get another session.
  */
 export class Http2SessionConnector implements Connector<http2.ClientHttp2Session> {
-  readonly #options: Required<Omit<Http2SessionConnectorOptions, 'connectOptions'>> & Pick<Http2SessionConnectorOptions, 'connectOptions'>;
+  /** HTTP/2 multiplexes streams: a session may be shared, up to this many callers (the pool's default `clientLimit`). */
+  readonly clientLimit: number;
+  readonly #options: Required<Omit<Http2SessionConnectorOptions, 'connectOptions' | 'clientLimit'>> & Pick<Http2SessionConnectorOptions, 'connectOptions'>;
   /** The first SETTINGS frame of each session, awaited by `ready()`. */
   readonly #settings = new WeakMap<http2.ClientHttp2Session, Promise<unknown>>();
 
@@ -39,7 +46,12 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     if (protocol !== 'https:' && protocol !== 'http:') {
       throw new TypeError(`Http2SessionConnector: origin must be an https:// or http:// URL, got ${JSON.stringify(o.origin)}`);
     }
-    this.#options = { pingTimeoutMs: 2_000, closeTimeoutMs: 5_000, ...o };
+    const { clientLimit = 100, ...rest } = o;
+    if (!Number.isInteger(clientLimit) || clientLimit < 1) {
+      throw new TypeError(`Http2SessionConnector: clientLimit must be a whole number of 1 or more, got ${JSON.stringify(clientLimit)}`);
+    }
+    this.clientLimit = clientLimit;
+    this.#options = { pingTimeoutMs: 2_000, closeTimeoutMs: 5_000, ...rest };
   }
 
   async create(ctx: CreateContext): Promise<http2.ClientHttp2Session> {

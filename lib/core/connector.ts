@@ -18,6 +18,13 @@ export interface CreateContext {
 
 /** How a pool opens, checks and closes connections of type `T`. */
 export interface Connector<T> {
+  /**
+   * How many callers one connection may serve at once, declared by whoever knows the client: 1
+   * for a database client (a transaction is state of its connection), the stream limit for
+   * HTTP/2, many for an SDK client documented as safe to share. The pool's `clientLimit` option
+   * overrides it. Undeclared: 1, so no connection is shared unless someone decided it may be.
+   */
+  readonly clientLimit?: number;
   /** Opens a connection. Must resolve to a value (not `undefined`/`null`). */
   create(ctx: CreateContext): Promise<T>;
   /** Readiness round trip before first use. `false` or a throw: the connection is closed, never handed out. */

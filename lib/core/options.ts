@@ -18,7 +18,10 @@ export interface PoolOptions {
   maxSize?: number;
   /** Connections kept open: opened by `warmup()` and topped up after every close. Default 0. */
   minSize?: number;
-  /** Callers one connection serves at once; 1 is a classic exclusive pool. Default 100. */
+  /**
+   * Callers one connection serves at once; 1 is a classic exclusive pool. Default: the
+   * connector's own `clientLimit`, else 1 (sharing is declared, never assumed).
+   */
   clientLimit?: number;
   /** A connection with no client for this long is closed (down to `minSize`). Default 300 000. */
   maxIdleMs?: number;
@@ -162,6 +165,8 @@ export function validateConnector(pool: string, connector: unknown): void {
     const invalid = violation(scope, method, c[method], is.function);
     if (invalid !== undefined) throw invalid;
   }
+  const badLimit = violation(scope, 'clientLimit', c.clientLimit, is.whole(1));
+  if (badLimit !== undefined) throw badLimit;
 }
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
@@ -202,7 +207,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     name,
     maxSize,
     minSize,
-    clientLimit: read.get('clientLimit', is.whole(1), 100),
+    clientLimit: read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1),
     maxIdleMs: read.get('maxIdleMs', is.above(0), 300_000),
     maxLifetimeMs: read.get('maxLifetimeMs', is.above(0), Infinity),
     createTimeoutMs: read.get('createTimeoutMs', is.above(0), 10_000),

@@ -11,6 +11,7 @@ import type { Connector } from 'nestjs-shared-pool';
  */
 export function blobContainerConnector(connectionString: string, container: string): Connector<ContainerClient> {
   return {
+    clientLimit: 100, // the Azure SDK documents its clients as safe to share: one serves many callers
     create: async () => new ContainerClient(connectionString, container),
     ready: async (client) => {
       await client.createIfNotExists();
@@ -26,6 +27,7 @@ export function blobContainerConnector(connectionString: string, container: stri
  */
 export function redisConnector(url: string): Connector<Redis> {
   return {
+    clientLimit: 1, // BLPOP blocks its connection, WATCH is state of it: never shared
     async create(ctx) {
       const client = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => null });
       client.on('error', (err: Error) => ctx.retire(err.message));
@@ -47,6 +49,7 @@ export function redisConnector(url: string): Connector<Redis> {
 /** PostgreSQL clients from `pg`: one query at a time each, so the pool runs them with clientLimit 1. */
 export function pgConnector(connectionString: string): Connector<pg.Client> {
   return {
+    clientLimit: 1, // a transaction is state of its connection: never shared (also the default)
     async create(ctx) {
       const client = new pg.Client({ connectionString });
       client.on('error', (err: Error) => ctx.retire(err.message)); // an idle client's error never crashes the process

@@ -23,7 +23,7 @@ export class SampleModule {
       {
         name: 'blob',
         connector: blobContainerConnector(config.blobConnectionString, 'sample-files'),
-        options: { maxSize: 4, clientLimit: 100, minSize: 1, metrics },
+        options: { maxSize: 4, minSize: 1, metrics }, // shared: the connector says clientLimit 100
       },
       {
         name: 'upstream',
@@ -46,13 +46,13 @@ export class SampleModule {
     const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
-      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, clientLimit: 1, metrics } });
+      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, metrics } }); // exclusive: the connector says clientLimit 1
       const url = config.redisUrl;
       providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) });
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
-      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, clientLimit: 1, minSize: 1, metrics } });
+      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, minSize: 1, metrics } }); // exclusive: the connector says clientLimit 1
       controllers.push(NotesController);
     }
     return {

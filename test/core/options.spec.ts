@@ -70,14 +70,27 @@ describe('option validation', () => {
   });
 
   it('fills in the documented defaults', () => {
-    const pool = make({});
+    const connector = new FakeConnector();
+    connector.clientLimit = undefined;
+    const pool = make({}, connector);
     const o = pool.options;
     expect([o.maxSize, o.minSize, o.clientLimit, o.maxIdleMs, o.maxLifetimeMs, o.createTimeoutMs, o.acquireTimeoutMs]).toEqual([
-      10, 0, 100, 300_000, Infinity, 10_000, 60_000,
+      10, 0, 1, 300_000, Infinity, 10_000, 60_000,
     ]);
+    expect([o.blockingPeriod, o.breakerFailures, o.breakerAfterMs]).toEqual([true, 5, 5_000]);
     expect([o.strategy, o.maxConcurrentCreates, o.growAt, o.maxWaiting]).toEqual(['spread', 10, 0.8, Infinity]);
     expect(o.health).toEqual({ degraded: 0.7, critical: 0.9 });
     void pool.close();
+  });
+
+  it('takes clientLimit from the connector unless the options give one, and refuses a bad declared one', () => {
+    const declared = new FakeConnector();
+    declared.clientLimit = 50;
+    expect(make({}, declared).options.clientLimit).toBe(50);
+    expect(make({ clientLimit: 2 }, declared).options.clientLimit).toBe(2);
+    const bad = new FakeConnector();
+    bad.clientLimit = 0;
+    expect(configError(() => make({}, bad)).message).toBe('pool "orders": option "connector.clientLimit" must be a whole number of 1 or more, got 0');
   });
 
   it('rejects bad acquire() options without queuing anything', async () => {

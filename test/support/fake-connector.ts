@@ -25,6 +25,8 @@ interface Held<V> {
  * at once). Held steps wait until the test settles them. It counts everything it made and closed.
  */
 export class FakeConnector implements Connector<FakeConnection> {
+  /** The fake transport is declared safe to share, as an SDK client is: the pool's default clientLimit. */
+  clientLimit: number | undefined = 100;
   created = 0;
   closedCount = 0;
   readyCalls = 0;
