@@ -4,7 +4,7 @@ import { ProcessHold, Timers, type TimerHandle } from './clock.js';
 import { kBudget, kMember, type ConnectionBudget, type MemberSide } from './connection-budget.js';
 import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
-import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, QueueFullError, SelfDeadlockError } from './errors.js';
+import { ConnectionsExhaustedError, PoolClosedError, PoolContextError } from './errors.js';
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
 import { PoolObservers } from './pool-observers.js';
@@ -13,13 +13,14 @@ import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import { kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { runUse, type UsingPool } from './pool-use.js';
-import { findScope, scopeLeases } from './scope.js';
+import { findScope } from './scope.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolHealth } from './health.js';
 import type { PoolStats } from './stats.js';
 import { exhaustedReason, healthFigures, healthOf, newCounters, statsOf, type ReportedPool } from './pool-report.js';
-import { WaiterDeadlines } from './waiter-deadlines.js';
-import { Waiter, WaiterQueue } from './waiter-queue.js';
+import { PoolQueue } from './pool-queue.js';
+import { queueRefusal } from './queue-refusal.js';
+import type { Waiter } from './waiter-queue.js';
 
 /**
  * A pool of shared connections: each serves up to `clientLimit` callers at once.
@@ -27,8 +28,9 @@ import { Waiter, WaiterQueue } from './waiter-queue.js';
  * Acquire reads as three steps: take the best ready connection with room; else make sure enough
  * creates are under way; else wait in a FIFO queue that releases and creates serve in order.
  * This file keeps the public API and that state machine (the queue side); where connections come
- * from and go is the ConnectionSupply's, admission the AdmissionGate's, deadlines the
- * WaiterDeadlines', and use() with its retries is pool-use's (see the README's map).
+ * from and go is the ConnectionSupply's, admission the AdmissionGate's, the waiting callers the
+ * PoolQueue's (who may join it is queueRefusal's), and use() with its retries is pool-use's (see
+ * the README's map).
  */
 export class ConnectionPool<T> implements LeaseOwner<T> {
   /** The pool's options after defaults. */
@@ -37,12 +39,12 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** The limiter in front of the pool, when there is one. */
   readonly #gate: AdmissionGate<T> | undefined;
   readonly #timers: Timers;
-  readonly #waiters = new WaiterQueue<Lease<T>>();
+  /** The callers waiting, with their deadlines and abort listeners. */
+  readonly #waiters: PoolQueue<Lease<T>>;
   readonly #supply: ConnectionSupply<T>;
   /** The supply's connections and counts, read and bumped on the hot path. */
   readonly #set: ConnectionSupply<T>['set'];
   readonly #backoff: ConnectionSupply<T>['backoff'];
-  readonly #deadlines: WaiterDeadlines<Lease<T>>;
   /** The pool as its collaborators see it (admission, use(), the reports), each through its own interface. */
   readonly #inside: GatedPool<T> & UsingPool<T> & ReportedPool;
   /** use() scopes of this pool running now: only then can a caller deadlock on its own lease. */
@@ -71,6 +73,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
+    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut());
     this.#mayRefuse = o.maxWaiting !== Infinity;
     this.#growLoad = o.growAt < 1 ? o.growAt : Infinity;
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
@@ -82,7 +85,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       dispatch: () => this.#dispatch(),
       swept: () => this.#observers.swept(healthFigures(this.#inside)),
       failQueue: (error) => {
-        for (let w = this.#next(); w !== null; w = this.#next()) {
+        for (let w = this.#waiters.next(); w !== null; w = this.#waiters.next()) {
           this.#counters.failedFast++;
           w.reject(error());
         }
@@ -115,7 +118,6 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       acquireConnection: (options) => this.#acquireConnection(options),
       scopes: (delta) => void (this.#scopesLive += delta),
     };
-    this.#deadlines = new WaiterDeadlines(timers, this.#waiters, (due) => this.#expired(due));
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
     this.#supply.keeper.start();
   }
@@ -297,7 +299,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     const set = this.#set;
     if (conn.state === 'ready') {
       // Hand the slot straight to the head of the queue (unless the connector lowered the limit).
-      const w = conn.clients <= conn.limit ? this.#next() : null;
+      const w = conn.clients <= conn.limit ? this.#waiters.next() : null;
       if (w !== null) {
         conn.uses++;
         this.#counters.acquired++;
@@ -319,47 +321,14 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** Every way into the queue passes here, so each re-checks what refuses a caller. */
   #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
     const signal = options?.signal;
-    // One cheap test keeps the common case short; #refusal() looks closer.
+    // One cheap test keeps the common case short; queueRefusal() looks closer.
     if (this.#closed || signal !== undefined || this.#backoff.open || this.#mayRefuse || this.#scopesLive > 0) {
-      const refusal = this.#refusal(signal);
+      const refusal = queueRefusal(this.#inside, this.#scopesLive, signal);
       if (refusal !== undefined) return Promise.reject(refusal);
     }
-    const w = new Waiter<Lease<T>>(options?.timeoutMs ?? this.options.acquireTimeoutMs);
-    if (this.#measures) w.stack = this.#observers.stackOfWaiter();
-    const promise = w.promise();
-    this.#waiters.push(w);
-    if (this.#waiters.length === 1) this.#holds.hold();
-    this.#deadlines.queued(w);
-    if (signal !== undefined) {
-      const listener = () => {
-        w.abort = null;
-        this.#leave(w);
-        this.#counters.aborted++;
-        w.reject(signal.reason);
-      };
-      w.abort = { signal, listener };
-      signal.addEventListener('abort', listener, { once: true });
-    }
+    const promise = this.#waiters.join(options?.timeoutMs ?? this.options.acquireTimeoutMs, signal, this.#measures ? this.#observers.stackOfWaiter() : undefined);
     this.#supply.demand();
     return promise;
-  }
-
-  /** The head of the queue, out of it. */
-  #next(): Waiter<Lease<T>> | null {
-    const w = this.#waiters.head;
-    if (w !== null) this.#leave(w);
-    return w;
-  }
-
-  /** Takes `w` out of the queue, wherever it is, and removes its abort listener. */
-  #leave(w: Waiter<Lease<T>>): void {
-    if (!w.queued) return;
-    this.#waiters.remove(w);
-    if (w.abort !== null) {
-      w.abort.signal.removeEventListener('abort', w.abort.listener);
-      w.abort = null;
-    }
-    if (this.#waiters.length === 0) this.#holds.unhold();
   }
 
   /** Serves queued waiters from connections with room, in order; then opens what is missing. */
@@ -367,49 +336,20 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     while (this.#waiters.length > 0) {
       const conn = this.#pick();
       if (conn === null) break;
-      const w = this.#next()!;
+      const w = this.#waiters.next()!;
       w.resolve(this.#checkout(conn, w));
     }
     this.#supply.fill();
   }
 
-  // ---- refusals and deadlines -----------------------------------------------------------------
+  // ---- deadlines ------------------------------------------------------------------------------
 
-  /** Why a caller may not queue (closed, aborted, the blocking period, a full queue, a self-deadlock), if it may not. */
-  #refusal(signal: AbortSignal | undefined): unknown {
-    if (this.#closed) return new PoolClosedError(this.name);
-    if (signal?.aborted) {
-      this.#counters.aborted++;
-      return signal.reason;
-    }
-    const set = this.#set;
-    if (this.#backoff.blocks(set.ready === 0, set.opening)) {
-      this.#counters.failedFast++;
-      return this.#backoff.failFast(set.opening);
-    }
-    const o = this.options;
-    // Callers may also wait for the slots that connections opening or still to open will bring.
-    const slotsToCome = (set.opening + Math.max(0, o.maxSize - set.size)) * o.clientLimit;
-    if (o.maxWaiting !== Infinity && this.#waiters.length >= o.maxWaiting + slotsToCome) {
-      return new QueueFullError(this.name, o.maxWaiting);
-    }
-    if (this.#scopesLive > 0 && set.clients > 0 && set.opening === 0 && set.validating === 0 && set.size >= o.maxSize) {
-      const own = scopeLeases(this);
-      if (own > 0 && own >= set.clients) return new SelfDeadlockError(this.name, own, o.maxSize, o.clientLimit);
-    }
-    return undefined;
-  }
-
-  /** Callers whose deadline passed, out of the queue, each told how the pool looked then. */
-  #expired(waiters: Waiter<Lease<T>>[]): void {
+  /** The errors of callers whose deadline passed, each told how the pool looked then. */
+  #timedOut(): (w: Waiter<Lease<T>>) => ConnectionsExhaustedError {
     const snapshot = this.stats(); // one per sweep: a snapshot costs O(connections)
     const reason = exhaustedReason(this.#inside);
     const cause = reason === 'creates-failing' ? this.#backoff.lastFailure : undefined;
-    for (const w of waiters) {
-      this.#leave(w);
-      this.#counters.timeouts++;
-      w.reject(new ConnectionsExhaustedError(this.name, reason, w.timeoutMs, snapshot, cause));
-    }
+    return (w) => new ConnectionsExhaustedError(this.name, reason, w.timeoutMs, snapshot, cause);
   }
 
   // ---- shutdown -------------------------------------------------------------------------------
@@ -419,8 +359,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#closed = true;
     this.#holds.hold();
     this.#supply.debug(`closing: ${this.#set.clients} clients get up to ${graceMs} ms`);
-    this.#deadlines.stop();
-    for (let w = this.#next(); w !== null; w = this.#next()) w.reject(new PoolClosedError(this.name));
+    this.#waiters.close(() => new PoolClosedError(this.name));
     this.#closeSignal.abort(new PoolClosedError(this.name));
     // No caller is left to serve: creates in flight are given up now, and arrive to be closed.
     this.#supply.stop();
