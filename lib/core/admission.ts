@@ -21,8 +21,20 @@ export interface Admission {
   readonly id: string;
   /** Gives the slot back. Calling it again does nothing. */
   release(): void;
-  /** Aborted, with a reason, when the limiter lost this lease (say its TTL lapsed): stop the work. */
+  /**
+   * Aborted, with a reason, when the limiter lost this lease (say its TTL lapsed): stop the work.
+   * A shared limiter checks the lease's age on its own clock each time this is read, so a read
+   * first thing after the process was frozen tells the truth before any timer has run.
+   */
   readonly signal: AbortSignal;
+  /**
+   * A fencing token, when the limiter gives them (the Redis limiter does): it grows with every
+   * admission across every instance, so a store that remembers the highest token it has seen can
+   * refuse a write from a holder whose lease lapsed and was given to someone else (a frozen
+   * process waking up). Undefined for an in-process limiter and for a lease admitted while Redis
+   * was unreachable.
+   */
+  readonly fence?: number;
   /**
    * Stop keeping the slot alive (its holder is stuck past the pool's `maxHoldMs`): a shared
    * limiter lets it lapse at its TTL, so other instances get it back even if the holder never

@@ -142,6 +142,17 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     return frame.lease.connection as T;
   }
 
+  /**
+   * The lease of the enclosing `use()` (or `@UsePooled` method) of this pool: its `signal` (stop
+   * the work when it aborts) and its `fence` (the fencing token, with the Redis limiter).
+   * @throws PoolContextError outside such a scope.
+   */
+  get currentLease(): Lease<T> {
+    const frame = findScope(this);
+    if (frame === undefined) throw new PoolContextError(this.name, 'pool.currentLease');
+    return frame.lease as Lease<T>;
+  }
+
   /** @internal A pool group's view of this member pool. */
   [kMember](): MemberSide {
     return this.#supply;

@@ -183,11 +183,11 @@ export class KeyLimitError extends PoolError {
 
 /** `pool.current` was read outside a `use()` scope of that pool. */
 export class PoolContextError extends PoolError {
-  constructor(pool: string) {
+  constructor(pool: string, what = 'pool.current') {
     super(
       'POOL_CONTEXT',
       pool,
-      `pool "${pool}": no connection in this scope; read pool.current only inside pool.use() (or code it runs), ` +
+      `pool "${pool}": no connection in this scope; read ${what} only inside pool.use() (or code it runs), ` +
         'not from a task that outlived it (such a task takes its own lease with pool.use())',
     );
   }

@@ -78,6 +78,16 @@ export class Lease<T> {
     return (watch!.both ??= AbortSignal.any([expiry, admitted]));
   }
 
+  /**
+   * The admission's fencing token, when the pool's limiter gives one (the Redis limiter does): it
+   * grows with every admission across all instances. Pass it with each write to a store that
+   * refuses tokens lower than the highest it has seen, and a holder frozen past its lease (whose
+   * slot went to another) cannot overwrite the newer holder's work. Undefined otherwise.
+   */
+  get fence(): number | undefined {
+    return this.#admission?.fence;
+  }
+
   /** @internal */
   [kAdmitted](admission: Admission): void {
     this.#admission = admission;

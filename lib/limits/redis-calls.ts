@@ -18,6 +18,8 @@ export interface Held {
   readonly pool: string;
   /** Admitted by Redis (false: admitted under the local fallback, to be registered when Redis is back). */
   viaRedis: boolean;
+  /** The fencing token Redis gave it (undefined: admitted under the local fallback). */
+  fence: number | undefined;
   readonly lost: AbortController;
   /**
    * On this instance's clock, the last moment Redis surely still has the lease: when the call that
@@ -27,7 +29,10 @@ export interface Held {
   expiresAt: number;
 }
 
-/** What the admission call said of one admission, or that it failed (`sent`: it may still run in Redis). */
+/**
+ * What the admission call said of one admission (`status`: its fencing token when admitted, else
+ * -1 global limit, -2 key limit, -3 quarantine), or that it failed (`sent`: it may still run in Redis).
+ */
 export type AcquireReply = { status: number; quietMs: number } | { error: unknown; sent: boolean };
 
 /** What a heartbeat learned: leases in Redis, live instances, quarantine left, and the members Redis no longer had. */

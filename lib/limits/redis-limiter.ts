@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import {
   CapacityExceededError,
   consoleLogger,
   KeyLimitError,
-  LeaseLostError,
   PoolClosedError,
   PoolConfigError,
   systemClock,
@@ -19,9 +17,9 @@ import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } f
 import { events } from '../core/pool-events.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
 import { connectRedis, describeRedisError, hangUp, subscriberOf, whereOf, withTimeout, type Client } from './redis-client.js';
-import { LocalExpiry, LOCALLY_EXPIRED } from './local-expiry.js';
-import { RedisCalls, type Held } from './redis-calls.js';
-import { keyNameOf, RedisKeys } from './redis-scripts.js';
+import { RedisCalls } from './redis-calls.js';
+import { RedisKeys } from './redis-scripts.js';
+import { RedisLeases } from './redis-leases.js';
 import { resolveRedis, type RedisSettings } from './redis-settings.js';
 import { RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
@@ -57,19 +55,17 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #logger: PoolLogger;
-  readonly #instance = randomUUID().slice(0, 8);
-  #nextLease = 1;
 
   #redis: Client | undefined;
   #subscriber: Client | undefined;
-  readonly #held = new Map<string, Held>();
+  /** The leases this instance holds: ids, admissions, local expiry, loss. */
+  readonly #leases: RedisLeases;
   /** Every lease this process holds, however admitted: the fallback limits count these. */
   readonly #local = new SlotCounts();
   readonly #waiters: SlotWaiters<Admission>;
   /** The latest refusal of each waiting request: what it gets at its deadline. */
   readonly #refusals = new WeakMap<AdmissionRequest, Error>();
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
-  readonly #expiry: LocalExpiry;
 
   /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
   #used = 0;
@@ -92,8 +88,17 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#clock = options.clock ?? systemClock;
     this.#availability = new RedisAvailability(this.#settings, this.#clock);
     this.#timers = new Timers(this.#clock);
-    this.#expiry = new LocalExpiry(this.#timers, this.#settings.ttlMs, this.#held, (h) => this.#lose(h.id, LOCALLY_EXPIRED));
     this.#logger = options.logger ?? consoleLogger;
+    this.#leases = new RedisLeases(this.#timers, this.#settings.ttlMs, this.#keys, {
+      clock: this.#clock,
+      logger: this.#logger,
+      counters: this.#counters,
+      released: (held) => {
+        this.#local.give(held.key);
+        if (this.#redis !== undefined && this.#availability.reachable && !this.#closed) this.#calls.releaseSoon(held);
+        if (this.#waiters.length > 0) void this.#serve();
+      },
+    });
     this.#waiters = new SlotWaiters(this.#clock);
     const host = {
       name: this.limits.name,
@@ -165,14 +170,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (this.#closed) return;
     this.#closed = true;
     for (const t of [this.#heartbeatTimer, this.#pollTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
-    this.#expiry.stop();
     this.#waiters.rejectAll(new PoolClosedError(this.limits.name));
-    for (const held of this.#held.values()) {
-      held.lost.abort(new LeaseLostError(held.pool, held.id, 'the limiter closed and gave its slot back'));
-    }
+    this.#leases.close();
     const redis = this.#redis;
     if (redis !== undefined && this.#availability.reachable) {
-      await this.#calls.release(redis, [...this.#held.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()]);
+      await this.#calls.release(redis, [...this.#leases.held.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()]);
     }
     await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unclaim?.();
@@ -198,16 +200,17 @@ export class RedisLimiter implements ConcurrencyLimiter {
    */
   async #try(request: AdmissionRequest, key: string | undefined, retried = false): Promise<Outcome> {
     if (this.#availability.reachable) {
-      const held = this.#newLease(request, key, true);
+      const held = this.#leases.create(request, key, true);
       const sentAt = this.#clock.now();
       const reply = await this.#calls.admit(held);
       if (!('error' in reply)) {
         const { status, quietMs } = reply;
-        if (status === 1) {
-          held.expiresAt = this.#expiry.after(sentAt);
+        if (status > 0) {
+          held.fence = status;
+          held.expiresAt = this.#leases.expiryAfter(sentAt);
           if (this.#clock.now() < held.expiresAt) {
             this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
-            return this.#admitted(held);
+            return this.#leases.admitted(held);
           }
           // The answer came after the lease's TTL had passed here (this event loop was blocked):
           // Redis may already have given the slot to someone else. Give it back and ask again, once.
@@ -240,50 +243,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
       return refusalError(refusal, request, this.limits);
     }
-    return this.#admitted(this.#newLease(request, key, false));
-  }
-
-  /** A lease with a fresh id, not yet held. */
-  #newLease(request: AdmissionRequest, key: string | undefined, viaRedis: boolean): Held {
-    const id = `${this.#instance}:${this.#nextLease++}`;
-    const keyName = key === undefined ? undefined : keyNameOf(key);
-    return {
-      id,
-      key,
-      keySet: keyName === undefined ? this.#keys.global : this.#keys.keySetPrefix + keyName,
-      member: keyName === undefined ? id : `${id}|${keyName}`,
-      pool: request.pool,
-      viaRedis,
-      lost: new AbortController(),
-      expiresAt: Infinity,
-    };
-  }
-
-  /** Records a held lease (already in the local counts) and hands out its admission. */
-  #admitted(held: Held): Admission {
-    this.#held.set(held.id, held);
-    this.#counters.admitted++;
-    this.#expiry.watch(held);
-    let released = false;
-    return {
-      id: held.id,
-      signal: held.lost.signal,
-      // Held past the pool's maxHoldMs: no longer refreshed, so it lapses at its TTL everywhere.
-      expire: () => {
-        if (!released) this.#lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL");
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        // A blocked event loop can run the work's own timers before the expiry's: still reported.
-        if (this.#held.has(held.id) && this.#clock.now() >= held.expiresAt) this.#lose(held.id, LOCALLY_EXPIRED);
-        this.#held.delete(held.id);
-        this.#local.give(held.key);
-        this.#counters.released++;
-        if (this.#redis !== undefined && this.#availability.reachable && !this.#closed) this.#calls.releaseSoon(held);
-        if (this.#waiters.length > 0) void this.#serve();
-      },
-    };
+    return this.#leases.admitted(this.#leases.create(request, key, false));
   }
 
   // ---- waiting --------------------------------------------------------------------------------
@@ -350,21 +310,16 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async #beatOnce(): Promise<void> {
     const redis = this.#redis;
     if (redis === undefined || this.#closed) return;
-    const held = [...this.#held.values()];
+    const held = [...this.#leases.held.values()];
     const sentAt = this.#clock.now();
     try {
-      const { used, instances, quietMs, lost } = await this.#calls.heartbeat(redis, this.#instance, held);
+      const { used, instances, quietMs, lost } = await this.#calls.heartbeat(redis, this.#leases.instance, held);
       this.#up();
       this.#used = used;
       this.#instancesSeen = Math.max(1, instances);
       this.#availability.quietUntil = this.#clock.now() + quietMs;
-      for (const member of lost) this.#lose(member.split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
-      const expiresAt = this.#expiry.after(sentAt);
-      for (const h of held) {
-        h.viaRedis = true;
-        if (this.#held.has(h.id)) h.expiresAt = expiresAt;
-      }
-      this.#expiry.rearm();
+      for (const member of lost) this.#leases.lose(member.split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      this.#leases.confirmed(held, sentAt);
       if (this.#calls.phantoms.size > 0) void this.#calls.release(redis, [...this.#calls.phantoms.values()]);
     } catch (err) {
       this.#down(err);
@@ -385,16 +340,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#modeSeen = mode;
     if (from !== undefined && events.limiterMode.hasSubscribers) events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
     return mode;
-  }
-
-  #lose(id: string, why: string): void {
-    const held = this.#held.get(id);
-    if (held === undefined) return;
-    this.#held.delete(id); // it still counts locally until its holder releases it
-    this.#counters.lost++;
-    const error = new LeaseLostError(held.pool, id, why);
-    this.#logger.warn(error.message);
-    held.lost.abort(error);
   }
 
   #down(err: unknown): void {

@@ -51,7 +51,11 @@ end
  * KEYS: global set, meta hash, then one key set per admission (the global set when it has no key).
  * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id
  * ('' unknown), then one lease member per admission.
- * Returns { used, quarantine ms left, then per admission: 1 admitted, -1 global limit, -2 key limit, -3 quarantine }.
+ * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
+ * global limit, -2 key limit, -3 quarantine }.
+ * Fencing tokens grow with every admission of the namespace, across every instance: each is one
+ * more than the last (kept in the meta hash), and at least the server's time in µs-sized steps
+ * (now ms × 1000), so they keep growing through a restart that lost the hash or a failover.
  */
 const ACQUIRE = `${PRELUDE}
 local g = KEYS[1]
@@ -72,6 +76,7 @@ local klimit = tonumber(ARGV[3])
 local expiry = now + ttl
 local since = '(' .. now
 local admitted = {}
+local fence = nil
 for i = 3, #KEYS do
   local k = KEYS[i]
   local member = ARGV[i + 3]
@@ -84,10 +89,15 @@ for i = 3, #KEYS do
     admitted[#admitted + 1] = expiry
     admitted[#admitted + 1] = member
     used = used + 1
-    reply[i] = 1
+    if fence == nil then fence = math.max(tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0, now * 1000) end
+    fence = fence + 1
+    reply[i] = fence
   end
 end
-if #admitted > 0 then redis.call('ZADD', g, unpack(admitted)) end
+if #admitted > 0 then
+  redis.call('ZADD', g, unpack(admitted))
+  redis.call('HSET', KEYS[2], 'fence', string.format('%.0f', fence))
+end
 reply[1] = used
 return reply
 `;

@@ -2,7 +2,7 @@
 // a holder stops counting on a lease once its last confirmation is a TTL old, Redis treats a long
 // silence like a restart, timed-out admissions leave no phantom, close() aborts held leases.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { CapacityExceededError, LeaseLostError, PoolConfigError, RedisLimiter, systemClock, type Admission } from '../../lib/index.js';
+import { CapacityExceededError, ConnectionPool, LeaseLostError, PoolConfigError, RedisLimiter, systemClock, type Admission } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, onCleanup, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -225,6 +225,28 @@ describe('RedisLimiter through stalls', () => {
     await until(async () => (await leasesIn(inspector(server.url), ns)) === 1);
     lease.release();
     await until(async () => (await leasesIn(inspector(server.url), ns)) === 0);
+  });
+
+  it('a lease read first thing after a freeze is lost at once, before any timer of the limiter ran', async () => {
+    const ns = namespace(server.url);
+    let skew = 0; // performance.now() across a SIGSTOP: time passed, and no timer had its turn yet
+    const clock = { ...systemClock, now: () => performance.now() + skew };
+    const redis = { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 200 };
+    const logger = new RecordingLogger();
+    const a = await started(new RedisLimiter({ global: 2, clock, logger, redis }));
+    await until(() => a.stats().mode === 'redis');
+    const lease = await a.admit(ask);
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'frozen', limiter: a, logger: new RecordingLogger() });
+    const pooled = await pool.acquire();
+    expect([lease.signal.aborted, pooled.signal.aborted]).toEqual([false, false]);
+    skew += 1_200; // two TTLs
+    expect(lease.signal.aborted).toBe(true); // synchronously: the read itself checked the local clock
+    expect(pooled.signal.aborted).toBe(true);
+    expect((lease.signal.reason as Error).message).toMatch(/no heartbeat confirmed it within its TTL/);
+    expect(a.stats().counters.lost).toBe(2);
+    lease.release();
+    pooled.release();
+    await pool.close();
   });
 
   it('a holder whose event loop was blocked past the TTL sees its lease lost before its own timers run', async () => {

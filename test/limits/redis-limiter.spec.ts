@@ -81,6 +81,43 @@ describe('RedisLimiter on a real Redis', () => {
     expect(held).toHaveLength(2);
   });
 
+  it('gives every admission a fencing token that grows across instances and batches, and through a Redis that lost its data', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 100 });
+    const b = await limiter(ns, { global: 100 });
+    const tokens: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      // Admissions asked for together go in one call: each still gets its own token.
+      const batch = await Promise.all([a, b, a, b, a].map((l) => l.admit(ask())));
+      const fences = batch.map((l) => l.fence!);
+      expect(fences.every((f) => Number.isSafeInteger(f))).toBe(true);
+      tokens.push(...fences.sort((x, y) => x - y));
+      for (const l of batch) l.release();
+    }
+    expect(new Set(tokens).size).toBe(tokens.length);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]!).toBeGreaterThan(tokens[i - 1]!);
+    // The namespace's keys gone (a restart without persistence, a FLUSHALL): tokens still grow.
+    const redis = inspector();
+    await redis.del(`{${ns}}:meta`, `{${ns}}:g`);
+    await sleep(5);
+    const after = await a.admit(ask());
+    expect(after.fence!).toBeGreaterThan(tokens.at(-1)!);
+    after.release();
+  });
+
+  it('passes the fencing token to the pool lease, in use() through pool.currentLease', async () => {
+    const ns = namespace();
+    const l = await limiter(ns, { global: 5 });
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'fenced', limiter: l, logger: new RecordingLogger() });
+    const lease = await pool.acquire();
+    const inUse = await pool.use(() => pool.currentLease.fence);
+    expect(lease.fence).toEqual(expect.any(Number));
+    expect(inUse!).toBeGreaterThan(lease.fence!);
+    expect(() => pool.currentLease).toThrow('read pool.currentLease only inside pool.use()');
+    lease.release();
+    await pool.close();
+  });
+
   it('keeps a held lease alive past its TTL with the heartbeat', async () => {
     const ns = namespace();
     const a = await limiter(ns, { global: 1 }, { leaseTtlMs: 300, heartbeatMs: 100 });
