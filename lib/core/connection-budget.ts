@@ -1,8 +1,9 @@
 /**
  * @internal A budget of connections several pools share (a pool group's). A connection counts
  * from the moment its create begins until its close has finished, rotations and draining
- * connections included: what the server sees. (A connection whose create timed out but arrived
- * later is closed at once and not counted.)
+ * connections included: what the server sees. A create the pool gave up on (timed out, the pool
+ * closed: a member forgotten) counts until the connector's create has ended and what it made late
+ * is closed.
  */
 export interface ConnectionBudget {
   /** Whether `member` may begin one more connection now. */

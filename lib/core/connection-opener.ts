@@ -86,14 +86,24 @@ export class ConnectionOpener<T> {
       finish(err);
     }, o.createTimeoutMs);
 
+    let createEnded!: () => void;
+    conn.createEnded = new Promise<void>((resolve) => (createEnded = resolve));
     const establish = async (): Promise<void> => {
-      const value = await this.connector.create(conn.ctx);
+      let value: T;
+      try {
+        value = await this.connector.create(conn.ctx);
+      } catch (err) {
+        createEnded();
+        throw err;
+      }
       if (value === undefined || value === null) {
+        createEnded();
         if (settled) return;
         throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
       }
       if (isObject(value) ? this.#seen.has(value) : this.#openValues.has(value)) {
         // Never close it: it is another connection's, or closed already. Failing this create is all we may do.
+        createEnded();
         if (settled) return;
         throw new ConnectionFailedError(
           o.name,
@@ -103,9 +113,10 @@ export class ConnectionOpener<T> {
       if (isObject(value)) this.#seen.add(value);
       if (settled) {
         // Timed out, or the pool closed meanwhile: a late connection is closed at once, never readied nor leaked.
-        void this.host.closeValue(value);
+        void this.host.closeValue(value).then(createEnded, createEnded);
         return;
       }
+      createEnded(); // from here the value is the connection's: its own close ends its place
       conn.value = value;
       if (!isObject(value)) this.#openValues.add(value);
       conn.state = 'establishing';

@@ -211,14 +211,18 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     this.fill();
   }
 
-  /** A create that failed or was given up (the pool closed): its value, if any, is closed. */
+  /**
+   * A create that failed or was given up (timed out, the pool closed): its value, if any, is
+   * closed. A shared budget counts its place until the connector's create has ended too, and
+   * whatever that made late is closed: the server may see it until then.
+   */
   #dropOpening(conn: SharedConnection<T>): void {
     this.set.dropOpening(conn);
-    if (conn.value === undefined) this.budget?.ended(this);
-    else {
-      const end = () => this.budget?.ended(this);
-      void this.closer.closeValue(conn.value).then(end, end);
-    }
+    const closed = conn.value === undefined ? undefined : this.closer.closeValue(conn.value);
+    const budget = this.budget;
+    if (budget === undefined) return;
+    const end = () => budget.ended(this);
+    void Promise.all([conn.createEnded, closed]).then(end, end);
   }
 
   /**

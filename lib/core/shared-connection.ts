@@ -44,6 +44,12 @@ export class SharedConnection<T> {
   abort: AbortController | null = new AbortController();
   /** Gives up on the create at once (the pool is closing): a late arrival is closed. Null once settled. */
   abandon: (() => void) | null = null;
+  /**
+   * Settles once the connector's `create()` has ended, and anything it resolved to after the pool
+   * gave up on it (a timeout, a close) is closed: until then the server may see the connection,
+   * so a shared budget still counts its place.
+   */
+  createEnded: Promise<void> | undefined = undefined;
   ctx!: CreateContext;
 
   constructor(

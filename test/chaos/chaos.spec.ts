@@ -2,6 +2,7 @@
 // `npm run chaos -- --seed N` re-runs a failing seed.
 import { describe, expect, it } from '@jest/globals';
 import { runChaos, type ChaosResult } from './chaos.js';
+import { runGroupChaos, type GroupChaosResult } from './group-chaos.js';
 
 async function failures(seeds: number[], real = false): Promise<ChaosResult[]> {
   const failed: ChaosResult[] = [];
@@ -22,6 +23,15 @@ describe('chaos', () => {
   it('3 seeded schedules on real timers keep every invariant', async () => {
     expect(await failures([11, 12, 13], true)).toEqual([]);
   }, 60_000);
+
+  it('200 seeded schedules against pool groups keep maxTotal at the connector and every other invariant', async () => {
+    const failed: GroupChaosResult[] = [];
+    for (const seed of range(1, 200)) {
+      const result = await runGroupChaos(seed);
+      if (result.violations.length > 0) failed.push(result);
+    }
+    expect(failed).toEqual([]);
+  }, 120_000);
 
   it('a seed is deterministic on virtual time', async () => {
     const [a, b] = [await runChaos(42), await runChaos(42)];

@@ -1,9 +1,11 @@
 /**
  * More chaos than `npm test` runs: `npm run chaos -- --seeds 5000` runs seeds 1..5000 (from
  * `--from N`), prints each failing seed with its violations, and exits 1 if any failed;
- * `npm run chaos -- --seed 1234` re-runs one seed and prints what it found; `--real` uses real timers.
+ * `npm run chaos -- --seed 1234` re-runs one seed and prints what it found; `--real` uses real
+ * timers; `--groups` runs the pool groups' harness instead of the pool's.
  */
 import { runChaos } from './chaos.js';
+import { runGroupChaos } from './group-chaos.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -19,6 +21,7 @@ const value = (name: string, fallback: number) => {
 };
 
 const real = flag('real');
+const groups = flag('groups');
 const one = args.includes('--seed') ? value('seed', 0) : undefined;
 const from = value('from', 1);
 const seeds = one === undefined ? value('seeds', 1_000) : 1;
@@ -26,7 +29,7 @@ const started = Date.now();
 let failed = 0;
 let operations = 0;
 for (let seed = one ?? from; seed < (one ?? from) + seeds; seed++) {
-  const result = await runChaos(seed, { real });
+  const result = groups ? await runGroupChaos(seed).then((r) => ({ ...r, operations: r.calls })) : await runChaos(seed, { real });
   operations += result.operations;
   if (result.violations.length > 0) {
     failed++;

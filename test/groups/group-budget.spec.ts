@@ -1,0 +1,113 @@
+// maxTotal holds at the connector, from the start of a create to the end of its close, whatever
+// forgets a member: an eviction for maxMembers, a close, a create that timed out but still ran.
+import { describe, expect, it } from '@jest/globals';
+import type { Connector } from '../../lib/index.js';
+import { PoolGroup } from '../../lib/groups/pool-group.js';
+import type { PoolGroupOptions } from '../../lib/groups/group-options.js';
+import { RecordingLogger } from '../support/harness.js';
+import { flush, VirtualClock } from '../support/virtual-clock.js';
+
+interface Conn {
+  readonly id: number;
+  users: number;
+}
+
+/** Connections alive at the server: from a create's resolution to the end of its close (both on `clock`). */
+function server(clock: VirtualClock, createMs: number, closeMs = 0) {
+  const state = { alive: 0, peak: 0, created: 0, closed: 0 };
+  const connector = (): Connector<Conn> => ({
+    clientLimit: 1,
+    // Like a real driver, the connect goes on whatever the signal says; the pool must count it.
+    create: () =>
+      new Promise((resolve) =>
+        clock.setTimeout(() => {
+          state.alive++;
+          state.created++;
+          state.peak = Math.max(state.peak, state.alive);
+          resolve({ id: state.created, users: 0 });
+        }, createMs),
+      ),
+    close: () =>
+      new Promise<void>((resolve) =>
+        clock.setTimeout(() => {
+          state.alive--;
+          state.closed++;
+          resolve();
+        }, closeMs),
+      ),
+  });
+  return { state, connector };
+}
+
+function groupOf(clock: VirtualClock, connector: () => Connector<Conn>, options: Partial<PoolGroupOptions<Conn>>) {
+  return new PoolGroup<Conn>({ name: 'g', maxTotal: 3, clock, logger: new RecordingLogger(), minHoldMs: 10, rebalanceIntervalMs: 10, connector, ...options });
+}
+
+describe('a pool group keeps maxTotal at the connector', () => {
+  it.each([
+    [10, 0],
+    [15, 10],
+    [25, 10],
+    [200, 10],
+    [200, 40],
+  ])('with maxMembers 2 and seven keys called round-robin by five callers, creates of 20 ms, deadlines of %i ms, closes of %i ms: never more than 3 alive', async (deadlineMs, closeMs) => {
+    const clock = new VirtualClock();
+    const { state, connector } = server(clock, 20, closeMs);
+    const g = groupOf(clock, connector, { maxTotal: 3, maxMembers: 2, member: { acquireTimeoutMs: deadlineMs } });
+    const keys = Array.from({ length: 7 }, (_, i) => `k${i}`);
+    let next = 0;
+    let served = 0;
+    let refused = 0;
+    let shared = 0;
+    const caller = async () => {
+      for (let i = 0; i < 30; i++) {
+        const key = keys[next++ % keys.length]!;
+        try {
+          await g.use(key, async (conn) => {
+            if (++conn.users > 1) shared++;
+            await new Promise<void>((resolve) => clock.setTimeout(resolve, 5));
+            conn.users--;
+          });
+          served++;
+        } catch {
+          refused++;
+        }
+      }
+    };
+    const callers = Array.from({ length: 5 }, caller);
+    let done = false;
+    void Promise.all(callers).then(() => (done = true));
+    for (let t = 0; t < 10_000 && !done; t += 10) await clock.advance(10);
+    expect(done).toBe(true);
+    const closing = g.close();
+    await clock.advance(100);
+    await closing;
+    expect(state.peak).toBeLessThanOrEqual(3);
+    expect([shared, state.alive]).toEqual([0, 0]);
+    expect(served + refused).toBe(150);
+    expect(served).toBeGreaterThan(0);
+  });
+
+  it('a member evicted while its create is in flight keeps the place until that create has ended and its connection closed', async () => {
+    const clock = new VirtualClock();
+    const { state, connector } = server(clock, 50, 30);
+    const g = groupOf(clock, connector, { maxTotal: 1, maxMembers: 1, member: { acquireTimeoutMs: 10 } });
+    const first = g.use('a', () => 1).catch((e: unknown) => e); // times out at 10 ms; its create runs on
+    await clock.advance(10);
+    expect(await first).toMatchObject({ code: 'CONNECTIONS_EXHAUSTED' });
+    const second = g.use('b', () => 2, { timeoutMs: 1_000 }); // evicts 'a', whose create is still under way
+    await clock.advance(39);
+    expect([state.alive, g.stats().total]).toEqual([0, 1]); // a's place is still a's
+    await clock.advance(1); // a's create ends: the late connection arrives and is closed
+    expect(state.alive).toBe(1);
+    await clock.advance(29);
+    expect(state.created).toBe(1); // b has not begun: a's close has not ended
+    await clock.advance(1 + 50);
+    await flush();
+    expect(await second).toBe(2);
+    expect(state.peak).toBe(1);
+    const closing = g.close();
+    await clock.advance(100);
+    await closing;
+  });
+});
