@@ -20,6 +20,11 @@ export interface ConnectionBudget {
    * another member can have its place.
    */
   yields(member: BudgetMember, heldMs: number): boolean;
+  /**
+   * `member` may have become quiet: its last caller left, or its last waiter did, so a group may
+   * now forget it for a new key. Called synchronously from the member's hot path: look later.
+   */
+  quiet(member: BudgetMember): void;
 }
 
 /** @internal What a budget may ask of a member pool. */

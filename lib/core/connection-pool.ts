@@ -73,7 +73,8 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
-    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut());
+    const budget = (options as { [kBudget]?: ConnectionBudget })[kBudget];
+    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut(), budget && (() => budget.quiet(this.#supply)));
     this.#mayRefuse = o.maxWaiting !== Infinity;
     this.#growLoad = o.growAt < 1 ? o.growAt : Infinity;
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
@@ -90,7 +91,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
           w.reject(error());
         }
       },
-    }, (options as { [kBudget]?: ConnectionBudget })[kBudget]);
+    }, budget);
     this.#set = this.#supply.set;
     this.#backoff = this.#supply.backoff;
     this.#observers = new PoolObservers(o, this.#counters, this, timers);
@@ -321,12 +322,16 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       set.clients--;
       if (conn.clients === 0) conn.idleSince = this.#timers.now();
       set.index.update(conn);
+      if (set.clients === 0) this.#supply.budget?.quiet(this.#supply);
       return;
     }
     conn.clients--;
     set.clients--;
     if (conn.clients === 0 && conn.state === 'draining') this.#supply.closer.close(conn);
-    if (set.clients === 0) this.#onIdle?.();
+    if (set.clients === 0) {
+      this.#onIdle?.();
+      this.#supply.budget?.quiet(this.#supply);
+    }
   }
 
   /** Every way into the queue passes here, so each re-checks what refuses a caller. */

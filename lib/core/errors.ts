@@ -157,13 +157,21 @@ export class CapacityExceededError extends PoolError {
     readonly reason: CapacityReason = 'limit',
     /** With `unavailable`: why the limiter's store cannot be reached (its error as `cause`). */
     cause?: unknown,
+    /** With `members`: how long the call waited for a member place, or how many calls wait already. */
+    members?: { readonly waitedMs?: number; readonly waiting?: number },
   ) {
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
+    const wait =
+      members?.waitedMs !== undefined
+        ? ` for the whole ${Math.round(members.waitedMs)} ms this call waited for a place`
+        : members?.waiting !== undefined
+          ? `, and ${members.waiting} calls already wait for a place (maxWaiting)`
+          : ' now, so no new one can be made';
     const why = {
       limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
       quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
-      members: `the group has its ${limit} members (maxMembers), each with callers now, so no new one can be made; retry later`,
+      members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

@@ -19,6 +19,8 @@ export class PoolQueue<L> {
     readonly counters: PoolCounters,
     /** Callers whose deadline passed, still queued (one call per sweep): the error of each. */
     timedOut: (due: Waiter<L>[]) => (w: Waiter<L>) => unknown,
+    /** The last caller left the queue (served, timed out, aborted). */
+    readonly emptied?: () => void,
   ) {
     this.#deadlines = new WaiterDeadlines(timers, this.#waiters, (due) => {
       const errorOf = timedOut(due);
@@ -76,7 +78,10 @@ export class PoolQueue<L> {
       w.abort.signal.removeEventListener('abort', w.abort.listener);
       w.abort = null;
     }
-    if (this.#waiters.length === 0) this.holds.unhold();
+    if (this.#waiters.length === 0) {
+      this.holds.unhold();
+      this.emptied?.();
+    }
   }
 
   /** No more deadlines, and every caller still queued gets `error()` (the pool is closing). */

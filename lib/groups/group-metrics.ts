@@ -1,5 +1,5 @@
 import { meterOf, observeEach, type MetricsMeter } from '../core/pool-metrics.js';
-import type { PoolGroupStats } from './pool-group.js';
+import type { PoolGroupStats } from './group-stats.js';
 
 /** What the collection reads of a group. */
 export interface MeasuredGroup {

@@ -27,11 +27,16 @@ export interface PoolGroupOptions<T> {
   memberIdleMs?: number;
   /**
    * Most members at once. A new key past it takes the place of the member used longest ago that
-   * has no caller now (its idle connections close); with none, the call fails with
-   * `CapacityExceededError` (reason `members`). Bounds the memory keys from outside can take.
-   * Default `Infinity`.
+   * has no caller now (its idle connections close); with none, the call waits for such a place
+   * (first come, first served) until its deadline, then fails with `CapacityExceededError`
+   * (reason `members`). Bounds the memory keys from outside can take. Default `Infinity`.
    */
   maxMembers?: number;
+  /**
+   * Most calls waiting for a member place at once (see `maxMembers`); past it, a new key fails at
+   * once with `CapacityExceededError` (reason `members`). 0: never wait. Default `Infinity`.
+   */
+  maxWaiting?: number;
   /**
    * The group's own OpenTelemetry metrics (`nestjs_shared_pool.group.*`): `true` (the global
    * MeterProvider, when one is registered), `false`, or a Meter. Members record nothing unless
@@ -46,11 +51,12 @@ export interface ResolvedGroupOptions<T> {
   readonly name: string;
   readonly maxTotal: number;
   readonly connector: (key: string) => Connector<T>;
-  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number };
+  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number; readonly acquireTimeoutMs: number };
   readonly minHoldMs: number;
   readonly rebalanceIntervalMs: number;
   readonly memberIdleMs: number;
   readonly maxMembers: number;
+  readonly maxWaiting: number;
   readonly metrics: boolean | MetricsMeter;
   readonly clock: Clock;
   readonly logger: PoolLogger;
@@ -66,16 +72,17 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
   const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
   // The member options are checked now, not at the first call of some tenant.
-  const { clientLimit } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
+  const { clientLimit, acquireTimeoutMs } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
   return {
     name,
     maxTotal,
     connector,
-    member: { maxSize: maxTotal, ...member, clientLimit },
+    member: { maxSize: maxTotal, ...member, clientLimit, acquireTimeoutMs },
     minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 10),
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
     maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
+    maxWaiting: read.get('maxWaiting', { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) }, Infinity),
     metrics: read.get('metrics', meterRule, true),
     clock: read.get('clock', is.object, systemClock),
     logger: read.get('logger', is.object, consoleLogger),

@@ -1,9 +1,11 @@
-import { CapacityExceededError, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type PoolStats, type TimerHandle, type UseOptions } from '../core/index.js';
+import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
-import { connectionsFor, planAcquire, planMembers, planRelease, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { connectionsFor, planAcquire, planMembers, planRelease, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
+import { MemberWaiters } from './member-waiters.js';
+import type { PoolGroupMemberStats, PoolGroupStats } from './group-stats.js';
 
 /** One member: a pool of one key (tenant, database), and what the group measures of it. */
 interface Member<T> {
@@ -21,37 +23,6 @@ interface Member<T> {
   giving: number;
   /** When it was last asked for a connection. */
   lastUsed: number;
-}
-
-/** A member in the group's stats. */
-export interface PoolGroupMemberStats {
-  readonly key: string;
-  /** Its share of `maxTotal` now, from its demand. */
-  readonly quota: number;
-  readonly hunger: Hunger;
-  /** Mean hold time the planner weighs the member by, ms. */
-  readonly holdMs: number;
-  readonly pool: PoolStats;
-}
-
-/** What `group.stats()` returns. */
-export interface PoolGroupStats {
-  readonly name: string;
-  readonly maxTotal: number;
-  /** Callers one member connection serves at once. */
-  readonly clientLimit: number;
-  /** Connections of every member, from the start of their create to the end of their close. */
-  readonly total: number;
-  /** Callers waiting in every member. */
-  readonly waiting: number;
-  /** Connections that changed member (taken from one to open for another) since the start. */
-  readonly transfers: number;
-  /** Callers served now over what the budget can serve (`maxTotal` × `clientLimit`). */
-  readonly utilization: number;
-  readonly health: PoolHealth;
-  /** The minimum hold in force: the configured floor, or the measured connect time if longer. */
-  readonly minHoldMs: number;
-  readonly members: PoolGroupMemberStats[];
 }
 
 /**
@@ -84,7 +55,11 @@ export class PoolGroup<T> {
     ended: (supply) => this.#ended(supply),
     starved: (supply) => this.#starved(supply),
     yields: (supply, heldMs) => this.#yields(supply, heldMs),
+    quiet: () => this.#quiet(),
   };
+  /** Calls for new keys waiting for a member place (maxMembers). */
+  readonly #keyWaiters: MemberWaiters;
+  #serveSoon = false;
 
   readonly #metrics: GroupMetrics | undefined;
 
@@ -92,6 +67,8 @@ export class PoolGroup<T> {
     this.options = resolveGroupOptions(options);
     this.#timers = new Timers(this.options.clock);
     this.#metrics = GroupMetrics.of(this.options.metrics, this, this.options.name);
+    const o = this.options;
+    this.#keyWaiters = new MemberWaiters(this.#timers, o.name, o.maxMembers, o.maxWaiting, o.rebalanceIntervalMs);
     this.#schedule();
   }
 
@@ -99,18 +76,24 @@ export class PoolGroup<T> {
     return this.options.name;
   }
 
-  /** Runs `fn` with a connection of member `key` (see `ConnectionPool.use`). */
+  /**
+   * Runs `fn` with a connection of member `key` (see `ConnectionPool.use`). A new key while the
+   * group has its `maxMembers` members, each with callers, waits for a member place within the
+   * call's deadline.
+   */
   use<R>(key: string, fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
     const member = this.#member(key);
     if (member instanceof Error) return Promise.reject(member);
-    return member.pool.use(fn, options);
+    if (member !== undefined) return member.pool.use(fn, options);
+    return this.#waitForPlace(key, options, (pool, timeoutMs) => pool.use(fn, { ...options, timeoutMs }));
   }
 
-  /** Checks out a connection of member `key`. Release the lease when done. */
+  /** Checks out a connection of member `key`; a new key may wait for a member place (see `use`). Release the lease when done. */
   acquire(key: string, options?: AcquireOptions): Promise<Lease<T>> {
     const member = this.#member(key);
     if (member instanceof Error) return Promise.reject(member);
-    return member.pool.acquire(options);
+    if (member !== undefined) return member.pool.acquire(options);
+    return this.#waitForPlace(key, options, (pool, timeoutMs) => pool.acquire({ ...options, timeoutMs }));
   }
 
   /** The pool of member `key`, if the group has one now. */
@@ -159,6 +142,7 @@ export class PoolGroup<T> {
   async #shutdown(options: { graceMs?: number } | undefined): Promise<void> {
     this.#closed = true;
     this.#timers.clear(this.#timer);
+    this.#keyWaiters.close(() => new PoolClosedError(this.name));
     this.#metrics?.stop();
     await Promise.all([...this.#members.values()].map((m) => m.pool.close(options)));
   }
@@ -195,23 +179,53 @@ export class PoolGroup<T> {
 
   // ---- members --------------------------------------------------------------------------------
 
-  #member(key: string): Member<T> | Error {
+  /** The member of `key`, made if there is room; undefined when a new key must wait for a member place. */
+  #member(key: string): Member<T> | Error | undefined {
     if (this.#closed) return new PoolClosedError(this.name);
     if (typeof key !== 'string' || key.length === 0) return new PoolConfigError(this.name, 'key', `must be a non-empty string naming the member (a tenant, a database), got ${typeof key === 'string' ? 'an empty string' : typeof key}`, 'group');
-    let member = this.#members.get(key);
-    if (member === undefined) {
+    const member = this.#members.get(key);
+    if (member !== undefined) {
+      member.lastUsed = this.#timers.now();
+      return member;
+    }
+    // Those that came first have the first places.
+    if (this.#keyWaiters.length > 0) return undefined;
+    return this.#admit(key);
+  }
+
+  /** A new key waits for a member place, then goes on in the same turn, within its deadline. */
+  #waitForPlace<R>(key: string, options: AcquireOptions | undefined, go: (pool: ConnectionPool<T>, timeoutMs: number) => Promise<R>): Promise<R> {
+    const timeoutMs = options?.timeoutMs ?? this.options.member.acquireTimeoutMs;
+    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) => {
+      const member = this.#members.get(key)!;
+      member.lastUsed = this.#timers.now();
+      return go(member.pool, left);
+    });
+  }
+
+  /** The members that freed a place may let new keys in: looked at once the current turn ends. */
+  #quiet(): void {
+    if (this.#keyWaiters.length === 0 || this.#serveSoon) return;
+    this.#serveSoon = true;
+    queueMicrotask(() => {
+      this.#serveSoon = false;
+      if (!this.#closed) this.#keyWaiters.serve((key) => this.#members.has(key), (key) => this.#admit(key) !== undefined);
+    });
+  }
+
+  /** A new member for `key`, evicting the member used longest ago that has no caller if the group is full; undefined if none may go. */
+  #admit(key: string): Member<T> | undefined {
+    let member: Member<T>;
+    {
       const o = this.options;
-      if (this.#members.size >= o.maxMembers && !this.#evictOne()) {
-        return new CapacityExceededError(this.name, o.maxMembers, o.rebalanceIntervalMs, 'members');
-      }
+      if (this.#members.size >= o.maxMembers && !this.#evictOne()) return undefined;
       // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
       const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
       const side = pool[kMember]();
-      member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: 0 };
+      member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now() };
       this.#members.set(key, member);
       this.#bySupply.set(side, member);
     }
-    member.lastUsed = this.#timers.now();
     return member;
   }
 
@@ -352,5 +366,6 @@ export class PoolGroup<T> {
       if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
       this.#forget(m);
     }
+    this.#quiet(); // a backstop: new keys that wait look again
   }
 }

@@ -193,7 +193,7 @@ describe('a pool group', () => {
     await g.close();
   });
 
-  it('keeps at most maxMembers: a new key takes the place of the member idle longest, or is refused while all have callers', async () => {
+  it('keeps at most maxMembers: a new key takes the place of the member idle longest, or waits for one while all have callers', async () => {
     const { g, clock, connectors } = group({ maxMembers: 2 });
     await g.use('a', () => 1);
     await clock.advance(10);
@@ -204,14 +204,55 @@ describe('a pool group', () => {
     expect(g.stats().members.map((m) => m.key).sort()).toEqual(['b', 'c']);
     expect(connectors.get('a')!.live.size).toBe(0);
     const held = [await g.acquire('b'), await g.acquire('c')];
-    const refused = await g.acquire('d').catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'members', limit: 2 });
-    expect((refused as Error).message).toBe('pool "tenants": the group has its 2 members (maxMembers), each with callers now, so no new one can be made; retry later');
-    held[0]!.release();
-    (await g.acquire('d')).release(); // b has no caller now: d takes its place
+    const timedOut = track(g.acquire('d', { timeoutMs: 100 }));
+    await clock.advance(99);
+    expect(timedOut.settled).toBe(false); // waits for a member place
+    await clock.advance(1);
+    expect(timedOut.error).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'members', limit: 2 });
+    expect((timedOut.error as Error).message).toBe('pool "tenants": the group has its 2 members (maxMembers), each with callers for the whole 100 ms this call waited for a place; retry later');
+    const d = track(g.acquire('d', { timeoutMs: 100 }));
+    const e = track(g.acquire('e', { timeoutMs: 100 }));
+    await clock.advance(30);
+    held[0]!.release(); // b has no caller now: d, which came first, takes its place at once
+    await flush();
+    expect([d.settled, e.settled]).toEqual([true, false]);
     expect(g.stats().members.map((m) => m.key).sort()).toEqual(['c', 'd']);
+    (d.value as Lease<FakeConnection>).release(); // and e takes d's, within what is left of its deadline
+    await flush();
+    expect(e.settled).toBe(true);
+    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['c', 'e']);
+    (e.value as Lease<FakeConnection>).release();
     held[1]!.release();
     await g.close();
+  });
+
+  it('a new key waits for a member place within its deadline, in turn, and not at all past maxWaiting; an abort or a close ends the wait', async () => {
+    const { g, clock } = group({ maxMembers: 1, maxWaiting: 1 });
+    const a = await g.acquire('a');
+    const b = track(g.acquire('b', { timeoutMs: 1_000 }));
+    const full = await g.acquire('c').catch((err: unknown) => err);
+    expect(full).toMatchObject({ reason: 'members' });
+    expect((full as Error).message).toMatch(/and 1 calls already wait for a place \(maxWaiting\)/);
+    // A key that has a member does not wait, even while new keys do.
+    const again = await g.acquire('a');
+    again.release();
+    await clock.advance(500);
+    a.release();
+    await flush();
+    expect(b.settled).toBe(true);
+    const lease = b.value as Lease<FakeConnection>;
+    // Its deadline covers the wait and the acquire: 500 ms were left for b's first connect.
+    const controller = new AbortController();
+    const aborted = track(g.acquire('a', { signal: controller.signal }));
+    controller.abort(new Error('gave up'));
+    await flush();
+    expect((aborted.error as Error).message).toBe('gave up');
+    const closing = track(g.acquire('c'));
+    const closed = g.close({ graceMs: 0 });
+    await flush();
+    expect(closing.error).toMatchObject({ code: 'POOL_CLOSED' });
+    lease.release();
+    await closed;
   });
 
   it('forgets the places an evicted member was giving up, so later steals are not held back', async () => {

@@ -31,6 +31,7 @@ class TestBudget implements ConnectionBudget {
   yields(): boolean {
     return false;
   }
+  quiet(): void {}
 }
 
 function members(max: number, options = {}) {

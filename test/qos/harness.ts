@@ -129,6 +129,7 @@ class FirstComeBudget implements ConnectionBudget {
   yields(): boolean {
     return false;
   }
+  quiet(): void {}
 }
 
 function contender(name: ContenderName, scenario: Scenario, clock: SimClock, server: SimServer): Contender {
