@@ -1,5 +1,5 @@
 import { CapacityExceededError } from '../core/errors.js';
-import type { TimerHandle, Timers } from '../core/clock.js';
+import { ProcessHold, type TimerHandle, type Timers } from '../core/clock.js';
 import { LinkedQueue, type QueueNode } from '../core/waiter-queue.js';
 
 /** A call for a key that has no member, waiting for a member place. */
@@ -29,6 +29,8 @@ class KeyWaiter implements QueueNode<KeyWaiter> {
  */
 export class MemberWaiters {
   readonly #queue = new LinkedQueue<KeyWaiter>();
+  /** A call waiting keeps the process alive, as a pool's waiters do. */
+  readonly #holds: ProcessHold;
 
   constructor(
     readonly timers: Timers,
@@ -38,7 +40,9 @@ export class MemberWaiters {
     readonly maxWaiting: number,
     /** The Retry-After of a refusal. */
     readonly retryAfterMs: number,
-  ) {}
+  ) {
+    this.#holds = new ProcessHold(timers);
+  }
 
   get length(): number {
     return this.#queue.length;
@@ -56,6 +60,7 @@ export class MemberWaiters {
     return new Promise<R>((resolve, reject) => {
       const w = new KeyWaiter(key, now, now + timeoutMs, signal, (ms) => resolve(go(ms)), reject);
       this.#queue.push(w);
+      this.#holds.hold();
       if (timeoutMs !== Infinity) w.timer = this.timers.set(() => this.#leave(w, this.#refusal(timeoutMs)), timeoutMs);
       if (signal !== undefined) {
         w.abort = () => this.#leave(w, signal.reason);
@@ -88,6 +93,7 @@ export class MemberWaiters {
   #leave(w: KeyWaiter, error: unknown): void {
     if (!w.queued) return;
     this.#queue.remove(w);
+    this.#holds.unhold();
     this.timers.clear(w.timer);
     if (w.abort !== undefined) w.signal!.removeEventListener('abort', w.abort);
     if (error !== undefined) w.reject(error);

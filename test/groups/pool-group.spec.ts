@@ -229,7 +229,9 @@ describe('a pool group', () => {
   it('a new key waits for a member place within its deadline, in turn, and not at all past maxWaiting; an abort or a close ends the wait', async () => {
     const { g, clock } = group({ maxMembers: 1, maxWaiting: 1 });
     const a = await g.acquire('a');
+    expect(clock.holds).toBe(0);
     const b = track(g.acquire('b', { timeoutMs: 1_000 }));
+    expect(clock.holds).toBe(1); // a call waiting for a member place keeps the process alive
     const full = await g.acquire('c').catch((err: unknown) => err);
     expect(full).toMatchObject({ reason: 'members' });
     expect((full as Error).message).toMatch(/and 1 calls already wait for a place \(maxWaiting\)/);
@@ -240,6 +242,7 @@ describe('a pool group', () => {
     a.release();
     await flush();
     expect(b.settled).toBe(true);
+    expect(clock.holds).toBe(0);
     const lease = b.value as Lease<FakeConnection>;
     // Its deadline covers the wait and the acquire: 500 ms were left for b's first connect.
     const controller = new AbortController();
