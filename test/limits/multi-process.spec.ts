@@ -378,13 +378,12 @@ describe('limits across processes on one Redis', () => {
     expect(perKey).toBeLessThanOrEqual(STALL.perKey);
     expect(global).toBe(STALL.global);
     expect(run.freezes).toHaveLength(FREEZES);
-    for (const f of run.freezes) {
-      // Every lease the frozen process held lapsed in Redis meanwhile; each was reported lost (its
-      // signal aborted, counted in counters.lost), none silently kept.
-      const held = run.intervals.filter((i) => i.proc === f.proc && i.start < f.start && (i.end === 0n || i.end > f.start));
-      expect(held.length).toBeGreaterThan(0);
-      expect(held.filter((i) => i.lost === 0n)).toEqual([]);
-    }
+    // Every lease a frozen process held lapsed in Redis meanwhile; each was reported lost (its
+    // signal aborted, counted in counters.lost), none silently kept. A process may hold nothing at
+    // the instant it freezes (a busy machine); most freezes must catch some leases, or the run had no teeth.
+    const heldAcross = run.freezes.map((f) => run.intervals.filter((i) => i.proc === f.proc && i.start < f.start && (i.end === 0n || i.end > f.start)));
+    expect(heldAcross.filter((held) => held.length > 0).length).toBeGreaterThanOrEqual(Math.ceil(FREEZES / 2));
+    expect(heldAcross.flat().filter((i) => i.lost === 0n)).toEqual([]);
   }, 60_000 + FREEZES * 10_000);
 
   it('control: without restart protection, the same sweep catches over-admission after the restart', async () => {
