@@ -46,10 +46,8 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     if (protocol !== 'https:' && protocol !== 'http:') {
       throw new TypeError(`Http2SessionConnector: origin must be an https:// or http:// URL, got ${JSON.stringify(o.origin)}`);
     }
+    // The pool checks a declared clientLimit, as any connector's (option "connector.clientLimit").
     const { clientLimit = 100, ...rest } = o;
-    if (!Number.isInteger(clientLimit) || clientLimit < 1) {
-      throw new TypeError(`Http2SessionConnector: clientLimit must be a whole number of 1 or more, got ${JSON.stringify(clientLimit)}`);
-    }
     this.clientLimit = clientLimit;
     this.#options = { pingTimeoutMs: 2_000, closeTimeoutMs: 5_000, ...rest };
   }

@@ -215,17 +215,14 @@ export class PoolGroup<T> {
 
   /** A new member for `key`, evicting the member used longest ago that has no caller if the group is full; undefined if none may go. */
   #admit(key: string): Member<T> | undefined {
-    let member: Member<T>;
-    {
-      const o = this.options;
-      if (this.#members.size >= o.maxMembers && !this.#evictOne()) return undefined;
-      // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
-      const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
-      const side = pool[kMember]();
-      member = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now() };
-      this.#members.set(key, member);
-      this.#bySupply.set(side, member);
-    }
+    const o = this.options;
+    if (this.#members.size >= o.maxMembers && !this.#evictOne()) return undefined;
+    // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
+    const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
+    const side = pool[kMember]();
+    const member: Member<T> = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now() };
+    this.#members.set(key, member);
+    this.#bySupply.set(side, member);
     return member;
   }
 

@@ -3,13 +3,9 @@
 // outage opens the breaker that fails callers fast.
 import { describe, expect, it } from '@jest/globals';
 import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, type Connector, type Lease } from '../../lib/index.js';
-import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
+import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
-
-const failing = (connector: FakeConnector, n: number, message = 'connect ECONNREFUSED') => {
-  for (let i = 0; i < n; i++) connector.createSteps.push({ kind: 'fail', error: new Error(message) });
-};
 
 /** Advances virtual time until `done()` or `limitMs` pass, in steps of `stepMs`. */
 async function until(clock: VirtualClock, done: () => boolean, limitMs: number, stepMs = 5): Promise<void> {
@@ -19,7 +15,7 @@ async function until(clock: VirtualClock, done: () => boolean, limitMs: number, 
 describe('transient create errors, as the peer pools expect (default options)', () => {
   it('generic-pool "handle creation errors": four failed creates, then the acquire gets the fifth', async () => {
     const { pool, connector, clock } = makePool({ maxSize: 1 });
-    failing(connector, 4);
+    connector.failCreates(4);
     const caller = track(pool.acquire());
     await until(clock, () => caller.settled, 10_000);
     expect(caller.error).toBeUndefined();
@@ -32,7 +28,7 @@ describe('transient create errors, as the peer pools expect (default options)', 
 
   it('generic-pool "handle creation errors for delayed creates": five failures are each reported, then the acquire succeeds', async () => {
     const { pool, connector, clock, logger } = makePool({ maxSize: 1 });
-    failing(connector, 5, 'Error occurred.');
+    connector.failCreates(5, 'Error occurred.');
     const caller = track(pool.acquire());
     await until(clock, () => caller.settled, 10_000);
     expect(caller.value).toBeDefined();
@@ -44,7 +40,7 @@ describe('transient create errors, as the peer pools expect (default options)', 
 
   it('generic-pool "do schedule again if error occurred when creating new objects async": the create is scheduled again', async () => {
     const { pool, connector, clock } = makePool({ maxSize: 1 });
-    failing(connector, 1, 'Create Error');
+    connector.failCreates(1, 'Create Error');
     const caller = track(pool.acquire());
     await until(clock, () => caller.settled, 1_000);
     expect(caller.value).toBeDefined();
@@ -182,7 +178,7 @@ describe('a sustained outage opens the breaker', () => {
 
   it('half-open: one probe at a time; callers arriving during the probe fail fast, the probe\'s caller is served by it', async () => {
     const { pool, connector, clock } = makePool({ breakerFailures: 1, breakerAfterMs: 0, createBackoffMs: 100, maxCreateBackoffMs: 100 });
-    failing(connector, 1);
+    connector.failCreates(1);
     const first = track(pool.acquire());
     await flush();
     expect(first.error).toBeInstanceOf(ConnectionFailedError);
@@ -217,7 +213,7 @@ describe('a sustained outage opens the breaker', () => {
 
   it('blockingPeriod false: the breaker never opens, callers wait for their deadline with the cause', async () => {
     const { pool, connector, clock } = makePool({ blockingPeriod: false, breakerFailures: 1, breakerAfterMs: 0 });
-    failing(connector, 100);
+    connector.failCreates(100);
     const caller = track(pool.acquire({ timeoutMs: 8_000 }));
     await clock.advance(7_999);
     expect([caller.settled, pool.stats().breaker]).toEqual([false, 'closed']);

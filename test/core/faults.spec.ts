@@ -485,13 +485,9 @@ describe('durations', () => {
 });
 
 describe('the blocking period', () => {
-  const outage = (connector: FakeConnector, n = 100) => {
-    for (let i = 0; i < n; i++) connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED') });
-  };
-
   it('with the breaker set to open on the first failure, a caller fails at once with the connect error, and so does every caller until the next attempt', async () => {
     const { pool, connector, clock } = makePool({ createBackoffMs: 100, maxCreateBackoffMs: 100, breakerFailures: 1, breakerAfterMs: 0 });
-    outage(connector, 2);
+    connector.failCreates(2);
     const first = track(pool.acquire());
     await flush();
     expect(first.error).toBeInstanceOf(ConnectionFailedError);
@@ -517,7 +513,7 @@ describe('the blocking period', () => {
   it('queued callers that a ready connection will serve keep waiting when a create fails', async () => {
     const { pool, connector, clock } = makePool({ maxSize: 2, clientLimit: 1, growAt: 1 });
     const busy = await pool.acquire();
-    outage(connector);
+    connector.failCreates(100);
     const waiter = track(pool.acquire({ timeoutMs: 1_000 }));
     await clock.advance(50);
     expect(pool.stats().counters.createFailures).toBeGreaterThan(0);
@@ -531,7 +527,7 @@ describe('the blocking period', () => {
 
   it('blockingPeriod false: callers wait out their deadline and get the connect error as cause', async () => {
     const { pool, connector, clock } = makePool({ blockingPeriod: false });
-    outage(connector);
+    connector.failCreates(100);
     const caller = track(pool.acquire({ timeoutMs: 1_000 }));
     await clock.advance(999);
     expect(caller.settled).toBe(false);

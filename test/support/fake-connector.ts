@@ -94,6 +94,11 @@ export class FakeConnector implements Connector<FakeConnection> {
     return this.fatal(err);
   }
 
+  /** The next `n` creates fail with `message` (a refused connect by default). */
+  failCreates(n: number, message = 'connect ECONNREFUSED'): void {
+    for (let i = 0; i < n; i++) this.createSteps.push({ kind: 'fail', error: new Error(message) });
+  }
+
   /** Ids of the connections made and not yet closed, oldest first. */
   liveIds(): number[] {
     return [...this.live].map((c) => c.id);
