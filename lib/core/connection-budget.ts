@@ -51,6 +51,8 @@ export interface MemberSide extends BudgetMember {
   readonly connectMs: number;
   load(minHeldMs: number): MemberLoadFigures;
   retireOldestIdle(minHeldMs: number): boolean;
+  /** Retires connections idle for at least `idleMs`, longest idle first, down to `keep` ready ones; how many. */
+  shrinkTo(keep: number, idleMs: number): number;
 }
 
 /** @internal What a member pool holds, as its group's planner weighs it. */

@@ -241,6 +241,21 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     return true;
   }
 
+  /**
+   * @internal For a pool group: gives back a burst's connections. Retires idle connections that
+   * have been idle for at least `idleMs`, longest idle first, until the pool has `keep` ready ones.
+   * How many it retired.
+   */
+  shrinkTo(keep: number, idleMs: number): number {
+    const now = this.timers.now();
+    const idle = [...this.set.all].filter((c) => c.state === 'ready' && c.clients === 0 && !c.validating && !c.rotating && now - c.idleSince >= idleMs);
+    const excess = Math.min(idle.length, this.set.ready - keep);
+    if (excess <= 0) return 0;
+    idle.sort((a, b) => a.idleSince - b.idleSince);
+    for (const conn of idle.slice(0, excess)) this.retire(conn, 'idle', `idle ${now - conn.idleSince} ms after a burst: the group gives it back`);
+    return excess;
+  }
+
   /** @internal For a pool group: callers queued now. */
   waiting(): number {
     return this.host.waiting();

@@ -23,6 +23,16 @@ export interface PoolGroupOptions<T> {
   minHoldMs?: number;
   /** How often the group measures its members and rebalances a spent budget. Default 100. */
   rebalanceIntervalMs?: number;
+  /**
+   * How long a member's connections beyond what it needed lately stay idle before they go back to
+   * the server, so a burst does not leave the server carrying idle connections for the members'
+   * `maxIdleMs`. A member keeps its smoothed recent need and one more. A member that opens a
+   * connection soon after giving some back learns a longer delay (twice the gap it saw, at most
+   * its `maxIdleMs`), so bursts that come back in a rhythm keep their connections after one
+   * round. Default: the minimum hold in force or three `rebalanceIntervalMs`, whichever is longer;
+   * Infinity: never (idle connections close at the members' `maxIdleMs`).
+   */
+  giveBackAfterMs?: number;
   /** A member with no connection and no call for this long is closed and forgotten. Default 60 000; Infinity: never. */
   memberIdleMs?: number;
   /**
@@ -51,9 +61,11 @@ export interface ResolvedGroupOptions<T> {
   readonly name: string;
   readonly maxTotal: number;
   readonly connector: (key: string) => Connector<T>;
-  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number; readonly acquireTimeoutMs: number };
+  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number; readonly acquireTimeoutMs: number; readonly maxIdleMs: number };
   readonly minHoldMs: number;
   readonly rebalanceIntervalMs: number;
+  /** Undefined: from the minimum hold and the rebalance interval. */
+  readonly giveBackAfterMs: number | undefined;
   readonly memberIdleMs: number;
   readonly maxMembers: number;
   readonly maxWaiting: number;
@@ -72,14 +84,15 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
   const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
   // The member options are checked now, not at the first call of some tenant.
-  const { clientLimit, acquireTimeoutMs } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
+  const { clientLimit, acquireTimeoutMs, maxIdleMs } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
   return {
     name,
     maxTotal,
     connector,
-    member: { maxSize: maxTotal, ...member, clientLimit, acquireTimeoutMs },
+    member: { maxSize: maxTotal, ...member, clientLimit, acquireTimeoutMs, maxIdleMs },
     minHoldMs: read.get('minHoldMs', is.finiteAtLeast(0), 10),
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
+    giveBackAfterMs: read.get('giveBackAfterMs', is.atLeast(0)),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
     maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
     maxWaiting: read.get('maxWaiting', { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) }, Infinity),

@@ -9,6 +9,10 @@ export interface PoolGroupMemberStats {
   readonly hunger: Hunger;
   /** Mean hold time the planner weighs the member by, ms. */
   readonly holdMs: number;
+  /** How long its connections beyond its recent need stay idle before it gives them back, ms (learned; see `giveBackAfterMs`). */
+  readonly giveBackMs: number;
+  /** Connections it gave back after bursts. */
+  readonly givenBack: number;
   readonly pool: PoolStats;
 }
 
@@ -24,6 +28,8 @@ export interface PoolGroupStats {
   readonly waiting: number;
   /** Connections that changed member (taken from one to open for another) since the start. */
   readonly transfers: number;
+  /** Connections members gave back to the server after a burst, since the start. */
+  readonly givenBack: number;
   /** Callers served now over what the budget can serve (`maxTotal` × `clientLimit`). */
   readonly utilization: number;
   readonly health: PoolHealth;

@@ -5,6 +5,7 @@ import { connectionsFor, planAcquire, planMembers, planRelease, type MemberLoad,
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
 import { MemberWaiters } from './member-waiters.js';
+import { GiveBack } from './give-back.js';
 import type { PoolGroupMemberStats, PoolGroupStats } from './group-stats.js';
 
 /** One member: a pool of one key (tenant, database), and what the group measures of it. */
@@ -23,6 +24,8 @@ interface Member<T> {
   giving: number;
   /** When it was last asked for a connection. */
   lastUsed: number;
+  /** How soon it gives a burst's idle connections back, as it learns its rhythm. */
+  readonly giveBack: GiveBack;
 }
 
 /**
@@ -46,12 +49,14 @@ export class PoolGroup<T> {
   /** Connections the group retired for another member, not yet closed: places on their way. */
   #freeing = 0;
   #transfers = 0;
+  /** Connections members gave back after a burst. */
+  #givenBack = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** The budget as the member pools see it (kept off the group's public face). */
   readonly #budget: ConnectionBudget = {
     mayOpen: () => this.#total < this.options.maxTotal,
-    began: () => void this.#total++,
+    began: (supply) => this.#began(supply),
     ended: (supply) => this.#ended(supply),
     starved: (supply) => this.#starved(supply),
     yields: (supply, heldMs) => this.#yields(supply, heldMs),
@@ -106,12 +111,13 @@ export class PoolGroup<T> {
     const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
     let clients = 0;
     let waiting = 0;
+    const giveBackBase = this.#giveBackBase();
     const members = [...this.#members.values()].map((m) => {
       const plan = plans.get(m.key)!;
       const pool = m.pool.stats();
       clients += pool.clients;
       waiting += pool.waiting;
-      return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, pool };
+      return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, giveBackMs: m.giveBack.delayMs(giveBackBase), givenBack: m.giveBack.given, pool };
     });
     const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
     return {
@@ -121,6 +127,7 @@ export class PoolGroup<T> {
       total: this.#total,
       waiting,
       transfers: this.#transfers,
+      givenBack: this.#givenBack,
       utilization,
       health: this.#health(utilization, waiting, members),
       minHoldMs: this.#minHold(),
@@ -148,6 +155,14 @@ export class PoolGroup<T> {
   }
 
   // ---- the budget, as the member pools see it -------------------------------------------------
+
+  /** A member begins a connection: one place more; if it gave connections back lately, too early. */
+  #began(supply: BudgetMember): void {
+    this.#total++;
+    const giveBack = this.#bySupply.get(supply)?.giveBack;
+    const base = this.#giveBackBase();
+    if (giveBack !== undefined && base !== Infinity) giveBack.began(this.#timers.now(), base, this.options.member.maxIdleMs);
+  }
 
   /** A place is free: it goes to the hungriest member that waits for one. */
   #ended(supply: BudgetMember): void {
@@ -220,7 +235,7 @@ export class PoolGroup<T> {
     // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
     const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
     const side = pool[kMember]();
-    const member: Member<T> = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now() };
+    const member: Member<T> = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now(), giveBack: new GiveBack() };
     this.#members.set(key, member);
     this.#bySupply.set(side, member);
     return member;
@@ -291,11 +306,21 @@ export class PoolGroup<T> {
     }
   }
 
+  #anyWaiting(): boolean {
+    for (const m of this.#members.values()) if (m.side.waiting() > 0) return true;
+    return false;
+  }
+
   /** The minimum hold in force: the configured floor, or the slowest member's connect time if longer (seed 004). */
   #minHold(): number {
     let connect = 0;
     for (const m of this.#members.values()) connect = Math.max(connect, m.side.connectMs);
     return Math.max(this.options.minHoldMs, connect);
+  }
+
+  /** The shortest give-back delay: the option, or the minimum hold in force and three rebalance intervals. */
+  #giveBackBase(): number {
+    return this.options.giveBackAfterMs ?? Math.max(this.#minHold(), 3 * this.options.rebalanceIntervalMs);
   }
 
   #plan(): PlanSettings {
@@ -359,6 +384,10 @@ export class PoolGroup<T> {
     // before (too young). Not ahead of demand: the simulation scores closing idle places before
     // anyone waits lower (members arriving and leaving: 72.8 → 65.9), as it adds churn.
     if (this.#total >= o.maxTotal) for (const m of this.#members.values()) if (m.side.waiting() > 0) this.#steal(m);
+    // A burst's connections go back to the server once its demand has fallen (see give-back.ts).
+    // Not while members wait: then places change member by the planner's rules (minimum hold, quotas).
+    const base = this.#giveBackBase();
+    if (base !== Infinity && !this.#anyWaiting()) for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
     for (const m of [...this.#members.values()]) {
       if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
       this.#forget(m);

@@ -5,39 +5,8 @@ import type { Connector } from '../../lib/index.js';
 import { PoolGroup } from '../../lib/groups/pool-group.js';
 import type { PoolGroupOptions } from '../../lib/groups/group-options.js';
 import { RecordingLogger } from '../support/harness.js';
+import { countingServer as server, type Conn } from '../support/counting-server.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
-
-interface Conn {
-  readonly id: number;
-  users: number;
-}
-
-/** Connections alive at the server: from a create's resolution to the end of its close (both on `clock`). */
-function server(clock: VirtualClock, createMs: number, closeMs = 0) {
-  const state = { alive: 0, peak: 0, created: 0, closed: 0 };
-  const connector = (): Connector<Conn> => ({
-    clientLimit: 1,
-    // Like a real driver, the connect goes on whatever the signal says; the pool must count it.
-    create: () =>
-      new Promise((resolve) =>
-        clock.setTimeout(() => {
-          state.alive++;
-          state.created++;
-          state.peak = Math.max(state.peak, state.alive);
-          resolve({ id: state.created, users: 0 });
-        }, createMs),
-      ),
-    close: () =>
-      new Promise<void>((resolve) =>
-        clock.setTimeout(() => {
-          state.alive--;
-          state.closed++;
-          resolve();
-        }, closeMs),
-      ),
-  });
-  return { state, connector };
-}
 
 function groupOf(clock: VirtualClock, connector: () => Connector<Conn>, options: Partial<PoolGroupOptions<Conn>>) {
   return new PoolGroup<Conn>({ name: 'g', maxTotal: 3, clock, logger: new RecordingLogger(), minHoldMs: 10, rebalanceIntervalMs: 10, connector, ...options });

@@ -47,13 +47,34 @@ const overhead = (least: number, bad: number, weight: number): Measure => ({
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'one member, bursts',
-    about: 'one member alone, in bursts with quiet gaps: keep the connections, no reconnect overhead',
+    // Bursts in a rhythm: 1 s of load, 1.5 s gaps. The member gives its connections back in the
+    // first gap (it cannot know the burst returns: see 'a burst, then quiet'), reconnects at the
+    // second burst, learns the gap from that, and keeps its connections from then on. That one
+    // round of reconnects (36 connects + disconnects against the 20 of keeping them all along,
+    // and the waits of one burst's reconnects) is the price of giving a one-off burst back within
+    // a second; the threshold allows that round, not a second one.
+    about: 'one member alone, in bursts with quiet gaps: one round of reconnects, then the member keeps its connections through the gaps',
     maxTotal: 10,
     connect: { mean: 50, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
     streams: [0, 2_500, 5_000, 7_500].map((t) => stream('solo', t, t + 1_000, 400, 15)),
     measures: [wait(95, ['solo'], 1, 50, 2), overhead(20, 100, 2), { kind: 'capacity', members: ['solo'], weight: 1, landmarks: [[0, 0], [0.5, 100]] }],
-    threshold: 90,
+    threshold: 75,
+  },
+  {
+    name: 'a burst, then quiet',
+    about: 'a steady member at 1/32 of the budget, another at 31/32 for 0.2 s: the burst is served, then its connections go back within a second',
+    maxTotal: 100,
+    connect: { mean: 20, spread: 0.2 },
+    disconnect: { mean: 5, spread: 0.2 },
+    streams: [stream('steady', 0, 4_000, 150, 20), stream('burst', 1_000, 1_200, 4_650, 20)],
+    measures: [
+      wait(90, ['steady'], 1, 100, 2),
+      wait(90, ['burst'], 25, 300, 1),
+      overhead(200, 600, 1),
+      { kind: 'capacity', members: ['steady', 'burst'], at: 2_200, weight: 2, label: 'share of maxTotal held 1 s after the burst', landmarks: [[0.1, 100], [0.5, 0]] },
+    ],
+    threshold: 70,
   },
   {
     name: 'racing for a small budget',
