@@ -1,5 +1,5 @@
 import type { PoolConfigError } from './errors.js';
-import { is, optionError, shown, violation, type OptionScope, type Rule } from './option-rules.js';
+import { is, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from './option-rules.js';
 
 /** Options of one `acquire()`. */
 export interface AcquireOptions {
@@ -83,6 +83,7 @@ const retryRules = {
   maxDelayMs: is.finiteAtLeast(0),
   retryOn: is.function,
 } as const;
+const RETRY_KEYS = Object.keys(retryRules);
 const propagationRule = is.oneOf('reuse', 'new', 'none');
 
 /** The first problem with the options of one use(), if any: its acquire options, retry and propagation. */
@@ -95,6 +96,8 @@ export function checkUseOptions(pool: string, options: UseOptions, scopeOf: Call
   const wrong = violation(scope, 'propagation', propagation, propagationRule) ?? violation(scope, 'retry', retry, is.object);
   if (wrong !== undefined || retry === undefined) return wrong;
   const retryScope = scopeOf('retry');
+  const unknown = unknownKey(retryScope, retry, RETRY_KEYS, 'the retry options');
+  if (unknown !== undefined) return unknown;
   for (const field of ['attempts', 'baseDelayMs', 'maxDelayMs', 'retryOn'] as const) {
     const bad = violation(retryScope, field, retry[field], retryRules[field]);
     if (bad !== undefined) return bad;

@@ -2,6 +2,7 @@
 // Redis options, the Nest module's options and the decorator's. A rule says in words what a value
 // must be and tests it; a bad value becomes a PoolConfigError that names its subject (the pool, the
 // limiter, the module method, the decorator), the field, the rule and the value given.
+import { closest } from './did-you-mean.js';
 import { PoolConfigError, type ConfigSubject } from './errors.js';
 
 /** What an option may be: the words for an error ("a whole number of 1 or more") and the test. */
@@ -60,6 +61,29 @@ export function optionError(scope: OptionScope, field: string, problem: string):
   return new PoolConfigError(scope.name, `${scope.path ?? ''}${field}`, problem, scope.subject);
 }
 
+/**
+ * The keys of an options type, listed once as `{ key: true }`: the compiler checks the list has
+ * every key of `O` and no other, so a new option cannot be forgotten by the unknown-key check.
+ */
+export function keysOf<O>(keys: Record<keyof O & string, true>): readonly string[] {
+  return Object.keys(keys);
+}
+
+/**
+ * The error for the first key of `options` that `known` does not list, or undefined: a misspelled
+ * or misplaced option (`maxsize`, in JavaScript or through `as any`) would otherwise be ignored.
+ * `about` says whose options they are ("a pool's options").
+ */
+export function unknownKey(scope: OptionScope, options: object, known: readonly string[], about: string): PoolConfigError | undefined {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const near = closest(key, known);
+    const hint = near === undefined ? '' : `did you mean "${scope.path ?? ''}${near}"? `;
+    return optionError(scope, key, `is not one of ${about}: ${hint}they are ${known.join(', ')}`);
+  }
+  return undefined;
+}
+
 /** The error for `value` of `field` breaking `rule`, or undefined when it keeps it (an absent value keeps any rule). */
 export function violation(scope: OptionScope, field: string, value: unknown, rule: Rule): PoolConfigError | undefined {
   if (value === undefined || rule.ok(value)) return undefined;
@@ -75,6 +99,13 @@ export class OptionReader<O extends object> {
     readonly scope: OptionScope,
     readonly options: O,
   ) {}
+
+  /** Refuses any key of the options that `known` does not list (see {@link unknownKey}). */
+  only(known: readonly string[], about: string): this {
+    const unknown = unknownKey(this.scope, this.options, known, about);
+    if (unknown !== undefined) throw unknown;
+    return this;
+  }
 
   /** The field's value, checked against `rule`, or `fallback` when it is absent. */
   get<K extends keyof O & string, V extends Exclude<O[K], undefined>>(field: K, rule: Rule, fallback: V): V;

@@ -3,7 +3,7 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
-import { is, OptionReader, optionError, shown, violation } from './option-rules.js';
+import { is, keysOf, OptionReader, optionError, shown, violation } from './option-rules.js';
 import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
 import { meterRule, type MetricsMeter } from './pool-metrics.js';
 
@@ -160,6 +160,10 @@ export function validateConnector(pool: string, connector: unknown): void {
   }
   const c = connector as Record<string, unknown>;
   const scope = { subject: 'pool', name: pool, path: 'connector.' } as const;
+  if (c.create === undefined && c.connector !== undefined) {
+    // new ConnectionPool({ name, connector }): one object where the constructor takes two.
+    throw new PoolConfigError(pool, 'connector', 'must be the first argument, and the options the second: new ConnectionPool(connector, { name, maxSize }); the first argument given has a "connector" key, as if it were the options');
+  }
   if (c.create === undefined) throw optionError(scope, 'create', 'must be a function');
   for (const method of ['create', ...CONNECTOR_METHODS]) {
     const invalid = violation(scope, method, c[method], is.function);
@@ -168,6 +172,9 @@ export function validateConnector(pool: string, connector: unknown): void {
   const badLimit = violation(scope, 'clientLimit', c.clientLimit, is.whole(1));
   if (badLimit !== undefined) throw badLimit;
 }
+
+/** Every key of {@link PoolOptions}: any other is refused. */
+export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
 export function resolveOptions(options: PoolOptions = {}, connector?: Connector<unknown>): ResolvedOptions {
@@ -178,7 +185,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   const badName = violation({ subject: 'pool', name: String(name) }, 'name', name, is.text);
   if (badName !== undefined) throw badName;
   if (connector !== undefined) validateConnector(name, connector);
-  const read = new OptionReader({ subject: 'pool', name }, options);
+  const read = new OptionReader({ subject: 'pool', name }, options).only(POOL_OPTION_KEYS, "a pool's options");
 
   const maxSize = read.get('maxSize', is.whole(1), 10);
   const minSize = read.get('minSize', is.whole(0), 0);
@@ -188,7 +195,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   if (maxCreateBackoffMs < createBackoffMs) {
     read.fail('maxCreateBackoffMs', `(${maxCreateBackoffMs}) must not be below createBackoffMs (${createBackoffMs})`);
   }
-  const health = read.nested('health');
+  const health = read.nested('health').only(['degraded', 'critical'], 'the health thresholds');
   const degraded = health.get('degraded', is.fraction, DEFAULT_HEALTH_THRESHOLDS.degraded);
   const critical = health.get('critical', is.fraction, DEFAULT_HEALTH_THRESHOLDS.critical);
   if (critical < degraded) health.fail('critical', `(${critical}) must not be below health.degraded (${degraded})`);

@@ -1,5 +1,5 @@
 import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
-import { is, OptionReader, shown } from '../core/option-rules.js';
+import { is, keysOf, OptionReader, shown } from '../core/option-rules.js';
 import { resolveOptions } from '../core/options.js';
 import { meterRule, type MetricsMeter } from '../core/pool-metrics.js';
 
@@ -74,15 +74,41 @@ export interface ResolvedGroupOptions<T> {
   readonly logger: PoolLogger;
 }
 
+const GROUP_KEYS = keysOf<PoolGroupOptions<unknown>>({
+  name: true,
+  maxTotal: true,
+  connector: true,
+  member: true,
+  minHoldMs: true,
+  rebalanceIntervalMs: true,
+  giveBackAfterMs: true,
+  memberIdleMs: true,
+  maxMembers: true,
+  maxWaiting: true,
+  metrics: true,
+  clock: true,
+  logger: true,
+});
+
+/** Member pool options the group sets itself, and why. */
+const SET_BY_GROUP: Readonly<Record<string, string>> = {
+  name: 'members are named <group>:<key>',
+  clock: "the group's clock is every member's",
+  logger: "the group's logger is every member's",
+  minSize: 'members keep no connections ahead of demand: they would take budget from other members',
+  growAt: 'members open connections as their callers need them, not ahead of demand',
+};
+
 /** Applies defaults and checks every field; throws a {@link PoolConfigError} naming the first bad one. */
 export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGroupOptions<T> {
   if (typeof options !== 'object' || options === null) throw new PoolConfigError('group', 'options', `must be an object, got ${shown(options)}`, 'group');
   const name = options.name ?? 'group';
   if (typeof name !== 'string' || name.length === 0) throw new PoolConfigError(String(name), 'name', `must be a non-empty string, got ${shown(name)}`, 'group');
-  const read = new OptionReader({ subject: 'group', name }, options);
+  const read = new OptionReader({ subject: 'group', name }, options).only(GROUP_KEYS, "a pool group's options");
   const maxTotal = read.get('maxTotal', is.whole(1)) ?? read.fail('maxTotal', 'is required: the connections all members may have at once');
   const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
+  for (const key of Object.keys(member)) if (key in SET_BY_GROUP) read.fail(`member.${key}`, `is set by the group, not by its options: ${SET_BY_GROUP[key]}`);
   // The member options are checked now, not at the first call of some tenant.
   const { clientLimit, acquireTimeoutMs, maxIdleMs } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
   return {

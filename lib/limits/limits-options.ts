@@ -1,5 +1,5 @@
 import { PoolConfigError, type Clock, type PoolLogger } from '../core/index.js';
-import { is, OptionReader, shown, violation } from '../core/option-rules.js';
+import { is, keysOf, OptionReader, shown, violation } from '../core/option-rules.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -111,14 +111,34 @@ export interface ResolvedLimits {
 }
 
 /** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
-export function resolveLimits(options: LimitOptions): ResolvedLimits {
+const LIMIT_KEYS = keysOf<LimitOptions>({ global: true, perKey: true, keyless: true, wait: true, retryAfterMs: true, name: true, clock: true, logger: true });
+
+/** Every key of {@link RedisLimitOptions}: any other is refused. */
+export const REDIS_KEYS = keysOf<RedisLimitOptions>({
+  url: true,
+  client: true,
+  options: true,
+  cluster: true,
+  namespace: true,
+  leaseTtlMs: true,
+  heartbeatMs: true,
+  commandTimeoutMs: true,
+  restartProtection: true,
+  fallback: true,
+  fallbackAfterMs: true,
+  instances: true,
+  pollMs: true,
+});
+
+/** `also`: keys a limiter takes besides {@link LimitOptions} (the Redis limiter's `redis`). */
+export function resolveLimits(options: LimitOptions, also: readonly string[] = []): ResolvedLimits {
   if (typeof options !== 'object' || options === null) {
     throw new PoolConfigError('limits', 'limits', `must be an object, got ${shown(options)}`, 'limiter');
   }
   const name = options.name ?? 'limits';
   const badName = violation({ subject: 'limiter', name: String(name), path: 'limits.' }, 'name', name, is.text);
   if (badName !== undefined) throw badName;
-  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options);
+  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options).only([...LIMIT_KEYS, ...also], "a limiter's options");
   const global = read.get('global', is.whole(1), Infinity);
   const perKey = read.get('perKey', is.whole(1), Infinity);
   if (perKey !== Infinity && perKey > global) {

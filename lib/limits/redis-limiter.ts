@@ -81,7 +81,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #unclaim: (() => void) | undefined;
 
   constructor(options: RedisLimiterOptions) {
-    this.limits = resolveLimits(options);
+    this.limits = resolveLimits(options, ['redis']);
     this.#connection = options.redis;
     this.#settings = resolveRedis(this.limits.name, options.redis);
     this.#keys = new RedisKeys(this.#settings.namespace);

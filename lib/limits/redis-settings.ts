@@ -1,5 +1,5 @@
 import { is, OptionReader, optionError, shown } from '../core/option-rules.js';
-import type { RedisLimitOptions } from './limits-options.js';
+import { REDIS_KEYS, type RedisLimitOptions } from './limits-options.js';
 
 /** Longest lease TTL: a crashed instance's slots stay taken this long. */
 const MAX_TTL_MS = 86_400_000;
@@ -21,7 +21,7 @@ export interface RedisSettings {
 export function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings {
   const scope = { subject: 'limiter', name, path: 'limits.' } as const;
   if (typeof r !== 'object' || r === null) throw optionError(scope, 'redis', `must be an object: { url } or { client }, got ${shown(r)}`);
-  const read = new OptionReader({ ...scope, path: 'limits.redis.' }, r);
+  const read = new OptionReader({ ...scope, path: 'limits.redis.' }, r).only(REDIS_KEYS, 'the Redis options');
   const given = (['url', 'client', 'options', 'cluster'] as const).filter((k) => r[k] !== undefined);
   if (given.length !== 1) {
     throw optionError(scope, 'redis', `needs exactly one of url, client, options or cluster, got ${given.length === 0 ? 'none' : given.join(' and ')}`);

@@ -1,11 +1,17 @@
 export { getPoolToken, type PoolName } from './tokens.js';
 export { definePool, type PoolOf, type PoolRef } from './define-pool.js';
 export { InjectPool } from './inject-pool.decorator.js';
-export { UsePooled, type UsePooledOptions } from './use-pooled.decorator.js';
+export { UsePooled, type PooledMethodDecorator, type UsePooledOptions } from './use-pooled.decorator.js';
 export { PooledConnection } from './pooled-connection.decorator.js';
 export { PoolModule } from './pool.module.js';
 export type {
+  AsyncGroupDefinition,
   AsyncPoolDefinition,
+  GroupConnectorSource,
+  GroupDefinition,
+  GroupedOptions,
+  LimitsConfig,
+  MemberConnectors,
   ConnectorFactory,
   ConnectorSource,
   PoolDefinition,

@@ -12,9 +12,9 @@ export class ModulePools {
   readonly groups: PoolGroup<unknown>[] = [];
 
   /** Declares the import's names to the application (a name another import has is refused). */
-  static declare(names: readonly string[], registry: PoolRegistry): ModulePools {
+  static declare(names: readonly string[], registry: PoolRegistry, feature: boolean): ModulePools {
     const made = new ModulePools();
-    for (const name of names) registry.declare(name, made);
+    for (const name of names) registry.declare(name, made, feature);
     return made;
   }
 }

@@ -1,7 +1,7 @@
-import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Type } from '@nestjs/common';
+import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
 import { PoolConfigError, type Connector, type PoolOptions } from '../core/index.js';
 import { resolveOptions } from '../core/options.js';
-import { is, optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
+import { is, keysOf, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
 import type { PoolGroupOptions } from '../groups/index.js';
 import { resolveGroupOptions } from '../groups/group-options.js';
@@ -93,6 +93,8 @@ interface StaticSettings {
    * method out. Undefined: the request has no key. One per application: set it in `forRoot`.
    */
   requestKey?: RequestKeyFn;
+  /** Providers added to the module, for the connectors or the factory to inject (as `TypeOrmModule.forRootAsync` has them). */
+  extraProviders?: Provider[];
 }
 
 /** Options of `PoolModule.forRoot()`: pools, groups, or both. */
@@ -119,6 +121,19 @@ export interface PoolModuleAsyncOptions extends StaticSettings {
   useExisting?: Type<PoolSettingsFactory>;
 }
 
+const STATIC_KEYS = keysOf<StaticSettings>({ isGlobal: true, httpErrors: true, imports: true, requestKey: true, extraProviders: true });
+const SETTINGS_KEYS = keysOf<PoolModuleSettings>({ pools: true, groups: true, limits: true, failOnWarmupError: true, shutdownGraceMs: true });
+const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({ ...Object.fromEntries(STATIC_KEYS.map((k) => [k, true])), pools: true, groups: true, useFactory: true, inject: true, useClass: true, useExisting: true } as Record<keyof PoolModuleAsyncOptions, true>);
+/** The keys each method takes; forFeature's settings are checked as given, before its pools join them. */
+const METHOD_KEYS: Readonly<Record<string, readonly string[]>> = {
+  forRoot: [...STATIC_KEYS, ...SETTINGS_KEYS],
+  forRootAsync: ASYNC_KEYS,
+  forFeature: keysOf<PoolFeatureSettings>({ httpErrors: true, imports: true, extraProviders: true, limits: true, failOnWarmupError: true, shutdownGraceMs: true, groups: true }),
+};
+const DEFINITION_KEYS = keysOf<PoolDefinition>({ name: true, connector: true, options: true });
+/** What a factory's settings may not say, and where it goes instead. */
+const NOT_FROM_FACTORY = "shapes the module, so it cannot come from the factory: give it to forRootAsync itself, beside pools and useFactory";
+
 /** Where the errors of `PoolModule.<method>`'s own options go. */
 const moduleScope = (method: string): OptionScope => ({ subject: 'module', name: `PoolModule.${method}` });
 
@@ -138,11 +153,22 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
   if (typeof options !== 'object' || options === null) {
     throw moduleError(method, 'options', 'must be an object: { pools: [{ name, connector }] }');
   }
-  for (const list of ['pools', 'groups'] as const) {
+  // forFeature's settings are checked as given (checkFeatureSettings), before its pools join them.
+  const unknown = method === 'forFeature' ? undefined : unknownKey(moduleScope(method), options, METHOD_KEYS[method]!, `the options of PoolModule.${method}`);
+  if (unknown !== undefined) throw unknown;
+  for (const list of ['pools', 'groups', 'extraProviders'] as const) {
     if (options[list] !== undefined && !Array.isArray(options[list])) throw moduleError(method, list, `must be an array, got ${shown(options[list])}`);
   }
   const pools = options.pools ?? [];
   const groups = options.groups ?? [];
+  if (pools.length + groups.length === 0 && method === 'forRootAsync') {
+    // The TypeORM / BullMQ way: everything from the factory. Here the names and connectors are static.
+    throw moduleError(
+      method,
+      'pools',
+      "must list the pools here, by name and connector; only their options come from the factory: PoolModule.forRootAsync({ pools: [{ name: 'db', connector: PgConnector }], useFactory: (config: ConfigService) => ({ pools: { db: { maxSize: config.get('DB_POOL_SIZE') } } }), inject: [ConfigService] }) (groups alike: groups: [{ name, connector }])",
+    );
+  }
   if (pools.length + groups.length === 0) {
     throw moduleError(method, 'pools', 'must list at least one pool ([{ name, connector }]), or groups one group ([{ name, connector: (key) => connector, options: { maxTotal } }])');
   }
@@ -155,18 +181,41 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
     seen.add(name);
     return name;
   };
-  pools.forEach((pool, i) => checkConnectorSource(named(pool, `pools[${i}]`), pool.connector));
-  groups.forEach((group, i) => checkGroupConnectors(named(group, `groups[${i}]`), group.connector));
+  const entry = (list: 'pools' | 'groups', i: number, value: unknown) => {
+    if (typeof value !== 'object' || value === null) return; // named() says what an entry must be
+    const bad = unknownKey({ ...moduleScope(method), path: `${list}[${i}].` }, value, DEFINITION_KEYS, `the keys of a ${list === 'pools' ? 'pool' : 'group'} entry`);
+    if (bad !== undefined) throw bad;
+  };
+  pools.forEach((pool, i) => {
+    entry('pools', i, pool);
+    checkConnectorSource(named(pool, `pools[${i}]`), pool.connector);
+  });
+  groups.forEach((group, i) => {
+    entry('groups', i, group);
+    checkGroupConnectors(named(group, `groups[${i}]`), group.connector);
+  });
   for (const flag of ['isGlobal', 'httpErrors'] as const) check(method, flag, options[flag], is.boolean);
   check(method, 'requestKey', options.requestKey, is.function);
+}
+
+/** Checks the settings of `PoolModule.forFeature(pools, settings)` as given. */
+export function checkFeatureSettings(settings: PoolFeatureSettings): void {
+  const unknown = unknownKey(moduleScope('forFeature'), settings, METHOD_KEYS.forFeature!, 'the settings of PoolModule.forFeature (its second argument)');
+  if (unknown !== undefined) throw unknown;
 }
 
 /** Checks the settings, after the async factory if there is one. */
 export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string, groupNames: readonly string[] = []): void {
   if (typeof settings !== 'object' || settings === null) throw moduleError(method, 'settings', `must be an object, got ${shown(settings)}`);
+  for (const key of STATIC_KEYS) if (key in settings) throw moduleError(method, key, NOT_FROM_FACTORY);
+  const unknown = unknownKey(moduleScope(method), settings, SETTINGS_KEYS, method === 'forRootAsync' ? "the settings a forRootAsync factory returns" : `the options of PoolModule.${method}`);
+  if (unknown !== undefined) throw unknown;
   check(method, 'failOnWarmupError', settings.failOnWarmupError, is.boolean);
   check(method, 'shutdownGraceMs', settings.shutdownGraceMs, is.noted(is.atLeast(0), 'Infinity: wait for every lease'));
   const pools: unknown = settings.pools ?? {};
+  if (Array.isArray(pools)) {
+    throw moduleError(method, 'pools', "is a list, as forRoot takes it; a factory returns options by pool name ({ pools: { db: { maxSize: 20 } } }), and the pools themselves go in forRootAsync({ pools: [{ name: 'db', connector }] })");
+  }
   if (typeof pools !== 'object' || pools === null) {
     throw moduleError(method, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');
   }
@@ -180,6 +229,8 @@ export function checkSettings(settings: PoolModuleSettings, names: readonly stri
   // The pools would reject these at construction; checking here fails before any pool is made.
   for (const name of names) {
     const { limits, ...options } = settings.pools?.[name] ?? {};
+    const set = { name: "comes from the pool's entry ({ name, connector, options })", limiter: 'is made by the module: give limits ({ global, perKey, redis }, or a limiter you made) instead' } as const;
+    for (const key of ['name', 'limiter'] as const) if (key in options) throw new PoolConfigError(name, key, set[key]);
     resolveOptions({ ...options, name });
     if (limits !== undefined) checkLimits(limits, method, `pools.${name}.limits`, `${name}:limits`);
   }

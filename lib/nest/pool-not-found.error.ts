@@ -1,3 +1,4 @@
+import { closest } from '../core/did-you-mean.js';
 import { brandError } from '../core/errors.js';
 import { PoolError } from '../core/index.js';
 
@@ -16,11 +17,13 @@ export class PoolNotFoundError extends PoolError {
     problem?: string,
   ) {
     const known = registered.length === 0 ? 'no pool is registered' : `registered: ${registered.map((n) => `"${n}"`).join(', ')}`;
+    const near = closest(pool, registered);
+    const fix = near === undefined ? `add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name` : `did you mean "${near}"?`;
     super(
       'POOL_NOT_FOUND',
       pool,
       problem === undefined
-        ? `pool "${pool}" used by ${usedBy} does not exist (${known}); add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`
+        ? `pool "${pool}" used by ${usedBy} does not exist (${known}); ${fix}`
         : `@UsePooled('${pool}') on ${usedBy} ${problem}`,
     );
   }

@@ -29,13 +29,22 @@ export class PoolRegistry {
 
   constructor(private readonly moduleRef: ModuleRef) {}
 
+  /** Names a `forFeature` registration declared: only modules that import it may use them. */
+  readonly #features = new Set<string>();
+
   /** Declares `name` for `owner` (one registration); a name declared by another registration is an error. */
-  declare(name: string, owner: object): void {
+  declare(name: string, owner: object, feature = false): void {
     const known = this.#owners.get(name);
     if (known !== undefined && known !== owner) {
       throw new PoolConfigError(name, 'name', 'is used by two pools of this application; give every pool its own name');
     }
     this.#owners.set(name, owner);
+    if (feature) this.#features.add(name);
+  }
+
+  /** Whether `name` is a `forFeature` pool (seen only by the modules that import its registration). */
+  isFeature(name: string): boolean {
+    return this.#features.has(name);
   }
 
   /** Makes decorated methods take their request's key (one registration of the application may set `requestKey`). */
@@ -62,11 +71,12 @@ export class PoolRegistry {
 
   /**
    * The provider of `getPoolToken(name)` as DI resolves it (overrides included), or undefined when
-   * no pool has the name. A pool group is seen as a pool whose calls pick their member by key.
+   * no pool has the name. A provider of the token that no registration declared counts too (a
+   * testing module's `{ provide: getPoolToken('db'), useValue }` beside `PoolModule.forTesting()`). A pool group is seen as a pool whose calls pick their member by key.
    */
   get(name: string): PoolLike | undefined {
     const known = this.#pools.get(name);
-    if (known !== undefined || !this.#owners.has(name)) return known;
+    if (known !== undefined) return known;
     const provider = this.#provider(name);
     if (provider === undefined) return undefined;
     const pool = provider instanceof PoolGroup ? groupAsPool(provider) : (provider as PoolLike);
@@ -76,7 +86,7 @@ export class PoolRegistry {
 
   /** The group named `name`, if that name is a group's. */
   group(name: string): PoolGroup<unknown> | undefined {
-    const provider = this.#owners.has(name) ? this.#provider(name) : undefined;
+    const provider = this.#provider(name);
     return provider instanceof PoolGroup ? provider : undefined;
   }
 

@@ -9,6 +9,7 @@ import { PoolRegistry } from './pool-registry.js';
 import { RequestKeyInterceptor } from './request-key.js';
 import { PoolGroup } from '../groups/index.js';
 import {
+  checkFeatureSettings,
   checkRegistration,
   checkSettings,
   isConnectorFactory,
@@ -50,9 +51,19 @@ export class PoolModule {
     if ((settings as PoolModuleOptions).requestKey !== undefined) {
       throw new PoolConfigError('PoolModule.forFeature', 'requestKey', 'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too', 'module');
     }
+    checkFeatureSettings(settings);
     const registration: PoolModuleOptions = { ...settings, pools, isGlobal: false };
     checkRegistration(registration, 'forFeature');
     return fromOptions(registration, 'forFeature');
+  }
+
+  /**
+   * For a testing module that provides pools itself (`{ provide: getPoolToken('db'), useValue:
+   * pool }`) without registering them: binds `@UsePooled` methods to those providers, as a
+   * registration would. Registers no pool and closes nothing.
+   */
+  static forTesting(): DynamicModule {
+    return { module: PoolModule, imports: [PoolCoreModule] };
   }
 
   /** Registers pools whose options come from a factory (`useFactory`, `useClass` or `useExisting`). */
@@ -123,8 +134,9 @@ function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings:
     { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
     // Every pool factory injects this, so the names are declared before any pool is made (a
     // duplicate name opens nothing), and also when a test overrode every pool of the import.
-    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry), inject: [PoolRegistry] },
+    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry, method === 'forFeature'), inject: [PoolRegistry] },
     PoolLifecycle,
+    ...(options.extraProviders ?? []),
   ];
   if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
   const { requestKey } = options;

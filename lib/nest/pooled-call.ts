@@ -3,8 +3,12 @@ import { shown } from '../core/option-rules.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import type { PoolLike } from './pool-registry.js';
 
-/** Options of {@link UsePooled}. */
-export interface UsePooledOptions {
+/**
+ * Options of {@link UsePooled}. `Args`: the parameters `key` reads, from its annotations
+ * (`(tenant: string) => tenant`); the decorated method must take them first. Unannotated, they are `any`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- unannotated key parameters take the method's arguments as they come
+export interface UsePooledOptions<Args extends unknown[] = any[]> {
   /** Deadline to get a connection. Default: the pool's `acquireTimeoutMs`. */
   timeoutMs?: number;
   /**
@@ -18,7 +22,7 @@ export interface UsePooledOptions {
    * `false`: this method's calls never have a key and count against the global limit only, even
    * when the limiter refuses calls without one (`keyless: 'refuse'`).
    */
-  key?: ((...args: unknown[]) => string | undefined) | false;
+  key?: ((...args: Args) => string | undefined) | false;
   /**
    * `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own
    * lease. `none`: its own lease and no scope (no `pool.current`, no AsyncLocalStorage): the
@@ -41,7 +45,7 @@ export class PooledCall {
   /** The options of every call, checked once (use() takes them without checking again). */
   readonly #fixed: UseOptions;
   /** `key` reads the arguments: each call builds its own options. */
-  readonly #keyOf: ((...args: unknown[]) => string | undefined) | undefined;
+  readonly #keyOf: ((...args: unknown[]) => unknown) | undefined;
   readonly #unbound: PoolLike;
 
   constructor(
@@ -55,23 +59,22 @@ export class PooledCall {
     readonly connectionAt: number | undefined,
   ) {
     this.#fixed = fixed;
-    this.#keyOf = typeof options.key === 'function' ? options.key : undefined;
+    this.#keyOf = typeof options.key === 'function' ? (options.key as (...args: unknown[]) => unknown) : undefined;
     this.#unbound = refusing(
       () =>
         new PoolNotFoundError(
           pool,
           where,
           [],
-          'was called on an instance no Nest application made (or before its application started); get the instance from Nest, or call pool.use() yourself',
+          `was called on an instance no Nest application bound to a pool: Nest did not make it, its application has not started (app.init(), or moduleRef.init() in a test), or the application does not import PoolModule. A testing module that provides getPoolToken('${pool}') itself needs imports: [PoolModule.forTesting()] too; outside Nest, call pool.use() yourself`,
         ),
     );
   }
 
-  /** Binds the pool (or, when none has the name, one that refuses every call) of an instance and of its class. */
-  bind(instance: object | undefined, type: object | undefined, pool: PoolLike | undefined, registered: () => string[]): void {
-    const bound = pool ?? refusing(() => new PoolNotFoundError(this.pool, this.where, registered()));
-    if (instance !== undefined) this.#byInstance.set(instance, bound);
-    if (type !== undefined) this.#byClass.set(type, bound);
+  /** Binds the pool of an instance, and of its class (for instances Nest makes later). */
+  bind(instance: object | undefined, type: object | undefined, pool: PoolLike): void {
+    if (instance !== undefined) this.#byInstance.set(instance, pool);
+    if (type !== undefined) this.#byClass.set(type, pool);
   }
 
   /** The pool of `self`: its own binding, its class's, or one that refuses with a clear error. */

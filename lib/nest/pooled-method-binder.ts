@@ -1,12 +1,17 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { pooledCallsOf } from './pooled-call.js';
-import { PoolRegistry } from './pool-registry.js';
+import { canInject, type ModuleLike } from './module-visibility.js';
+import { PoolNotFoundError } from './pool-not-found.error.js';
+import { pooledCallsOf, type PooledCall } from './pooled-call.js';
+import { PoolRegistry, type PoolLike } from './pool-registry.js';
+import { getPoolToken } from './tokens.js';
 
 /**
  * Gives each `@UsePooled` method of every provider and controller of the application the pool
  * DI resolves for its name. It runs before any other module's `onModuleInit` (its module is
  * global, and Nest starts global modules first), so decorated methods work in start-up hooks.
+ * A method whose pool does not exist, or whose module cannot see the `forFeature` import that
+ * registers it, fails the application's start, as a missing provider does.
  */
 @Injectable()
 export class PooledMethodBinder implements OnModuleInit {
@@ -17,6 +22,20 @@ export class PooledMethodBinder implements OnModuleInit {
 
   onModuleInit(): void {
     const registered = () => this.registry.names();
+    const poolOf = (call: PooledCall, host: ModuleLike | undefined): PoolLike => {
+      const pool = this.registry.forMethods(call.pool);
+      if (pool === undefined) throw new PoolNotFoundError(call.pool, call.where, registered());
+      if (host !== undefined && this.registry.isFeature(call.pool) && !canInject(host, getPoolToken(call.pool))) {
+        const module = host.metatype?.name ?? 'its module';
+        throw new PoolNotFoundError(
+          call.pool,
+          call.where,
+          registered(),
+          `cannot see pool "${call.pool}": PoolModule.forFeature registers it in a module that ${module} does not import. Add that module (or the PoolModule.forFeature([...]) registration itself) to the imports of ${module}, or register the pool with forRoot`,
+        );
+      }
+      return pool;
+    };
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       const instance: unknown = wrapper.instance;
       const made = typeof instance === 'object' && instance !== null ? instance : undefined;
@@ -34,7 +53,7 @@ export class PooledMethodBinder implements OnModuleInit {
       const single = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
       const instanceKey = single ? made : undefined;
       const type = single ? undefined : (prototype as { constructor?: object }).constructor;
-      for (const call of calls) call.bind(instanceKey, type, this.registry.forMethods(call.pool), registered);
+      for (const call of calls) call.bind(instanceKey, type, poolOf(call, wrapper.host as ModuleLike | undefined));
     }
   }
 }

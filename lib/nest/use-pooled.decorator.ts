@@ -1,6 +1,6 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { checkedOnce } from '../core/call-options.js';
-import { optionError, shown, violation, type OptionScope, type Rule } from '../core/option-rules.js';
+import { keysOf, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from '../core/option-rules.js';
 import type { PoolConfigError } from '../core/index.js';
 import { holdScope, keepScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
@@ -20,6 +20,8 @@ type Kind = 'promise' | 'observable' | 'generator' | 'any';
 /** `key` picks the admission key from the method's arguments, or opts the method out of keys. */
 const keyRule: Rule = { says: "a function of the method's arguments, or false for calls without a key", ok: (v) => typeof v === 'function' || v === false };
 
+const DECORATOR_KEYS = keysOf<UsePooledOptions>({ timeoutMs: true, retry: true, key: true, propagation: true });
+
 /**
  * Runs the method with a connection of the pool `name` checked out: `pool.current` reads it
  * inside, and it is checked in whatever happens. Async methods hold it until they settle,
@@ -31,6 +33,10 @@ const keyRule: Rule = { says: "a function of the method's arguments, or false fo
  * controllers and providers, request-scoped ones included, and outside HTTP (cron jobs, queue
  * consumers); an object Nest did not make gets a `PoolNotFoundError` saying so.
  */
+export function UsePooled(pool: PoolName, options?: Omit<UsePooledOptions, 'key'> & { key?: false }): MethodDecorator;
+/** With a `key` function: the decorated method must take the arguments it reads (a checked decorator, not a plain `MethodDecorator`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- as UsePooledOptions: unannotated key parameters are the method's arguments as they come
+export function UsePooled<Args extends unknown[] = any[]>(pool: PoolName, options: UsePooledOptions<Args>): PooledMethodDecorator<Args>;
 export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): MethodDecorator {
   const name = poolNameOf(pool);
   if (typeof name !== 'string' || name.length === 0) {
@@ -45,6 +51,8 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     const where = `${owner}.${String(propertyKey)}`;
     // Errors name the method and its options as written: "@UsePooled('db') on Catalog.find: timeoutMs ...".
     const scope: OptionScope = { subject: 'decorator', name: `@UsePooled('${name}') on ${where}` };
+    const unknown = unknownKey(scope, options, DECORATOR_KEYS, "@UsePooled's options");
+    if (unknown !== undefined) throw unknown;
     const fixed = checkedOnce(
       name,
       { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation, key: options.key === false ? null : undefined },
@@ -70,6 +78,19 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     return descriptor;
   };
 }
+
+/**
+ * A method decorator for methods whose arguments `key` can read: a `key` annotated `(tenant:
+ * string)` on a method whose first parameter is a number does not compile.
+ */
+export type PooledMethodDecorator<Args extends unknown[]> = <M>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<M> & KeyReads<M, Args>) => TypedPropertyDescriptor<M> | void;
+
+/** Nothing when the method's parameters begin with what `key` reads; otherwise a type no descriptor has, which names the problem. */
+type KeyReads<M, Args extends unknown[]> = M extends (...params: infer P) => unknown
+  ? P extends [...Args, ...unknown[]]
+    ? unknown
+    : { readonly "@UsePooled's key() reads parameters the method does not take": Args }
+  : unknown;
 
 function kindOf(method: Method, target: object, propertyKey: string | symbol): Kind {
   if (Object.prototype.toString.call(method) === '[object AsyncGeneratorFunction]') return 'generator';

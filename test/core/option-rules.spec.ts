@@ -2,6 +2,7 @@
 // field, "must be <rule>, got <value>") whether the bad value is a pool option, a call option,
 // a limiter or Redis option, a module option or a decorator option.
 import { describe, expect, it } from '@jest/globals';
+import { closest, editDistance } from '../../lib/core/did-you-mean.js';
 import { is, OptionReader, shown, violation } from '../../lib/core/option-rules.js';
 import { ConnectionPool, LocalLimiter, PoolConfigError, PoolModule, RedisLimiter, UsePooled, type ConfigSubject, type UsePooledOptions } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
@@ -113,5 +114,21 @@ describe('option rules', () => {
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe('did you mean', () => {
+  it('counts edits, a swap of neighbours as one, ignoring case', () => {
+    expect([editDistance('maxSize', 'maxSize'), editDistance('maxsize', 'maxSize'), editDistance('maxSzie', 'maxSize'), editDistance('maxSiz', 'maxSize'), editDistance('', 'abc'), editDistance('kitten', 'sitting')]).toEqual([0, 0, 1, 1, 3, 3]);
+  });
+
+  it('offers the nearest name only when it is near, and a name a candidate begins with', () => {
+    const keys = ['maxSize', 'minSize', 'maxIdleMs', 'failOnWarmupError'];
+    expect(closest('maxsize', keys)).toBe('maxSize');
+    expect(closest('maxSzie', keys)).toBe('maxSize');
+    expect(closest('failOnWarmup', keys)).toBe('failOnWarmupError');
+    expect(closest('size', keys)).toBeUndefined();
+    expect(closest('timeout', keys)).toBeUndefined();
+    expect(closest('x', [])).toBeUndefined();
   });
 });

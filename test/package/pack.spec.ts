@@ -106,10 +106,12 @@ describe('npm pack', () => {
     }, 180_000);
 
     it('boots a Nest app without @nestjs/terminus, then one with it; the types compile without ioredis', () => {
-      const cwd = project('nest', ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'], ['nest-app.ts', 'nest-terminus-app.ts']);
+      const cwd = project('nest', ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'], ['nest-app.ts', 'nest-terminus-app.ts', 'types-in-use.ts']);
       expect(installed(cwd, '@nestjs/terminus')).toBe(false);
       expect(installed(cwd, 'ioredis')).toBe(false);
       compile(cwd, ['nest-app.ts']);
+      // The code users write compiles, strict and skipLibCheck false; each @ts-expect-error line must still be an error.
+      compile(cwd, ['types-in-use.ts']);
       const pools = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 1, clients: 0 }) };
       expect(run(cwd, 'out/nest-app.js')).toEqual({ greeting: 'hello, ann', health: { pools } });
 
