@@ -1,4 +1,4 @@
-/** Jest 30 in ESM mode: NestJS 12 is ESM-only (see DESIGN.md §5). */
+/** Jest 30 in ESM mode: NestJS 12 is ESM-only, so Jest must load its tests as ES modules. */
 
 // What any Nest 12 app needs to test in TypeScript with Jest; the README gives it to consumers.
 const esm = {

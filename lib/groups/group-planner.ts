@@ -1,4 +1,4 @@
-// The planning of a pool group (seed 004): many members (one per tenant or database) share one
+// The planning of a pool group: many members (one per tenant or database) share one
 // budget of connections. This file only decides; the group carries the decisions out. Every
 // function is pure over a snapshot of the members' loads, so each decision can be tested on a
 // hand-built state.
@@ -143,7 +143,7 @@ export function planMembers(loads: readonly MemberLoad[], settings: PlanSettings
     const demand = demandOf(load, settings);
     if (load.connections < quota) return { key: load.key, demand, quota, hunger: 'hungry', score: demand };
     if (load.connections > quota) {
-      // More extra connections, and an older oldest one, make a better victim (seed 004).
+      // More extra connections, and an older oldest one, make a better victim.
       const extra = load.connections - quota;
       return { key: load.key, demand, quota, hunger: 'overfull', score: extra * (1 + load.oldestMs / Math.max(settings.minHoldMs, 1)) };
     }

@@ -29,7 +29,7 @@ interface Member<T> {
 }
 
 /**
- * Many pools, one per key (a tenant, a database), sharing one budget of connections (seed 004):
+ * Many pools, one per key (a tenant, a database), sharing one budget of connections:
  * `maxTotal` across all of them, as the database server or PgBouncer caps it. Members are made on
  * first use from `connector(key)` and forgotten once idle for `memberIdleMs`. While the budget has
  * room, members open connections as they need them; once it is spent, the planner shares it in
@@ -311,7 +311,7 @@ export class PoolGroup<T> {
     return false;
   }
 
-  /** The minimum hold in force: the configured floor, or the slowest member's connect time if longer (seed 004). */
+  /** The minimum hold in force: the configured floor, or the slowest member's connect time if longer. */
   #minHold(): number {
     let connect = 0;
     for (const m of this.#members.values()) connect = Math.max(connect, m.side.connectMs);

@@ -15,6 +15,7 @@ export type {
   ConnectorFactory,
   ConnectorSource,
   PoolDefinition,
+  PoolFeatureAsyncOptions,
   PoolFeatureSettings,
   PoolModuleAsyncOptions,
   PoolModuleOptions,

@@ -106,6 +106,9 @@ export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettin
 /** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global, and no `requestKey` (the root's is the application's). */
 export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal' | 'requestKey'>;
 
+/** Options of `PoolModule.forFeatureAsync()`: as forRootAsync's, never global and with no `requestKey`. */
+export type PoolFeatureAsyncOptions = Omit<PoolModuleAsyncOptions, 'isGlobal' | 'requestKey'>;
+
 /** Makes {@link PoolModuleSettings} for `forRootAsync({ useClass })` or `useExisting`. */
 export interface PoolSettingsFactory {
   createPoolSettings(): PoolModuleSettings | Promise<PoolModuleSettings>;
@@ -128,11 +131,12 @@ const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({ ...Object.fromEntries(STATIC
 const METHOD_KEYS: Readonly<Record<string, readonly string[]>> = {
   forRoot: [...STATIC_KEYS, ...SETTINGS_KEYS],
   forRootAsync: ASYNC_KEYS,
+  forFeatureAsync: ASYNC_KEYS.filter((k) => k !== 'isGlobal' && k !== 'requestKey'),
   forFeature: keysOf<PoolFeatureSettings>({ httpErrors: true, imports: true, extraProviders: true, limits: true, failOnWarmupError: true, shutdownGraceMs: true, groups: true }),
 };
 const DEFINITION_KEYS = keysOf<PoolDefinition>({ name: true, connector: true, options: true });
 /** What a factory's settings may not say, and where it goes instead. */
-const NOT_FROM_FACTORY = "shapes the module, so it cannot come from the factory: give it to forRootAsync itself, beside pools and useFactory";
+const notFromFactory = (method: string) => `shapes the module, so it cannot come from the factory: give it to ${method} itself, beside pools and useFactory`;
 
 /** Where the errors of `PoolModule.<method>`'s own options go. */
 const moduleScope = (method: string): OptionScope => ({ subject: 'module', name: `PoolModule.${method}` });
@@ -161,12 +165,12 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
   }
   const pools = options.pools ?? [];
   const groups = options.groups ?? [];
-  if (pools.length + groups.length === 0 && method === 'forRootAsync') {
+  if (pools.length + groups.length === 0 && method.endsWith('Async')) {
     // The TypeORM / BullMQ way: everything from the factory. Here the names and connectors are static.
     throw moduleError(
       method,
       'pools',
-      "must list the pools here, by name and connector; only their options come from the factory: PoolModule.forRootAsync({ pools: [{ name: 'db', connector: PgConnector }], useFactory: (config: ConfigService) => ({ pools: { db: { maxSize: config.get('DB_POOL_SIZE') } } }), inject: [ConfigService] }) (groups alike: groups: [{ name, connector }])",
+      `must list the pools here, by name and connector; only their options come from the factory: PoolModule.${method}({ pools: [{ name: 'db', connector: PgConnector }], useFactory: (config: ConfigService) => ({ pools: { db: { maxSize: config.get('DB_POOL_SIZE') } } }), inject: [ConfigService] }) (groups alike: groups: [{ name, connector }])`,
     );
   }
   if (pools.length + groups.length === 0) {
@@ -207,14 +211,14 @@ export function checkFeatureSettings(settings: PoolFeatureSettings): void {
 /** Checks the settings, after the async factory if there is one. */
 export function checkSettings(settings: PoolModuleSettings, names: readonly string[], method: string, groupNames: readonly string[] = []): void {
   if (typeof settings !== 'object' || settings === null) throw moduleError(method, 'settings', `must be an object, got ${shown(settings)}`);
-  for (const key of STATIC_KEYS) if (key in settings) throw moduleError(method, key, NOT_FROM_FACTORY);
-  const unknown = unknownKey(moduleScope(method), settings, SETTINGS_KEYS, method === 'forRootAsync' ? "the settings a forRootAsync factory returns" : `the options of PoolModule.${method}`);
+  for (const key of STATIC_KEYS) if (key in settings) throw moduleError(method, key, notFromFactory(method));
+  const unknown = unknownKey(moduleScope(method), settings, SETTINGS_KEYS, method.endsWith('Async') ? `the settings a ${method} factory returns` : `the options of PoolModule.${method}`);
   if (unknown !== undefined) throw unknown;
   check(method, 'failOnWarmupError', settings.failOnWarmupError, is.boolean);
   check(method, 'shutdownGraceMs', settings.shutdownGraceMs, is.noted(is.atLeast(0), 'Infinity: wait for every lease'));
   const pools: unknown = settings.pools ?? {};
   if (Array.isArray(pools)) {
-    throw moduleError(method, 'pools', "is a list, as forRoot takes it; a factory returns options by pool name ({ pools: { db: { maxSize: 20 } } }), and the pools themselves go in forRootAsync({ pools: [{ name: 'db', connector }] })");
+    throw moduleError(method, 'pools', `is a list, as forRoot takes it; a factory returns options by pool name ({ pools: { db: { maxSize: 20 } } }), and the pools themselves go in ${method}({ pools: [{ name: 'db', connector }] })`);
   }
   if (typeof pools !== 'object' || pools === null) {
     throw moduleError(method, 'pools', 'must map pool names to their options: { db: { maxSize: 20 } }');

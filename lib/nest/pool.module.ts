@@ -18,6 +18,7 @@ import {
   type GroupDefinition,
   type MemberConnectors,
   type PoolDefinition,
+  type PoolFeatureAsyncOptions,
   type PoolFeatureSettings,
   type PoolModuleAsyncOptions,
   type PoolModuleOptions,
@@ -68,43 +69,58 @@ export class PoolModule {
 
   /** Registers pools whose options come from a factory (`useFactory`, `useClass` or `useExisting`). */
   static forRootAsync(options: PoolModuleAsyncOptions): DynamicModule {
-    checkRegistration(options, 'forRootAsync');
-    (options.pools ?? []).forEach((pool) => {
-      if ((pool as PoolDefinition).options !== undefined) {
-        throw new PoolConfigError(pool.name, 'options', 'is not taken by forRootAsync: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot', 'pool');
-      }
-    });
-    (options.groups ?? []).forEach((group) => {
-      if ((group as GroupDefinition).options !== undefined) {
-        throw new PoolConfigError(group.name, 'options', 'is not taken by forRootAsync: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot', 'group');
-      }
-    });
-    const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
-    if (sources.length !== 1) {
-      throw new PoolConfigError('PoolModule.forRootAsync', 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
-    }
-    const declared = names(options.pools);
-    const groups = names(options.groups);
-    const checked = async (settings: PoolModuleSettings | Promise<PoolModuleSettings>) => {
-      const resolved = await settings;
-      checkSettings(resolved, declared, 'forRootAsync', groups);
-      return resolved;
-    };
-    const providers: Provider[] = [];
-    if (options.useFactory !== undefined) {
-      const factory = options.useFactory as (...deps: unknown[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
-      providers.push({ provide: POOL_MODULE_SETTINGS, useFactory: (...deps: unknown[]) => checked(factory(...deps)), inject: options.inject ?? [] });
-    } else {
-      const factoryClass = (options.useClass ?? options.useExisting)!;
-      if (options.useClass !== undefined) providers.push(options.useClass);
-      providers.push({
-        provide: POOL_MODULE_SETTINGS,
-        useFactory: (factory: PoolSettingsFactory) => checked(factory.createPoolSettings()),
-        inject: [factoryClass],
-      });
-    }
-    return assemble(options, providers, 'forRootAsync');
+    return fromAsync(options, 'forRootAsync');
   }
+
+  /**
+   * A feature module's own pools whose options come from a factory, as `forFeature` is to
+   * `forRoot`: never global, and no `requestKey` (the root's is the application's).
+   */
+  static forFeatureAsync(options: PoolFeatureAsyncOptions): DynamicModule {
+    if (typeof options === 'object' && options !== null && (options as PoolModuleAsyncOptions).requestKey !== undefined) {
+      throw new PoolConfigError('PoolModule.forFeatureAsync', 'requestKey', 'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeatureAsync too', 'module');
+    }
+    return fromAsync(options, 'forFeatureAsync');
+  }
+}
+
+function fromAsync(options: PoolModuleAsyncOptions, method: 'forRootAsync' | 'forFeatureAsync'): DynamicModule {
+  checkRegistration(options, method);
+  (options.pools ?? []).forEach((pool) => {
+    if ((pool as PoolDefinition).options !== undefined) {
+      throw new PoolConfigError(pool.name, 'options', `is not taken by ${method}: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot`, 'pool');
+    }
+  });
+  (options.groups ?? []).forEach((group) => {
+    if ((group as GroupDefinition).options !== undefined) {
+      throw new PoolConfigError(group.name, 'options', `is not taken by ${method}: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot`, 'group');
+    }
+  });
+  const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
+  if (sources.length !== 1) {
+    throw new PoolConfigError(`PoolModule.${method}`, 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
+  }
+  const declared = names(options.pools);
+  const groups = names(options.groups);
+  const checked = async (settings: PoolModuleSettings | Promise<PoolModuleSettings>) => {
+    const resolved = await settings;
+    checkSettings(resolved, declared, method, groups);
+    return resolved;
+  };
+  const providers: Provider[] = [];
+  if (options.useFactory !== undefined) {
+    const factory = options.useFactory as (...deps: unknown[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
+    providers.push({ provide: POOL_MODULE_SETTINGS, useFactory: (...deps: unknown[]) => checked(factory(...deps)), inject: options.inject ?? [] });
+  } else {
+    const factoryClass = (options.useClass ?? options.useExisting)!;
+    if (options.useClass !== undefined) providers.push(options.useClass);
+    providers.push({
+      provide: POOL_MODULE_SETTINGS,
+      useFactory: (factory: PoolSettingsFactory) => checked(factory.createPoolSettings()),
+      inject: [factoryClass],
+    });
+  }
+  return assemble(options, providers, method);
 }
 
 function fromOptions(options: PoolModuleOptions, method: string): DynamicModule {
@@ -134,7 +150,7 @@ function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings:
     { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
     // Every pool factory injects this, so the names are declared before any pool is made (a
     // duplicate name opens nothing), and also when a test overrode every pool of the import.
-    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry, method === 'forFeature'), inject: [PoolRegistry] },
+    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry, method.startsWith('forFeature')), inject: [PoolRegistry] },
     PoolLifecycle,
     ...(options.extraProviders ?? []),
   ];

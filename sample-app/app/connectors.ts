@@ -7,7 +7,7 @@ import type { Connector } from 'nestjs-shared-pool';
 /**
  * Azure Blob `ContainerClient`s. One client serves many callers at once (its HTTP pipeline
  * multiplexes them), so the pool shares each one; `ready()` makes a real round trip (and creates
- * the container), as seed 000's Cosmos example does.
+ * the container), so a bad account or key fails at create.
  */
 export function blobContainerConnector(connectionString: string, container: string): Connector<ContainerClient> {
   return {

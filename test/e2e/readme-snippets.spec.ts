@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
+import { posix } from 'node:path';
 import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
@@ -7,14 +9,14 @@ import { CatalogService } from '../../sample-app/quick-start/catalog.js';
 import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
 import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
-import { readmeBlocks, source } from '../support/readme.js';
+import { docPages, readmeBlocks, root, source } from '../support/readme.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('the README code', () => {
+describe('the code of the README and of docs/', () => {
   it('comes from files that tests run: each block names its file and matches it', () => {
     const blocks = readmeBlocks();
-    expect(blocks.length).toBeGreaterThan(8);
+    expect(blocks.length).toBeGreaterThan(20);
     for (const { file, excerpt, code, header } of blocks) {
       expect({ header, named: file !== '' }).toEqual({ header, named: true });
       const text = source(file);
@@ -24,9 +26,44 @@ describe('the README code', () => {
   });
 });
 
-describe('the README stats() tables', () => {
-  const readme = source('README.md');
-  const section = readme.slice(readme.indexOf('`stats()` returns `name`'), readme.indexOf('### Errors'));
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+    .replace(/ /g, '-');
+
+describe('the links of the README and of docs/', () => {
+  it('lead to files that exist, and to headings that exist', () => {
+    const broken: string[] = [];
+    for (const page of docPages()) {
+      const text = source(page).replace(/```[\s\S]*?```/g, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:)/.test(target!)) continue;
+        const [path, anchor] = target!.split('#') as [string, string | undefined];
+        const file = path === '' ? page : posix.normalize(posix.join(posix.dirname(page), path));
+        if (!existsSync(new URL(file, root))) {
+          broken.push(`${page}: ${target} (no ${file})`);
+          continue;
+        }
+        if (anchor === undefined) continue;
+        const headings = [...source(file).matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
+        if (!headings.includes(anchor)) broken.push(`${page}: ${target} (no heading #${anchor} in ${file})`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('keep the README a front page: a few screens, the guides beside it', () => {
+    expect(source('README.md').split('\n').length).toBeLessThan(200);
+    for (const page of docPages().slice(1)) expect(source('README.md')).toContain(`](${page})`);
+  });
+});
+
+describe('the stats() tables of docs/observability.md', () => {
+  const page = source('docs/observability.md');
+  const section = page.slice(page.indexOf('`stats()` returns `name`'), page.indexOf('## Metrics'));
   const ticked = (text: string) => [...text.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]).sort();
 
   it('name every field and counter stats() has, and no other', async () => {

@@ -1,4 +1,4 @@
-// The group planner's decisions on hand-built states (seed 004): quotas from demand, hunger,
+// The group planner's decisions on hand-built states: quotas from demand, hunger,
 // stealing and release routing, with the minimum hold time.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';

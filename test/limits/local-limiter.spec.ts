@@ -53,7 +53,7 @@ describe('LocalLimiter', () => {
     await expect(limiter.admit(ask('bob'))).resolves.toBeDefined();
   });
 
-  it('reports seed 002 health states from utilization', async () => {
+  it('reports health states from utilization', async () => {
     const limiter = new LocalLimiter({ global: 10 });
     const healths = [];
     for (let i = 0; i < 10; i++) {

@@ -1,6 +1,6 @@
 // The layer rule of eslint.config.js, on code placed (virtually) in each layer: an import of an
 // upper layer fails `npm run lint`, with the rule's message; imports of lower layers pass. And the
-// README's map of the code names only files that exist.
+// map of the code in docs/internals.md names only files that exist.
 import { describe, expect, it } from '@jest/globals';
 import { ESLint } from 'eslint';
 import { existsSync, readFileSync } from 'node:fs';
@@ -39,9 +39,9 @@ describe('layer boundaries (npm run lint)', () => {
   });
 });
 
-describe("the README's map of the code", () => {
+describe("the map of the code in docs/internals.md", () => {
   it('names only files and folders that exist', () => {
-    const readme = readFileSync(`${root}README.md`, 'utf8');
+    const readme = readFileSync(`${root}docs/internals.md`, 'utf8');
     const paths = [...readme.matchAll(/`(lib\/[\w./-]+)`/g)].map((m) => m[1]!);
     expect(paths.length).toBeGreaterThan(10);
     expect(paths.filter((p) => !existsSync(`${root}${p}`))).toEqual([]);

@@ -215,3 +215,38 @@ describe('extraProviders', () => {
     await expect(app.get<Pool<FakeConnection>>(getPoolToken('db')).use((conn) => conn.id)).resolves.toBe(1);
   });
 });
+
+describe('PoolModule.forFeatureAsync', () => {
+  const SIZE = Symbol('size');
+
+  it("registers a feature module's pools with options from a factory, seen only where imported", async () => {
+    const reports = () =>
+      PoolModule.forFeatureAsync({
+        pools: [{ name: 'reports', connector: new FakeConnector() }],
+        extraProviders: [{ provide: SIZE, useValue: 3 }],
+        useFactory: (size: number) => ({ pools: { reports: { maxSize: size } } }),
+        inject: [SIZE],
+      });
+    @Module({ imports: [reports()], providers: [Reports] })
+    class ReportsModule {}
+    const app = await boot({ imports: [ReportsModule] });
+    await expect(app.get(Reports).run()).resolves.toBe(1);
+    expect(app.get(Reports).pool.options.maxSize).toBe(3);
+
+    @Module({ imports: [reports()], providers: [Reports] })
+    class OwnReports {}
+    @Module({ providers: [Outsider] })
+    class BillingModule {}
+    const error = await bootError({ imports: [OwnReports, BillingModule] });
+    expect(error.message).toContain('cannot see pool "reports": PoolModule.forFeature registers it in a module that BillingModule does not import');
+  });
+
+  it('refuses what only the root registration takes, and says where pools go', () => {
+    const connector = new FakeConnector();
+    expect(configError(() => PoolModule.forFeatureAsync({ pools: [{ name: 'x', connector }], useFactory: () => ({}), isGlobal: true } as never)).message).toContain(
+      'option "isGlobal" is not one of the options of PoolModule.forFeatureAsync',
+    );
+    expect(configError(() => PoolModule.forFeatureAsync({ pools: [{ name: 'x', connector }], useFactory: () => ({}), requestKey: () => 'k' } as never)).message).toContain('requestKey" is set once per application');
+    expect(configError(() => PoolModule.forFeatureAsync({ useFactory: () => ({}) })).message).toContain('PoolModule.forFeatureAsync({ pools: [{ name: ');
+  });
+});

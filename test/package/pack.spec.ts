@@ -120,5 +120,31 @@ describe('npm pack', () => {
       const idle = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 0 }) };
       expect(run(cwd, 'out/nest-terminus-app.js')).toMatchObject({ status: 'ok', info: { pools: idle }, error: {}, details: { pools: idle } });
     }, 240_000);
+
+    it('runs a new app\'s Jest test set up from docs/testing.md alone, with no warning from the recipe', () => {
+      const deps = ['@nestjs/common', '@nestjs/core', '@nestjs/testing', 'rxjs', 'reflect-metadata', '@types/node', 'jest', '@jest/globals', 'ts-jest', '@types/jest', 'typescript'];
+      const cwd = project('jest-app', deps, []);
+      cpSync(join(fixtures, 'jest-app', 'catalog.test.ts'), join(cwd, 'catalog.test.ts'));
+      const guide = readFileSync(join(root, 'docs', 'testing.md'), 'utf8');
+      // The test script and jest.config.js as the page gives them; the tsconfig from its settings.
+      const script = /`"test": "(node --experimental-vm-modules\s+--no-warnings=ExperimentalWarning\s+node_modules\/jest\/bin\/jest\.js)"`/.exec(guide)![1]!.replace(/\s+/g, ' ');
+      const config = /```js\n\/\/ jest\.config\.js \(excerpt\)\n([\s\S]*?)```/.exec(guide)![1]!;
+      expect(guide).toContain('`export default esm;`');
+      writeFileSync(join(cwd, 'jest.config.js'), `${config}export default esm;\n`);
+      const pkg = JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as Record<string, unknown>;
+      writeFileSync(join(cwd, 'package.json'), JSON.stringify({ ...pkg, scripts: { test: script } }));
+      for (const setting of ['"experimentalDecorators": true', '"emitDecoratorMetadata": true', '"isolatedModules": true', '"moduleResolution": "NodeNext"']) expect(guide).toContain(setting);
+      const compilerOptions = { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, experimentalDecorators: true, emitDecoratorMetadata: true, isolatedModules: true, skipLibCheck: false, types: ['node', 'jest'] };
+      writeFileSync(join(cwd, 'tsconfig.json'), JSON.stringify({ compilerOptions }));
+      let report: string;
+      try {
+        // Jest reports on stderr: read both streams, as a terminal shows them.
+        report = execFileSync('sh', ['-c', 'npm test --loglevel=error 2>&1'], { cwd, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' } });
+      } catch (err) {
+        throw new Error(`npm test failed in the new app:\n${(err as { stdout: string }).stdout}`, { cause: err });
+      }
+      expect(report).toContain('Tests:       1 passed, 1 total');
+      expect(report).not.toMatch(/ts-jest\[|TS151002|\(node:\d+\) \w*Warning/);
+    }, 300_000);
   });
 });

@@ -1,4 +1,4 @@
-// The QoS gate (seed 004's simulation, with its thresholds switched on): every scenario runs on
+// The QoS gate (the group simulation, with its thresholds switched on): every scenario runs on
 // virtual time against the pool group and two naive baselines; the group must reach the
 // scenario's threshold and beat both baselines on the weighted score.
 import { describe, expect, it } from '@jest/globals';

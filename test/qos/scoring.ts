@@ -1,4 +1,4 @@
-// Scores of a QoS run in the spirit of seed 004's harness: each measure is turned into 0–100 by
+// Scores of a QoS run: each measure is turned into 0–100 by
 // linear scaling between landmark values, and a scenario's score is the weighted mean.
 import type { RunResult } from './harness.js';
 import { endOf, type Landmarks, type Measure } from './scenario.js';

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** The repository root. */
 export const root = new URL('../../', import.meta.url);
@@ -11,8 +11,17 @@ export interface ReadmeBlock {
   code: string;
 }
 
+/** The README and the guides under docs/, README first, then the guides by name. */
+export function docPages(): string[] {
+  return ['README.md', ...readdirSync(new URL('docs/', root)).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+}
+
+/** Every ```ts or ```js block of the README and of the guides, in that order. */
 export function readmeBlocks(): ReadmeBlock[] {
-  const readme = readFileSync(new URL('README.md', root), 'utf8');
+  return docPages().flatMap((page) => blocksOf(readFileSync(new URL(page, root), 'utf8')));
+}
+
+function blocksOf(readme: string): ReadmeBlock[] {
   return [...readme.matchAll(/```(?:ts|js)\n([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
     const header = /^\/\/ ((?:sample-app|test|lib)\/\S+|jest\.config\.js)( \(excerpt\))?$/.exec(m[1]);
     return { header: m[1], file: header?.[1] ?? '', excerpt: header?.[2] !== undefined, code: m[2] };
