@@ -2,7 +2,7 @@ import type { Admission, AdmissionLimiter } from './admission.js';
 import type { AcquireOptions } from './call-options.js';
 import type { Timers } from './clock.js';
 import { ConnectionsExhaustedError, PoolClosedError } from './errors.js';
-import { kAdmitted, type Lease } from './lease.js';
+import type { Lease } from './lease.js';
 import type { PoolCounters, PoolStats } from './stats.js';
 
 /** What the gate needs of its pool. */
@@ -18,8 +18,8 @@ export interface GatedPool<T> {
   hold(): void;
   unhold(): void;
   stats(): PoolStats;
-  /** The pool's own acquire, after admission. */
-  acquireConnection(options: AcquireOptions): Promise<Lease<T>>;
+  /** The pool's own acquire, after admission: the lease takes `admission` over; a caller that gets no connection gives it back. */
+  acquireConnection(options: AcquireOptions, admission: Admission): Promise<Lease<T>>;
 }
 
 /**
@@ -33,10 +33,22 @@ export class AdmissionGate<T> {
     readonly limiter: AdmissionLimiter,
   ) {}
 
-  async acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
+  acquire(options: AcquireOptions | undefined): Promise<Lease<T>> {
     const { pool, limiter } = this;
-    const timers = pool.timers;
-    const started = timers.now();
+    // The fast path: an in-process slot free now, handed to the pool's own acquire, whose lease
+    // takes it over (no promise, timer or listener of the gate's own). A caller's signal takes the full path.
+    if (limiter.tryAdmit !== undefined && options?.signal === undefined) {
+      const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
+      const admission = limiter.tryAdmit({ pool: pool.name, key: options?.key, timeoutMs, signal: pool.closeSignal });
+      return admission === undefined ? this.#acquire(options, false) : pool.acquireConnection({ timeoutMs }, admission);
+    }
+    return this.#acquire(options, true);
+  }
+
+  /** Admission (waiting for it if the limiter does), then a connection. `tryFirst`: a slot free now was not looked for yet. */
+  async #acquire(options: AcquireOptions | undefined, tryFirst: boolean): Promise<Lease<T>> {
+    const { pool, limiter } = this;
+    const started = pool.timers.now();
     const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
     const signal = options?.signal;
     // close() ends a wait in the limiter; the caller's own signal does too.
@@ -46,28 +58,31 @@ export class AdmissionGate<T> {
     let admission: Admission;
     try {
       // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
-      admission = limiter.tryAdmit?.(request) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
+      admission = (tryFirst ? limiter.tryAdmit?.(request) : undefined) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
     } catch (err) {
       if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
       throw err;
     } finally {
       both?.unlink();
     }
-    try {
-      // Admitted while the pool closed or the caller gave up: never join the queue.
-      if (pool.isClosed()) throw new PoolClosedError(pool.name);
-      if (signal?.aborted) {
-        pool.counters.aborted++;
-        throw signal.reason;
-      }
-      const left = Math.max(1, timeoutMs - (timers.now() - started));
-      const lease = await pool.acquireConnection({ signal, timeoutMs: left });
-      lease[kAdmitted](admission);
-      return lease;
-    } catch (err) {
+    return this.#connectionFor(admission, signal, timeoutMs, started);
+  }
+
+  /** A connection for an admitted caller, within what is left of its deadline; the admission goes back if none comes. */
+  #connectionFor(admission: Admission, signal: AbortSignal | undefined, timeoutMs: number, started: number): Promise<Lease<T>> {
+    const pool = this.pool;
+    // Admitted while the pool closed or the caller gave up: never join the queue.
+    if (pool.isClosed()) {
       admission.release();
-      throw err;
+      return Promise.reject(new PoolClosedError(pool.name));
     }
+    if (signal?.aborted) {
+      admission.release();
+      pool.counters.aborted++;
+      return Promise.reject(signal.reason);
+    }
+    const left = Math.max(1, timeoutMs - (pool.timers.now() - started));
+    return pool.acquireConnection({ signal, timeoutMs: left }, admission);
   }
 
   /**

@@ -8,9 +8,9 @@ import { ConnectionsExhaustedError, PoolClosedError, PoolContextError } from './
 import { messageOf } from './message-of.js';
 import { events } from './pool-events.js';
 import { PoolObservers } from './pool-observers.js';
-import type { AdmissionLimiter } from './admission.js';
+import type { Admission, AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
-import { kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
+import { kAdmitted, kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
 import { runUse, type UsingPool } from './pool-use.js';
 import { findScope } from './scope.js';
@@ -88,7 +88,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       failQueue: (error) => {
         for (let w = this.#waiters.next(); w !== null; w = this.#waiters.next()) {
           this.#counters.failedFast++;
-          w.reject(error());
+          w.fail(error());
         }
       },
     }, budget);
@@ -116,7 +116,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       unhold: () => this.#holds.unhold(),
       stats: () => this.stats(),
       acquire: (options) => this.#acquire(options),
-      acquireConnection: (options) => this.#acquireConnection(options),
+      acquireConnection: (options, admission) => this.#acquireConnection(options, admission),
       scopes: (delta) => void (this.#scopesLive += delta),
     };
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
@@ -242,13 +242,19 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   // ---- checkout / checkin: the hot path -------------------------------------------------------
 
   /** Step 1 of 3 is to take a ready connection; else wait (the wait starts creates). */
-  #acquireConnection(options: AcquireOptions | undefined): Promise<Lease<T>> {
+  #acquireConnection(options: AcquireOptions | undefined, admission?: Admission): Promise<Lease<T>> {
     // A queued waiter means no connection has room: never barge past it.
-    if (this.#waiters.length === 0) {
-      const conn = this.#pick();
-      if (conn !== null) return Promise.resolve(this.#checkout(conn, undefined));
-    }
-    return this.#wait(options);
+    const lease = this.#checkoutNow();
+    if (lease === undefined) return this.#wait(options, admission);
+    if (admission !== undefined) lease[kAdmitted](admission);
+    return Promise.resolve(lease);
+  }
+
+  /** A lease of a ready connection with room, taken now, when no caller waits. */
+  #checkoutNow(): Lease<T> | undefined {
+    if (this.#waiters.length !== 0) return undefined;
+    const conn = this.#pick();
+    return conn === null ? undefined : this.#checkout(conn, undefined);
   }
 
   /** The best connection with room, validating (out of band) any that sat idle too long. */
@@ -280,7 +286,13 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** The lease of a checkout (published to listeners; timed or tracked when asked). */
   #leaseOf(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-    return this.#measures ? this.#observers.lease(this, conn, waiter) : new Lease(this, conn);
+    const lease = this.#measures ? this.#observers.lease(this, conn, waiter) : new Lease(this, conn);
+    const admission = waiter?.admission;
+    if (admission !== undefined) {
+      waiter!.admission = undefined;
+      lease[kAdmitted](admission);
+    }
+    return lease;
   }
 
   /** @internal Called by {@link Lease.release}. */
@@ -335,14 +347,18 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   }
 
   /** Every way into the queue passes here, so each re-checks what refuses a caller. */
-  #wait(options: AcquireOptions | undefined): Promise<Lease<T>> {
+  /** `admission`: the limiter's, for the lease; given back if the caller gets no connection. */
+  #wait(options: AcquireOptions | undefined, admission: Admission | undefined): Promise<Lease<T>> {
     const signal = options?.signal;
     // One cheap test keeps the common case short; queueRefusal() looks closer.
     if (this.#closed || signal !== undefined || this.#backoff.open || this.#mayRefuse || this.#scopesLive > 0) {
       const refusal = queueRefusal(this.#inside, this.#scopesLive, signal);
-      if (refusal !== undefined) return Promise.reject(refusal);
+      if (refusal !== undefined) {
+        admission?.release();
+        return Promise.reject(refusal);
+      }
     }
-    const promise = this.#waiters.join(options?.timeoutMs ?? this.options.acquireTimeoutMs, signal, this.#measures ? this.#observers.stackOfWaiter() : undefined);
+    const promise = this.#waiters.join(options?.timeoutMs ?? this.options.acquireTimeoutMs, signal, this.#measures ? this.#observers.stackOfWaiter() : undefined, admission);
     this.#supply.demand();
     return promise;
   }

@@ -30,6 +30,7 @@ export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './c
 export { ConnectionPool } from './connection-pool.js';
 export type * from './admission.js';
 export type { MetricsAttributes, MetricsInstrumentOptions, MetricsMeter } from './pool-metrics.js';
+export { poolMetricProducer, type PoolMetricProducer, type PoolMetricProducerOptions, type ProducedMetrics } from './pool-timings.js';
 export {
   POOL_CHANNELS,
   type AcquireMessage,

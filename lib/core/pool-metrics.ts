@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type { PoolHealth } from './health.js';
 import type { Rule } from './option-rules.js';
 import type { PoolStats, RetireReason } from './stats.js';
+import { DURATION_BUCKETS, TIMING_INSTRUMENTS, TimingHistogram, timingSeries, timingsProduced, type PoolTimingSeries } from './pool-timings.js';
 
 /** Attributes of a measurement. */
 export type MetricsAttributes = Record<string, string | number | boolean>;
@@ -32,8 +33,6 @@ export interface MetricsMeter {
   removeBatchObservableCallback(callback: (observer: MetricsObserver) => void, observables: object[]): void;
 }
 
-/** Seconds, as the conventions record durations; from sub-millisecond waits of a warm pool to a slow connect. */
-const DURATION_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const HEALTH_STATES: readonly PoolHealth[] = ['healthy', 'degraded', 'critical', 'exhausted', 'failing'];
 const REASONS: readonly RetireReason[] = ['idle', 'lifetime', 'failed', 'connector', 'validation', 'refresh', 'closed', 'group'];
 const MODES = ['local', 'redis', 'quarantine', 'unreachable', 'fallback', 'fail-closed'] as const;
@@ -100,7 +99,9 @@ export class PoolMetrics {
   readonly #wait;
   readonly #use;
   readonly #create;
-  /** Unregisters the gauges and counters. */
+  /** The timings aggregated here, for a `poolMetricProducer()` (see pool-timings.ts). */
+  readonly #series: PoolTimingSeries;
+  /** Unregisters the gauges and counters, and the timings from any producer. */
   readonly stop: () => void;
 
   /** The pool's metrics per its `metrics` option, or undefined when there is nowhere to record them. */
@@ -115,10 +116,16 @@ export class PoolMetrics {
   constructor(meter: MetricsMeter, timings: boolean, name: string, pool: MeasuredPool) {
     this.timings = timings;
     this.#attributes = { [POOL]: name };
-    const seconds = (description: string): MetricsInstrumentOptions => ({ description, unit: 's', advice: { explicitBucketBoundaries: DURATION_BUCKETS } });
-    this.#wait = meter.createHistogram('db.client.connection.wait_time', seconds('The time it took to obtain a connection from the pool'));
-    this.#use = meter.createHistogram('db.client.connection.use_time', seconds('The time between borrowing a connection and returning it to the pool'));
-    this.#create = meter.createHistogram('db.client.connection.create_time', seconds('The time it took to create a new connection'));
+    // Seconds, as the conventions record durations; from sub-millisecond waits of a warm pool to a slow connect.
+    const histogram = (kind: keyof typeof TIMING_INSTRUMENTS) => {
+      const { name: instrument, description } = TIMING_INSTRUMENTS[kind];
+      return meter.createHistogram(instrument, { description, unit: 's', advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] } });
+    };
+    this.#wait = histogram('wait');
+    this.#use = histogram('use');
+    this.#create = histogram('create');
+    this.#series = { attributes: { [POOL]: name }, histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() } };
+    if (timings) timingSeries(this.#series, true);
     const connections = (unit: string, description: string) => meter.createObservableUpDownCounter(`db.client.connection.${unit}`, { unit: '{connection}', description });
     const count = connections('count', 'The number of connections that are currently in the state described by the state attribute');
     const idleMax = connections('idle.max', 'The maximum number of idle open connections allowed');
@@ -140,7 +147,7 @@ export class PoolMetrics {
     const a = this.#attributes;
     const idle = { ...a, 'db.client.connection.state': 'idle' };
     const busy = { ...a, 'db.client.connection.state': 'used' };
-    this.stop = observeEach(meter, observables, (observer) => {
+    const unobserve = observeEach(meter, observables, (observer) => {
       const s = pool.stats();
       observer.observe(count, s.idle, idle);
       observer.observe(count, s.ready - s.idle, busy);
@@ -163,21 +170,28 @@ export class PoolMetrics {
       observer.observe(used, l.used, a);
       for (const m of MODES) observer.observe(mode, l.mode === m ? 1 : 0, { ...a, mode: m });
     });
+    this.stop = () => {
+      unobserve();
+      timingSeries(this.#series, false);
+    };
   }
 
   /** An acquire got its connection after `ms` (0 when one had room at once). */
   waited(ms: number): void {
-    this.#wait.record(ms / 1000, this.#attributes);
+    if (timingsProduced()) this.#series.histograms.wait.record(ms / 1000);
+    else this.#wait.record(ms / 1000, this.#attributes);
   }
 
   /** A lease was held `ms`. */
   used(ms: number): void {
-    this.#use.record(ms / 1000, this.#attributes);
+    if (timingsProduced()) this.#series.histograms.use.record(ms / 1000);
+    else this.#use.record(ms / 1000, this.#attributes);
   }
 
   /** A connection took `ms` to open and be ready. */
   created(ms: number): void {
-    this.#create.record(ms / 1000, this.#attributes);
+    if (timingsProduced()) this.#series.histograms.create.record(ms / 1000);
+    else this.#create.record(ms / 1000, this.#attributes);
   }
 
 }

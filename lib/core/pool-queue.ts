@@ -1,3 +1,4 @@
+import type { Admission } from './admission.js';
 import type { ProcessHold, Timers } from './clock.js';
 import type { PoolCounters } from './stats.js';
 import { WaiterDeadlines } from './waiter-deadlines.js';
@@ -27,7 +28,7 @@ export class PoolQueue<L> {
       for (const w of due) {
         this.leave(w);
         counters.timeouts++;
-        w.reject(errorOf(w));
+        w.fail(errorOf(w));
       }
     });
   }
@@ -42,10 +43,14 @@ export class PoolQueue<L> {
     return this.#waiters.head;
   }
 
-  /** Queues a caller until `timeoutMs` from now, or until `signal` aborts (the caller gets its reason). */
-  join(timeoutMs: number, signal: AbortSignal | undefined, stack: string | undefined): Promise<L> {
+  /**
+   * Queues a caller until `timeoutMs` from now, or until `signal` aborts (the caller gets its
+   * reason). `admission`: the limiter's, given back if the caller fails.
+   */
+  join(timeoutMs: number, signal: AbortSignal | undefined, stack: string | undefined, admission: Admission | undefined): Promise<L> {
     const w = new Waiter<L>(timeoutMs);
     w.stack = stack;
+    w.admission = admission;
     const promise = w.promise();
     this.#waiters.push(w);
     if (this.#waiters.length === 1) this.holds.hold();
@@ -55,7 +60,7 @@ export class PoolQueue<L> {
         w.abort = null;
         this.leave(w);
         this.counters.aborted++;
-        w.reject(signal.reason);
+        w.fail(signal.reason);
       };
       w.abort = { signal, listener };
       signal.addEventListener('abort', listener, { once: true });
@@ -87,6 +92,6 @@ export class PoolQueue<L> {
   /** No more deadlines, and every caller still queued gets `error()` (the pool is closing). */
   close(error: () => unknown): void {
     this.#deadlines.stop();
-    for (let w = this.next(); w !== null; w = this.next()) w.reject(error());
+    for (let w = this.next(); w !== null; w = this.next()) w.fail(error());
   }
 }

@@ -1,3 +1,5 @@
+import type { Admission } from './admission.js';
+
 /** The abort listener of a waiter that has a signal. */
 export interface AbortHook {
   readonly signal: AbortSignal;
@@ -30,12 +32,24 @@ export class Waiter<L> {
   stack: string | undefined = undefined;
   resolve: (lease: L) => void = unsettled;
   reject: (err: unknown) => void = unsettled;
+  /** The admission of a caller a limiter admitted: its lease takes it over; a caller that fails gives it back. */
+  admission: Admission | undefined = undefined;
 
   constructor(readonly timeoutMs: number) {}
 
   /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
   get deadline(): number {
     return this.stamp === null ? Infinity : this.stamp.at + this.timeoutMs;
+  }
+
+  /** Fails the caller, giving its admission back first. */
+  fail(err: unknown): void {
+    const admission = this.admission;
+    if (admission !== undefined) {
+      this.admission = undefined;
+      admission.release();
+    }
+    this.reject(err);
   }
 
   /** The caller's promise: `resolve` and `reject` settle it. Call once. */

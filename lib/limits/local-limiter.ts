@@ -5,6 +5,36 @@ import { keyOf, neverLost, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
 
+const kGiveBack = Symbol('giveBack');
+
+/** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
+class LocalAdmission implements Admission {
+  #limiter: LocalLimiter | undefined;
+
+  constructor(
+    limiter: LocalLimiter,
+    readonly key: string | undefined,
+    readonly number: number,
+  ) {
+    this.#limiter = limiter;
+  }
+
+  get id(): string {
+    return `local:${this.number}`;
+  }
+
+  get signal(): AbortSignal {
+    return neverLost;
+  }
+
+  release(): void {
+    const limiter = this.#limiter;
+    if (limiter === undefined) return;
+    this.#limiter = undefined;
+    limiter[kGiveBack](this.key);
+  }
+}
+
 /** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
 export class LocalLimiter implements ConcurrencyLimiter {
   readonly limits: ResolvedLimits;
@@ -65,19 +95,14 @@ export class LocalLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {}
 
   #admitted(key: string | undefined): Admission {
-    this.#counters.admitted++;
-    let released = false;
-    return {
-      id: `local:${this.#counters.admitted}`,
-      signal: neverLost,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#counts.give(key);
-        this.#counters.released++;
-        this.#serveWaiters();
-      },
-    };
+    return new LocalAdmission(this, key, ++this.#counters.admitted);
+  }
+
+  /** @internal Called once by each {@link LocalAdmission}'s release. */
+  [kGiveBack](key: string | undefined): void {
+    this.#counts.give(key);
+    this.#counters.released++;
+    if (this.#waiters.length > 0) this.#serveWaiters();
   }
 
   /** First come, first served: a waiter whose key is full does not block the others. */
