@@ -40,8 +40,8 @@ describe('npm pack', () => {
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('builds as it packs, and ships the code, its types, the licence and the readme', () => {
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/connection-pool.js', 'dist/nest/pool.module.js', 'LICENSE', 'README.md', 'package.json']) {
+  it('builds as it packs, and ships the code, its types, the licence, the readme and the guides', () => {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/connection-pool.js', 'dist/nest/pool.module.js', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
       expect(files).toContain(file);
     }
     expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
