@@ -1,0 +1,83 @@
+/**
+ * `@UsePooled` against `pool.use()`, each in a process of its own: the honest case the issue asks
+ * for. In one process, the pool's call sites have seen both callers before either is measured, so
+ * the JIT's feedback is shared (and the in-process rows of the main bench can favour either);
+ * here each variant warms and runs alone. Same pool options, same async body, default
+ * propagation, 1 or 100 callers.
+ *
+ * Run by `npm run bench`; `node dist-bench/bench/decorator-cost.js <variant> <callers>` prints one
+ * measurement as JSON.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ConnectionPool, getPoolToken, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
+
+export type DecoratorVariant = 'use' | 'decorated';
+
+interface Conn {
+  readonly id: number;
+}
+
+@Injectable()
+class Service {
+  constructor(@InjectPool('bench') private readonly pool: ConnectionPool<Conn>) {}
+
+  @UsePooled('bench')
+  async id(): Promise<number> {
+    return this.pool.current.id;
+  }
+}
+
+let ids = 0;
+@Module({
+  imports: [PoolModule.forRoot({ pools: [{ name: 'bench', connector: { create: async () => ({ id: ids++ }) }, options: { clientLimit: 1, maxSize: 10, minSize: 10, metrics: false } }] })],
+  providers: [Service],
+})
+class BenchModule {}
+
+/** Calls per second of `variant` with `callers` concurrent callers: the best of five rounds after a warm-up. */
+async function run(variant: DecoratorVariant, callers: number): Promise<number> {
+  const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
+  const pool = app.get<ConnectionPool<Conn>>(getPoolToken('bench'));
+  const service = app.get(Service);
+  // The same body on both sides: the decorated method's is `this.pool.current.id` in an async function.
+  const call = variant === 'use' ? () => pool.use(async (c) => c.id) : () => service.id();
+  const round = async (total: number) => {
+    let left = total;
+    const worker = async () => {
+      while (left-- > 0) await call();
+    };
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: callers }, worker));
+    return total / (Number(process.hrtime.bigint() - started) / 1e9);
+  };
+  await round(200_000);
+  let best = 0;
+  for (let i = 0; i < 5; i++) best = Math.max(best, await round(300_000));
+  await app.close();
+  return best;
+}
+
+/** One measurement in a fresh process. */
+export function measureDecoratorCase(variant: DecoratorVariant, callers: number): Promise<number> {
+  const script = fileURLToPath(import.meta.url);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, variant, String(callers)], { timeout: 300_000 }, (err, stdout) => {
+      if (err !== null) reject(err);
+      else resolve(JSON.parse(stdout) as number);
+    });
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  run(process.argv[2] as DecoratorVariant, Number(process.argv[3])).then(
+    (rate) => process.stdout.write(JSON.stringify(rate)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
+}
