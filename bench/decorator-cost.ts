@@ -43,8 +43,9 @@ async function run(variant: DecoratorVariant, callers: number): Promise<number> 
   const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
   const pool = app.get<ConnectionPool<Conn>>(getPoolToken('bench'));
   const service = app.get(Service);
-  // The same body on both sides: the decorated method's is `this.pool.current.id` in an async function.
-  const call = variant === 'use' ? () => pool.use(async (c) => c.id) : () => service.id();
+  // The same body on both sides: an async function that reads the scope's connection
+  // (`pool.current`, an AsyncLocalStorage read), as the decorated method does.
+  const call = variant === 'use' ? () => pool.use(async () => pool.current.id) : () => service.id();
   const round = async (total: number) => {
     let left = total;
     const worker = async () => {

@@ -44,6 +44,8 @@ export class PooledCall {
   readonly #byClass = new WeakMap<object, PoolLike>();
   /** The options of every call, checked once (use() takes them without checking again). */
   readonly #fixed: UseOptions;
+  /** The same for the hot path: undefined when no option is set, so use() has nothing to look at. */
+  readonly #perCall: UseOptions | undefined;
   /** `key` reads the arguments: each call builds its own options. */
   readonly #keyOf: ((...args: unknown[]) => unknown) | undefined;
   readonly #unbound: PoolLike;
@@ -59,6 +61,7 @@ export class PooledCall {
     readonly connectionAt: number | undefined,
   ) {
     this.#fixed = fixed;
+    this.#perCall = Object.values(fixed).every((v) => v === undefined) ? undefined : fixed;
     this.#keyOf = typeof options.key === 'function' ? (options.key as (...args: unknown[]) => unknown) : undefined;
     this.#unbound = refusing(
       () =>
@@ -99,7 +102,7 @@ export class PooledCall {
   /** Runs `fn` in `pool.use()` on the pool of `self`; a `key()` that throws or returns no key rejects, as the call would. */
   use(self: unknown, args: unknown[], fn: (conn: unknown) => unknown): Promise<unknown> {
     const pool = this.poolOf(self);
-    if (this.#keyOf === undefined) return pool.use(fn, this.#fixed); // the hot path: options built once
+    if (this.#keyOf === undefined) return pool.use(fn, this.#perCall); // the hot path: options built once, or none
     let options: UseOptions;
     try {
       options = this.useOptions(args);
