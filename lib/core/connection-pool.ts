@@ -346,8 +346,10 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     }
   }
 
-  /** Every way into the queue passes here, so each re-checks what refuses a caller. */
-  /** `admission`: the limiter's, for the lease; given back if the caller gets no connection. */
+  /**
+   * Every way into the queue passes here, so each re-checks what refuses a caller. `admission`:
+   * the limiter's, for the lease; given back if the caller gets no connection.
+   */
   #wait(options: AcquireOptions | undefined, admission: Admission | undefined): Promise<Lease<T>> {
     const signal = options?.signal;
     // One cheap test keeps the common case short; queueRefusal() looks closer.

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import type { PoolHealth } from './health.js';
 import type { Rule } from './option-rules.js';
 import type { PoolStats, RetireReason } from './stats.js';
-import { DURATION_BUCKETS, TIMING_INSTRUMENTS, TimingHistogram, timingSeries, timingsProduced, type PoolTimingSeries } from './pool-timings.js';
+import { DURATION_BUCKETS, TIMING_INSTRUMENTS, TimingHistogram, timingSeries, timingsProduced, type PoolTimingSeries, type TimingKind } from './pool-timings.js';
 
 /** Attributes of a measurement. */
 export type MetricsAttributes = Record<string, string | number | boolean>;
@@ -178,20 +178,22 @@ export class PoolMetrics {
 
   /** An acquire got its connection after `ms` (0 when one had room at once). */
   waited(ms: number): void {
-    if (timingsProduced()) this.#series.histograms.wait.record(ms / 1000);
-    else this.#wait.record(ms / 1000, this.#attributes);
+    this.#time('wait', this.#wait, ms);
   }
 
   /** A lease was held `ms`. */
   used(ms: number): void {
-    if (timingsProduced()) this.#series.histograms.use.record(ms / 1000);
-    else this.#use.record(ms / 1000, this.#attributes);
+    this.#time('use', this.#use, ms);
   }
 
   /** A connection took `ms` to open and be ready. */
   created(ms: number): void {
-    if (timingsProduced()) this.#series.histograms.create.record(ms / 1000);
-    else this.#create.record(ms / 1000, this.#attributes);
+    this.#time('create', this.#create, ms);
   }
 
+  /** Seconds into the pool's own histogram for a producer, if one exists; else through the Meter's. */
+  #time(kind: TimingKind, instrument: { record(value: number, attributes?: MetricsAttributes): void }, ms: number): void {
+    if (timingsProduced()) this.#series.histograms[kind].record(ms / 1000);
+    else instrument.record(ms / 1000, this.#attributes);
+  }
 }

@@ -42,6 +42,11 @@ export class GiveBack {
     return given;
   }
 
+  /** Whether it gave connections back lately and has not learned from it yet. */
+  get judging(): boolean {
+    return this.#gaveAt !== undefined;
+  }
+
   /** The member began a connection: if it gave some back lately, it gave them too early. */
   began(now: number, baseMs: number, maxMs: number): void {
     if (this.#gaveAt === undefined) return;

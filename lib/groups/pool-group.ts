@@ -159,9 +159,10 @@ export class PoolGroup<T> {
   /** A member begins a connection: one place more; if it gave connections back lately, too early. */
   #began(supply: BudgetMember): void {
     this.#total++;
+    // Only a member that gave connections back lately learns from it, so the base (a look at
+    // every member's connect time) is read then, not on every create.
     const giveBack = this.#bySupply.get(supply)?.giveBack;
-    const base = this.#giveBackBase();
-    if (giveBack !== undefined && base !== Infinity) giveBack.began(this.#timers.now(), base, this.options.member.maxIdleMs);
+    if (giveBack?.judging === true) giveBack.began(this.#timers.now(), this.#giveBackBase(), this.options.member.maxIdleMs);
   }
 
   /** A place is free: it goes to the hungriest member that waits for one. */

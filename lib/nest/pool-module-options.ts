@@ -126,7 +126,19 @@ export interface PoolModuleAsyncOptions extends StaticSettings {
 
 const STATIC_KEYS = keysOf<StaticSettings>({ isGlobal: true, httpErrors: true, imports: true, requestKey: true, extraProviders: true });
 const SETTINGS_KEYS = keysOf<PoolModuleSettings>({ pools: true, groups: true, limits: true, failOnWarmupError: true, shutdownGraceMs: true });
-const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({ ...Object.fromEntries(STATIC_KEYS.map((k) => [k, true])), pools: true, groups: true, useFactory: true, inject: true, useClass: true, useExisting: true } as Record<keyof PoolModuleAsyncOptions, true>);
+const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({
+  isGlobal: true,
+  httpErrors: true,
+  imports: true,
+  requestKey: true,
+  extraProviders: true,
+  pools: true,
+  groups: true,
+  useFactory: true,
+  inject: true,
+  useClass: true,
+  useExisting: true,
+});
 /** The keys each method takes; forFeature's settings are checked as given, before its pools join them. */
 const METHOD_KEYS: Readonly<Record<string, readonly string[]>> = {
   forRoot: [...STATIC_KEYS, ...SETTINGS_KEYS],
