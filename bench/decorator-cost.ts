@@ -8,12 +8,11 @@
  * Run by `npm run bench`; `node dist-bench/bench/decorator-cost.js <variant> <callers>` prints one
  * measurement as JSON.
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConnectionPool, getPoolToken, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
+import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
 export type DecoratorVariant = 'use' | 'decorated';
 
@@ -64,21 +63,7 @@ async function run(variant: DecoratorVariant, callers: number): Promise<number> 
 
 /** One measurement in a fresh process. */
 export function measureDecoratorCase(variant: DecoratorVariant, callers: number): Promise<number> {
-  const script = fileURLToPath(import.meta.url);
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, variant, String(callers)], { timeout: 300_000 }, (err, stdout) => {
-      if (err !== null) reject(err);
-      else resolve(JSON.parse(stdout) as number);
-    });
-  });
+  return inFreshProcess(import.meta.url, [variant, String(callers)]);
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  run(process.argv[2] as DecoratorVariant, Number(process.argv[3])).then(
-    (rate) => process.stdout.write(JSON.stringify(rate)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+answerWhenRun(import.meta.url, ([variant, callers]) => run(variant as DecoratorVariant, Number(callers)));

@@ -12,14 +12,13 @@
  * own work per request. Run by `npm run bench`; `node dist-bench/bench/hook-cost.js <case>` prints
  * one case as JSON.
  */
-import { execFile } from 'node:child_process';
 import { executionAsyncId } from 'node:async_hooks';
-import { fileURLToPath } from 'node:url';
 import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ConnectionPool, getPoolToken, PoolModule } from '../lib/index.js';
+import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
 export type HookCase = 'untouched' | 'none' | 'scoped';
 export interface HookCaseResult {
@@ -87,22 +86,7 @@ async function runCase(which: HookCase): Promise<HookCaseResult> {
 
 /** One case in a fresh process (the hook never turns off once on). */
 export function measureHookCase(which: HookCase): Promise<HookCaseResult> {
-  const script = fileURLToPath(import.meta.url);
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, which], { timeout: 300_000 }, (err, stdout) => {
-      if (err !== null) reject(err);
-      else resolve(JSON.parse(stdout) as HookCaseResult);
-    });
-  });
+  return inFreshProcess(import.meta.url, [which]);
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const which = process.argv[2] as HookCase;
-  runCase(which).then(
-    (r) => process.stdout.write(JSON.stringify(r)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+answerWhenRun(import.meta.url, ([which]) => runCase(which as HookCase));

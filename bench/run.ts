@@ -19,10 +19,10 @@ import type { MetricsMeter } from '../lib/core/pool-metrics.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
 import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js';
+import { measurePgCycles, type PgVariant } from './pg-cycles.js';
+import { measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
-/** Acquire, hold for one microtask, release: the same loop for every pool. */
-type Cycle = () => Promise<void>;
 
 const ACQUIRE_TIMEOUT_MS = 60_000;
 let ids = 0;
@@ -91,30 +91,12 @@ function tarnPool(max: number) {
 }
 
 /** A bare semaphore of `max` permits with a FIFO of waiters: the floor of any pool's cost. */
-function semaphore(max: number) {
-  let free = max;
-  const queue: (() => void)[] = [];
-  let head = 0;
-  const acquire = (): Promise<void> | undefined => {
-    if (free > 0) {
-      free--;
-      return undefined;
-    }
-    return new Promise<void>((resolve) => queue.push(resolve));
-  };
-  const release = (): void => {
-    if (head < queue.length) {
-      queue[head++]!();
-      if (head > 4096 && head * 2 > queue.length) {
-        queue.splice(0, head);
-        head = 0;
-      }
-    } else free++;
-  };
+function bareSemaphore(max: number) {
+  const permits = semaphore(max);
   const cycle: Cycle = async () => {
-    await acquire();
+    await permits.acquire();
     await undefined;
-    release();
+    permits.release();
   };
   return { cycle, warm: async () => {}, close: async () => {} };
 }
@@ -380,7 +362,7 @@ async function deepQueue(results: Record<string, unknown>, rows: string[][], fmt
       'nestjs-shared-pool': () => ours(1, 1_000),
       'generic-pool': () => generic(1_000),
       tarn: () => tarnPool(1_000),
-      'bare semaphore': () => semaphore(1_000),
+      'bare semaphore': () => bareSemaphore(1_000),
     },
     10_000,
     1_000_000,
@@ -389,7 +371,7 @@ async function deepQueue(results: Record<string, unknown>, rows: string[][], fmt
   results.deepQueue = { ...best, ratioVsSemaphore: ratio, ratioVsGenericPool: best['nestjs-shared-pool']! / best['generic-pool']! };
   const shape = 'deep queue: 10,000 callers, maxSize 1,000 (9,000 queued)';
   for (const [name, r] of Object.entries(best)) rows.push([shape, name, fmt(r), '']);
-  rows.push([shape, 'ratio vs bare semaphore', `${ratio.toFixed(2)}×`, 'target ≥ 0.5×']);
+  rows.push([shape, 'ratio vs bare semaphore, in one process', `${ratio.toFixed(2)}×`, 'see the fresh-process row']);
 }
 
 /** Warm exclusive acquire+release with 1 and 100 callers, beside generic-pool, tarn and the bare-await ceiling. */
@@ -404,7 +386,7 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
         'generic-pool': () => generic(10),
         tarn: () => tarnPool(10),
         // The floor of any FIFO pool's cost: what the share of the ceiling can be compared with.
-        'bare semaphore': () => semaphore(10),
+        'bare semaphore': () => bareSemaphore(10),
         'bare await (ceiling)': () => ({ cycle: bare, warm: async () => {}, close: async () => {} }),
       },
       concurrency,
@@ -583,6 +565,51 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
   results.promiseHook = { ...best, routeLossWhenScoped: 1 - best.scoped!.rate / base, routeLossWithNone: 1 - best.none!.rate / base, useNoneVsScoped: none / scoped };
 }
 
+/**
+ * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
+ * costs), each variant in a process of its own, taken in turn three times: the best rate of each.
+ */
+async function freshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const targets: Record<FreshShape, number> = { 'exclusive, 1 caller': 0.9, 'exclusive, 100 callers': 0.9, 'deep queue: 10,000 callers, maxSize 1,000': 0.7 };
+  const variants: FreshVariant[] = ['pool', 'semaphore', 'semaphore with leases'];
+  const fresh: Record<string, unknown> = {};
+  for (const shape of Object.keys(SHAPES) as FreshShape[]) {
+    const best: Record<FreshVariant, number> = { pool: 0, semaphore: 0, 'semaphore with leases': 0 };
+    for (let round = 0; round < 3; round++) {
+      for (const variant of variants) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
+    }
+    const ratio = best.pool / best.semaphore;
+    const floor = best['semaphore with leases'] / best.semaphore;
+    fresh[shape] = { ...best, ratioVsSemaphore: ratio, leasesVsSemaphore: floor };
+    const row = `${shape}, fresh processes`;
+    rows.push([row, 'nestjs-shared-pool / bare semaphore / semaphore with leases', `${fmt(best.pool)} / ${fmt(best.semaphore)} / ${fmt(best['semaphore with leases'])}`, '']);
+    rows.push([row, 'ratio vs bare semaphore', `${ratio.toFixed(2)}×`, `target ≥ ${targets[shape].toFixed(2)}×`]);
+    rows.push([row, 'control: semaphore with leases / bare semaphore', `${floor.toFixed(2)}×`, 'what a Promise<Lease> API costs before any bookkeeping']);
+  }
+  results.freshCycles = fresh;
+}
+
+/**
+ * PostgreSQL `SELECT 1` through this pool and through pg.Pool (max 10 each), 50 and 200 callers,
+ * each variant in a fresh process, taken in turn four times: the best rate of each.
+ */
+async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool'];
+  const pgResults: Record<string, unknown> = {};
+  for (const callers of [50, 200]) {
+    const best: Record<PgVariant, number> = { 'use()': 0, acquire: 0, 'pg.Pool': 0 };
+    for (let round = 0; round < 4; round++) {
+      for (const variant of variants) best[variant] = Math.max(best[variant], await measurePgCycles(variant, callers));
+    }
+    pgResults[`c${callers}`] = { ...best, useVsPgPool: best['use()'] / best['pg.Pool'], acquireVsPgPool: best.acquire / best['pg.Pool'] };
+    const shape = `PostgreSQL SELECT 1, max 10, ${callers} callers, fresh processes`;
+    rows.push([shape, 'pool.use() / a lease by hand / pg.Pool query()', `${fmt(best['use()'])} / ${fmt(best.acquire)} / ${fmt(best['pg.Pool'])}`, '']);
+    rows.push([shape, 'pool.use() / pg.Pool', `${(best['use()'] / best['pg.Pool']).toFixed(2)}×`, 'target ≥ 1.00×']);
+    rows.push([shape, 'a lease by hand / pg.Pool', `${(best.acquire / best['pg.Pool']).toFixed(2)}×`, 'no scope: the promise hook stays off']);
+  }
+  results.postgres = pgResults;
+}
+
 /** The pools side by side: exclusive and shared rates, deep queues, cold bursts, memory. */
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   await exclusiveBench(results, rows, fmt);
@@ -590,6 +617,8 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
   await decoratorBench(results, rows, fmt);
   await hookBench(results, rows, fmt);
   await deepQueue(results, rows, fmt);
+  await freshBench(results, rows, fmt);
+  await pgBench(results, rows, fmt);
 
   const shared: Record<string, unknown> = {};
   for (const maxSize of [10, 1000]) {
@@ -651,12 +680,18 @@ async function main() {
   const onlyHook = process.argv.includes('--hook');
   // `npm run bench -- --metrics`: only the cost of OpenTelemetry metrics, printed, results.json left as it is.
   const onlyMetrics = process.argv.includes('--metrics');
-  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics) {
+  // `npm run bench -- --fresh`: only the pool against a bare semaphore in fresh processes, printed, results.json left as it is.
+  const onlyFresh = process.argv.includes('--fresh');
+  // `npm run bench -- --pg`: only PostgreSQL against pg.Pool, printed, results.json left as it is.
+  const onlyPg = process.argv.includes('--pg');
+  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
     if (onlyHook) await hookBench(results, rows, fmt);
     if (onlyDeep) await deepQueue(results, rows, fmt);
+    if (onlyFresh) await freshBench(results, rows, fmt);
+    if (onlyPg) await pgBench(results, rows, fmt);
     for (const r of rows) console.log(r.join(' | '));
     return;
   }

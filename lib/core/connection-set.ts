@@ -1,4 +1,6 @@
+import type { Timers } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
+import { IdleStamps } from './idle-stamps.js';
 import type { SelectionStrategy } from './options.js';
 import { SharedConnection } from './shared-connection.js';
 import type { ConnectionStats } from './stats.js';
@@ -23,10 +25,13 @@ export class ConnectionSet<T> {
   capacity = 0;
   /** Ready connections out of the index while validate() runs. */
   validating = 0;
+  /** Dates connections whose last client left, one clock read per turn of the event loop. */
+  readonly idleStamps: IdleStamps<T>;
   #nextId = 1;
 
-  constructor(readonly clientLimit: number, strategy: SelectionStrategy) {
+  constructor(readonly clientLimit: number, strategy: SelectionStrategy, timers: Timers) {
     this.index = new ConnectionIndex(clientLimit, strategy);
+    this.idleStamps = new IdleStamps(timers);
   }
 
   /** Connections counting against maxSize: opening and ready, less ready ones being replaced. */
@@ -128,9 +133,14 @@ export class ConnectionSet<T> {
       clientLimit: c.limit,
       uses: c.uses,
       ageMs: c.state === 'opening' || c.state === 'establishing' ? 0 : now - c.createdAt,
-      idleMs: c.clients === 0 && c.state === 'ready' ? now - c.idleSince : 0,
+      idleMs: c.clients === 0 && c.state === 'ready' ? idleFor(c, now) : 0,
       validating: c.validating,
       rotating: c.rotating,
     }));
   }
+}
+
+/** How long `conn` has sat idle at `now`, ms: 0 until its idle stamp (see IdleStamps). */
+export function idleFor(conn: SharedConnection<unknown>, now: number): number {
+  return conn.idleSince === Infinity ? 0 : now - conn.idleSince;
 }

@@ -63,7 +63,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     readonly budget?: ConnectionBudget,
   ) {
     const o = options;
-    this.set = new ConnectionSet(o.clientLimit, o.strategy);
+    this.set = new ConnectionSet(o.clientLimit, o.strategy, timers);
     this.closer = new ConnectionCloser(connector, o, {
       timers,
       counters,
@@ -339,6 +339,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   stop(): void {
     this.keeper.stop();
     this.backoff.stop();
+    this.set.idleStamps.stop();
     for (const conn of [...this.set.all]) conn.abandon?.();
     this.refresh('closed');
     for (const conn of [...this.set.all]) conn.endValidation?.();

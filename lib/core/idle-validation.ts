@@ -28,8 +28,10 @@ export class IdleValidation<T> {
    */
   needed(conn: SharedConnection<T>): boolean {
     const after = this.options.validateAfterIdleMs;
-    if (this.connector.validate === undefined || (conn.checked && after === 0)) return false;
-    return this.timers.now() - conn.idleSince >= after;
+    if (this.connector.validate === undefined) return false;
+    if (after === 0) return !conn.checked;
+    // Idled in this turn of the event loop (not dated yet): idle for no time at all.
+    return conn.idleSince !== Infinity && this.timers.now() - conn.idleSince >= after;
   }
 
   /** Starts the check of `conn` (taken out of the index until it ends). */

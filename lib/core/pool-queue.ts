@@ -70,8 +70,8 @@ export class PoolQueue<L> {
 
   /** The head of the queue, out of it. */
   next(): Waiter<L> | null {
-    const w = this.#waiters.head;
-    if (w !== null) this.leave(w);
+    const w = this.#waiters.shift();
+    if (w !== null) this.#left(w);
     return w;
   }
 
@@ -79,6 +79,10 @@ export class PoolQueue<L> {
   leave(w: Waiter<L>): void {
     if (!w.queued) return;
     this.#waiters.remove(w);
+    this.#left(w);
+  }
+
+  #left(w: Waiter<L>): void {
     if (w.abort !== null) {
       w.abort.signal.removeEventListener('abort', w.abort.listener);
       w.abort = null;

@@ -67,11 +67,11 @@ export class WaiterDeadlines<L> {
     const now = this.timers.now();
     let next = Infinity;
     const due: Waiter<L>[] = [];
-    for (let w = this.queue.head; w !== null; w = w.next) {
+    this.queue.each((w) => {
       const deadline = w.deadline;
       if (deadline <= now) due.push(w);
       else if (deadline < next) next = deadline;
-    }
+    });
     if (due.length > 0) this.expired(due);
     this.#timer.set(next);
   }

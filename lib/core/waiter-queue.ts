@@ -19,10 +19,8 @@ function bind(resolve: (lease: unknown) => void, reject: (err: unknown) => void)
   forming!.reject = reject;
 }
 
-/** A caller queued for a connection. Links make removal O(1). */
+/** A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots. */
 export class Waiter<L> {
-  prev: Waiter<L> | null = null;
-  next: Waiter<L> | null = null;
   queued = false;
   /** Set only for callers with a signal, so the common waiter stays small. */
   abort: AbortHook | null = null;
@@ -61,6 +59,99 @@ export class Waiter<L> {
   }
 }
 
+/**
+ * The callers waiting for a connection, first come first served, in a ring of slots (as a bare
+ * semaphore's array): push and taking the head are O(1), and so is taking a waiter out from
+ * anywhere else: it is only marked, and the head passes over it when it gets there (the ring is
+ * compacted once marked slots outnumber waiting ones, so they cannot pile up).
+ */
+export class WaiterQueue<L> {
+  #slots: (Waiter<L> | undefined)[] = new Array<Waiter<L> | undefined>(16).fill(undefined);
+  /** The slot of the oldest entry, waiting or marked. */
+  #first = 0;
+  /** Slots in use, marked ones included. */
+  #used = 0;
+  /** Waiters still queued. */
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  /** The caller waiting longest, or null. */
+  get head(): Waiter<L> | null {
+    if (this.#length === 0) return null;
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    let w = slots[this.#first]!;
+    while (!w.queued) {
+      slots[this.#first] = undefined;
+      this.#first = (this.#first + 1) & mask;
+      this.#used--;
+      w = slots[this.#first]!;
+    }
+    return w;
+  }
+
+  push(w: Waiter<L>): void {
+    if (this.#used === this.#slots.length) this.#resize(this.#slots.length * 2);
+    w.queued = true;
+    this.#slots[(this.#first + this.#used) & (this.#slots.length - 1)] = w;
+    this.#used++;
+    this.#length++;
+  }
+
+  /** The head, out of the queue; null when none waits. */
+  shift(): Waiter<L> | null {
+    const w = this.head;
+    if (w === null) return null;
+    w.queued = false;
+    this.#slots[this.#first] = undefined;
+    this.#first = (this.#first + 1) & (this.#slots.length - 1);
+    this.#used--;
+    this.#length--;
+    return w;
+  }
+
+  /** Takes `w` out, wherever it is; a no-op if it is not queued. */
+  remove(w: Waiter<L>): void {
+    if (!w.queued) return;
+    w.queued = false;
+    this.#length--;
+    const marked = this.#used - this.#length;
+    if (this.#length === 0 || (marked > 32 && marked > this.#length)) this.#resize(this.#slots.length);
+  }
+
+  /** Calls `fn` on each waiter, in queue order. `fn` must not change the queue. */
+  each(fn: (w: Waiter<L>) => void): void {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    for (let i = 0; i < this.#used; i++) {
+      const w = slots[(this.#first + i) & mask]!;
+      if (w.queued) fn(w);
+    }
+  }
+
+  /** The waiters, in queue order. */
+  toArray(): Waiter<L>[] {
+    const all: Waiter<L>[] = [];
+    this.each((w) => all.push(w));
+    return all;
+  }
+
+  /** Moves the waiting entries, in order, to the start of a ring of `size` slots (a power of two), dropping marked ones. */
+  #resize(size: number): void {
+    const waiting = this.toArray();
+    let slots = this.#slots;
+    if (size !== slots.length || waiting.length > 0) slots = new Array<Waiter<L> | undefined>(Math.max(size, 16)).fill(undefined);
+    else slots.fill(undefined);
+    for (let i = 0; i < waiting.length; i++) slots[i] = waiting[i];
+    this.#slots = slots;
+    this.#first = 0;
+    this.#used = waiting.length;
+  }
+}
+
 /** A node of a {@link LinkedQueue}: the links live on the node, so nothing is allocated per entry. */
 export interface QueueNode<N> {
   prev: N | null;
@@ -68,7 +159,7 @@ export interface QueueNode<N> {
   queued: boolean;
 }
 
-/** FIFO whose push, and remove (of the head or any other), are O(1): the pool's waiters, the leases it has out. */
+/** FIFO whose push, and remove (of the head or any other), are O(1), with links on its nodes: the leases a pool has out, a group's waiting keys. */
 export class LinkedQueue<N extends QueueNode<N>> {
   #head: N | null = null;
   #tail: N | null = null;
@@ -105,5 +196,3 @@ export class LinkedQueue<N extends QueueNode<N>> {
   }
 }
 
-/** The callers waiting for a connection, first come first served. */
-export class WaiterQueue<L> extends LinkedQueue<Waiter<L>> {}

@@ -62,9 +62,7 @@ export class SlotWaiters<V> {
 
   /** The waiters in arrival order (a copy: serving one removes it). */
   snapshot(): SlotWaiter<V>[] {
-    const entries: Entry<V>[] = [];
-    for (let w = this.#queue.head; w !== null; w = w.next) entries.push(w as Entry<V>);
-    return entries;
+    return this.#queue.toArray() as Entry<V>[];
   }
 
   /** Whether `waiter` is still waiting (not served, timed out or aborted). */

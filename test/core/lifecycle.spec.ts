@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionFailedError, ConnectionsExhaustedError, PoolClosedError, type Lease } from '../../lib/index.js';
+import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, PoolClosedError, systemClock, type Lease } from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
@@ -151,6 +151,35 @@ describe('idle expiry, lifetime and minSize', () => {
     await clock.advance(2_000);
     expect(connector.live.size).toBe(0);
     expect(pool.stats().counters.retired).toBe(1);
+    await pool.close();
+  });
+
+  it('dates an idle connection from its release, read once at the end of the turn: idle 0 ms until then', async () => {
+    const { pool, clock } = makePool({ maxIdleMs: 5_000, reapIntervalMs: 1_000 });
+    await clock.advance(250);
+    const lease = await pool.acquire();
+    lease.release();
+    expect(pool.stats().connections[0]!.idleMs).toBe(0); // not dated yet: idle for no time, never less
+    await clock.advance(1_500);
+    expect(pool.stats().connections[0]!.idleMs).toBe(1_500); // from the release, not from the stamp
+    await pool.close();
+  });
+
+  it('reads the clock once for every connection idled in one turn of the event loop, not once per release', async () => {
+    let reads = 0;
+    const counting = { ...systemClock, now: () => (reads++, performance.now()) };
+    // No validate(): nothing else reads the clock on this path.
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'reads', clock: counting, maxSize: 4, minSize: 4 });
+    await pool.warmup();
+    const before = reads;
+    for (let i = 0; i < 1_000; i++) {
+      const leases = await Promise.all([pool.acquire(), pool.acquire(), pool.acquire()]);
+      for (const lease of leases) lease.release();
+    }
+    expect(reads - before).toBeLessThanOrEqual(1); // 3,000 releases to idle, one turn (the stamp may not have run yet)
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads - before).toBe(1);
+    expect(pool.stats().connections.filter((c) => c.idleMs >= 0 && c.clients === 0)).toHaveLength(4);
     await pool.close();
   });
 

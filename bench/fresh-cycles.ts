@@ -1,0 +1,133 @@
+/**
+ * This pool's warm acquire + release against a bare FIFO semaphore, each in a process of its own.
+ * In the main bench's one process every contender (pools with limiters, metrics, groups, the
+ * peers) has run before the ratio is taken: the pool's call sites carry the JIT feedback of every
+ * configuration, and a deep queue meets an old generation filled by earlier rows. Here each
+ * variant warms and runs alone, the variants taken in turn.
+ *
+ * Run by `npm run bench`; `node dist-bench/bench/fresh-cycles.js <variant> <shape>` prints one
+ * measurement (cycles per second) as JSON.
+ */
+import { ConnectionPool } from '../lib/core/index.js';
+import { answerWhenRun, inFreshProcess } from './fresh-process.js';
+
+/** Acquire, hold for one microtask, release. */
+export type Cycle = () => Promise<void>;
+
+/**
+ * `semaphore`: a bare semaphore of permits with a FIFO of waiters, the floor of any pool's cost.
+ * `semaphore with leases`: the same, handing each caller a lease object through a promise (as any
+ * `acquire(): Promise<Lease>` must) whose `release()` gives the permit back: what the API's shape
+ * costs before any pool bookkeeping.
+ */
+export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases';
+
+/** Callers and connections: one caller, 100 callers on 10, and 10,000 on 1,000 (9,000 queued). */
+export const SHAPES = {
+  'exclusive, 1 caller': { callers: 1, maxSize: 10, total: 1_000_000 },
+  'exclusive, 100 callers': { callers: 100, maxSize: 10, total: 1_000_000 },
+  'deep queue: 10,000 callers, maxSize 1,000': { callers: 10_000, maxSize: 1_000, total: 1_000_000 },
+} as const;
+export type FreshShape = keyof typeof SHAPES;
+
+/** A bare semaphore of `max` permits with a FIFO of waiters (an array with a moving head). */
+export function semaphore(max: number): { acquire(): Promise<void> | undefined; release(): void } {
+  let free = max;
+  const queue: (() => void)[] = [];
+  let head = 0;
+  return {
+    acquire() {
+      if (free > 0) {
+        free--;
+        return undefined;
+      }
+      return new Promise<void>((resolve) => queue.push(resolve));
+    },
+    release() {
+      if (head < queue.length) {
+        queue[head++]!();
+        if (head > 4096 && head * 2 > queue.length) {
+          queue.splice(0, head);
+          head = 0;
+        }
+      } else free++;
+    },
+  };
+}
+
+/** A lease of the semaphore: released once. */
+class PermitLease {
+  #done = false;
+  constructor(readonly permits: { release(): void }) {}
+  release(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.permits.release();
+  }
+}
+
+async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle: Cycle; close: () => Promise<void> }> {
+  if (variant === 'pool') {
+    let ids = 0;
+    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000 });
+    await pool.warmup();
+    return {
+      cycle: async () => {
+        const lease = await pool.acquire();
+        await undefined;
+        lease.release();
+      },
+      close: () => pool.close(),
+    };
+  }
+  const permits = semaphore(maxSize);
+  if (variant === 'semaphore') {
+    return {
+      cycle: async () => {
+        await permits.acquire();
+        await undefined;
+        permits.release();
+      },
+      close: async () => {},
+    };
+  }
+  const acquire = (): Promise<PermitLease> => {
+    const waiting = permits.acquire();
+    return waiting === undefined ? Promise.resolve(new PermitLease(permits)) : waiting.then(() => new PermitLease(permits));
+  };
+  return {
+    cycle: async () => {
+      const lease = await acquire();
+      await undefined;
+      lease.release();
+    },
+    close: async () => {},
+  };
+}
+
+/** Cycles per second of `variant` in `shape`: the best of five rounds after a warm-up. */
+async function run(variant: FreshVariant, shape: FreshShape): Promise<number> {
+  const { callers, maxSize, total } = SHAPES[shape];
+  const { cycle, close } = await cycleOf(variant, maxSize);
+  const round = async (cycles: number) => {
+    const per = Math.ceil(cycles / callers);
+    const worker = async () => {
+      for (let i = 0; i < per; i++) await cycle();
+    };
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: callers }, worker));
+    return (per * callers) / (Number(process.hrtime.bigint() - started) / 1e9);
+  };
+  await round(total / 5);
+  let best = 0;
+  for (let i = 0; i < 5; i++) best = Math.max(best, await round(total));
+  await close();
+  return best;
+}
+
+/** One measurement in a fresh process. */
+export function measureFreshCycles(variant: FreshVariant, shape: FreshShape): Promise<number> {
+  return inFreshProcess(import.meta.url, [variant, shape]);
+}
+
+answerWhenRun(import.meta.url, ([variant, shape]) => run(variant as FreshVariant, shape as FreshShape));

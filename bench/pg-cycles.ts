@@ -1,0 +1,79 @@
+/**
+ * PostgreSQL `SELECT 1` through this pool against `pg.Pool`, each variant in a process of its own
+ * (no shared JIT feedback, no promise hook left on by another variant), taken in turn: a query
+ * on the real server costs tens of microseconds, so the pools' difference is small against the
+ * noise, and only alternating fresh processes with several rounds each can tell it.
+ *
+ * Run by `npm run bench`; `node dist-bench/bench/pg-cycles.js <variant> <callers>` prints one
+ * measurement (queries per second) as JSON.
+ */
+import pg from 'pg';
+import { ConnectionPool, type Connector } from '../lib/core/index.js';
+import { answerWhenRun, inFreshProcess } from './fresh-process.js';
+
+/** `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`: `pool.query()`. */
+export type PgVariant = 'use()' | 'acquire' | 'pg.Pool';
+
+export const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const MAX = 10;
+
+/** A plain pg.Client per connection, exclusive, as pg.Pool has them. */
+const clients: Connector<pg.Client> = {
+  clientLimit: 1,
+  async create(ctx) {
+    const client = new pg.Client({ connectionString: PG_URL });
+    client.on('error', (err: Error) => ctx.retire(err.message));
+    await client.connect();
+    return client;
+  },
+  close: (client) => client.end(),
+};
+
+async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unknown>; close: () => Promise<void> }> {
+  if (variant === 'pg.Pool') {
+    const pool = new pg.Pool({ connectionString: PG_URL, max: MAX });
+    return { query: () => pool.query('SELECT 1'), close: () => pool.end() };
+  }
+  // Health lines (exhausted under this load, by design) would land in the measurement's stdout.
+  const logger = { warn: () => {}, error: (message: string) => console.error(message) };
+  const pool = new ConnectionPool(clients, { name: 'pg', maxSize: MAX, minSize: MAX, metrics: false, logger });
+  await pool.warmup();
+  const query =
+    variant === 'use()'
+      ? () => pool.use((client) => client.query('SELECT 1'))
+      : async () => {
+          const lease = await pool.acquire();
+          try {
+            return await lease.connection.query('SELECT 1');
+          } finally {
+            lease.release();
+          }
+        };
+  return { query, close: () => pool.close() };
+}
+
+/** Queries per second with `callers` concurrent callers: the best of four rounds after a warm-up. */
+async function run(variant: PgVariant, callers: number): Promise<number> {
+  const { query, close } = await queryOf(variant);
+  const round = async (total: number) => {
+    let left = total;
+    const worker = async () => {
+      while (left-- > 0) await query();
+    };
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: callers }, worker));
+    return total / (Number(process.hrtime.bigint() - started) / 1e9);
+  };
+  await round(5_000);
+  let best = 0;
+  for (let i = 0; i < 4; i++) best = Math.max(best, await round(20_000));
+  await close();
+  return best;
+}
+
+/** One measurement in a fresh process. */
+export function measurePgCycles(variant: PgVariant, callers: number): Promise<number> {
+  return inFreshProcess(import.meta.url, [variant, String(callers)]);
+}
+
+answerWhenRun(import.meta.url, ([variant, callers]) => run(variant as PgVariant, Number(callers)));
