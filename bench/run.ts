@@ -20,6 +20,7 @@ import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
 import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js';
 import { measurePgCycles, type PgVariant } from './pg-cycles.js';
+import { groupReleaseMicros } from './group-scale.js';
 import { measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
@@ -610,6 +611,16 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
   results.postgres = pgResults;
 }
 
+/** A pool group's release with the budget spent, as the number of members grows: flat, not O(n log n). */
+async function groupScaleBench(results: Record<string, unknown>, rows: string[][]): Promise<void> {
+  const micros: Record<string, number> = {};
+  for (const members of [200, 1_000, 10_000]) micros[members] = await groupReleaseMicros(members);
+  results.groupScale = micros;
+  for (const [members, us] of Object.entries(micros)) {
+    rows.push([`pool group, 100 places spent, ${Number(members).toLocaleString('en')} members`, 'time per release (every other member waits)', `${us.toFixed(1)} µs`, 'target: flat in the members (O(log n))']);
+  }
+}
+
 /** The pools side by side: exclusive and shared rates, deep queues, cold bursts, memory. */
 async function poolBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   await exclusiveBench(results, rows, fmt);
@@ -619,6 +630,7 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
   await deepQueue(results, rows, fmt);
   await freshBench(results, rows, fmt);
   await pgBench(results, rows, fmt);
+  await groupScaleBench(results, rows);
 
   const shared: Record<string, unknown> = {};
   for (const maxSize of [10, 1000]) {
@@ -684,7 +696,9 @@ async function main() {
   const onlyFresh = process.argv.includes('--fresh');
   // `npm run bench -- --pg`: only PostgreSQL against pg.Pool, printed, results.json left as it is.
   const onlyPg = process.argv.includes('--pg');
-  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg) {
+  // `npm run bench -- --groups`: only a pool group's release as members grow, printed, results.json left as it is.
+  const onlyGroups = process.argv.includes('--groups');
+  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
@@ -692,6 +706,7 @@ async function main() {
     if (onlyDeep) await deepQueue(results, rows, fmt);
     if (onlyFresh) await freshBench(results, rows, fmt);
     if (onlyPg) await pgBench(results, rows, fmt);
+    if (onlyGroups) await groupScaleBench(results, rows);
     for (const r of rows) console.log(r.join(' | '));
     return;
   }

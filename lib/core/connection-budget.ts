@@ -45,6 +45,8 @@ export interface MemberSide extends BudgetMember {
   readonly counters: { readonly released: number };
   /** Callers queued now. */
   waiting(): number;
+  /** Every connection, from the start of its create to the end of its close (as `load().connections`, in O(1)). */
+  connectionCount(): number;
   /** How long the caller queued longest has waited, ms; 0 with none. */
   waitedMs(): number;
   /** How long a create took to be ready, ms, smoothed; 0 before the first. */

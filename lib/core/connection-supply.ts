@@ -261,6 +261,11 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     return this.host.waiting();
   }
 
+  /** @internal For a pool group: every connection, opening and closing ones included. */
+  connectionCount(): number {
+    return this.set.all.size;
+  }
+
   /** @internal For a pool group: how long the caller queued longest has waited, ms; 0 with none. */
   waitedMs(): number {
     const since = this.host.waitedSince();

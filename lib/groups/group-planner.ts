@@ -1,5 +1,5 @@
 // The planning of a pool group: many members (one per tenant or database) share one
-// budget of connections. This file only decides; the group carries the decisions out. Every
+// budget of connections. This file only plans shares; PlaceTransfers decides with them, and the group carries the decisions out. Every
 // function is pure over a snapshot of the members' loads, so each decision can be tested on a
 // hand-built state.
 //
@@ -56,12 +56,6 @@ export interface MemberPlan {
   /** How strongly it stands there: for a hungry member its demand; for an overfull one its extra connections, weighted by the age of its oldest one. */
   readonly score: number;
 }
-
-/** What to do for an acquire of a member that has no connection with room: open one, take one from `from`, or wait. */
-export type AcquirePlan = { readonly kind: 'open' } | { readonly kind: 'steal'; readonly from: string } | { readonly kind: 'wait' };
-
-/** What to do with a connection its member no longer uses: keep it, or close it so that `to` can open one. */
-export type ReleasePlan = { readonly kind: 'keep' } | { readonly kind: 'transfer'; readonly to: string };
 
 /** A lease held for no measured time still counts: without it, a member with only waiters would have no demand. */
 const MIN_HOLD_ESTIMATE_MS = 1;
@@ -149,43 +143,4 @@ export function planMembers(loads: readonly MemberLoad[], settings: PlanSettings
     }
     return { key: load.key, demand, quota, hunger: 'satisfied', score: 0 };
   });
-}
-
-/**
- * An acquire of member `key` that found no connection with room. With the budget not spent, open
- * one at once (no planning cost while the group is not constrained). Otherwise a hungry member
- * takes an idle connection from the most overfull member that has one it may give up; anyone
- * else waits for a release.
- */
-export function planAcquire(key: string, loads: readonly MemberLoad[], settings: PlanSettings): AcquirePlan {
-  const total = loads.reduce((sum, l) => sum + l.connections, 0);
-  if (total < settings.maxTotal) return { kind: 'open' };
-  const plans = planMembers(loads, settings);
-  if (plans.find((p) => p.key === key)?.hunger !== 'hungry') return { kind: 'wait' };
-  const victim = mostOverfull(plans, loads, key);
-  return victim === undefined ? { kind: 'wait' } : { kind: 'steal', from: victim };
-}
-
-/**
- * A connection of member `key` went idle after being held `heldMs`. A member keeps it while it is
- * hungry, or has waiters and is within its quota. An overfull member gives it, once held for the
- * minimum hold time, to the hungriest member with waiters, even if it has waiters of its own:
- * otherwise a busy member's queue would take every connection it frees, and a member with one
- * caller now and then would wait until the busy one's load fell.
- */
-export function planRelease(key: string, heldMs: number, loads: readonly MemberLoad[], settings: PlanSettings): ReleasePlan {
-  const own = loads.find((l) => l.key === key);
-  if (own === undefined || heldMs < settings.minHoldMs) return { kind: 'keep' };
-  const plans = planMembers(loads, settings);
-  const hunger = plans.find((p) => p.key === key)!.hunger;
-  if (hunger === 'hungry' || (own.waiting > 0 && hunger !== 'overfull')) return { kind: 'keep' };
-  const waiting = new Set(loads.filter((l) => l.waiting > 0 && l.key !== key).map((l) => l.key));
-  const hungriest = plans.filter((p) => p.hunger === 'hungry' && waiting.has(p.key)).sort((a, b) => b.score - a.score)[0];
-  return hungriest === undefined ? { kind: 'keep' } : { kind: 'transfer', to: hungriest.key };
-}
-
-/** The most overfull member other than `except` with a connection it may give up. */
-function mostOverfull(plans: readonly MemberPlan[], loads: readonly MemberLoad[], except: string): string | undefined {
-  const givers = new Set(loads.filter((l) => l.stealable > 0 && l.key !== except).map((l) => l.key));
-  return plans.filter((p) => p.hunger === 'overfull' && givers.has(p.key)).sort((a, b) => b.score - a.score)[0]?.key;
 }

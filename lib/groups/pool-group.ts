@@ -1,7 +1,8 @@
 import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
 import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
-import { connectionsFor, planAcquire, planMembers, planRelease, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { connectionsFor, planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { PlaceTransfers, type TransferMember } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
 import { MemberWaiters } from './member-waiters.js';
@@ -9,7 +10,7 @@ import { GiveBack } from './give-back.js';
 import type { PoolGroupMemberStats, PoolGroupStats } from './group-stats.js';
 
 /** One member: a pool of one key (tenant, database), and what the group measures of it. */
-interface Member<T> {
+interface Member<T> extends TransferMember {
   readonly key: string;
   readonly pool: ConnectionPool<T>;
   readonly side: MemberSide;
@@ -20,8 +21,6 @@ interface Member<T> {
   busyMs: number;
   /** Connections it needed lately (in use, and for its waiters), smoothed over the group's ticks. */
   recentNeed: number;
-  /** Its connections the group retired for another member, not yet closed. */
-  giving: number;
   /** When it was last asked for a connection. */
   lastUsed: number;
   /** How soon it gives a burst's idle connections back, as it learns its rhythm. */
@@ -46,11 +45,10 @@ export class PoolGroup<T> {
   #timer: TimerHandle | undefined;
   /** Connections of every member, opening and closing ones included. */
   #total = 0;
-  /** Connections the group retired for another member, not yet closed: places on their way. */
-  #freeing = 0;
-  #transfers = 0;
   /** Connections members gave back after a burst. */
   #givenBack = 0;
+  /** Places moving between members once the budget is spent. */
+  readonly #transfers: PlaceTransfers<Member<T>>;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** The budget as the member pools see it (kept off the group's public face). */
@@ -74,6 +72,15 @@ export class PoolGroup<T> {
     this.#metrics = GroupMetrics.of(this.options.metrics, this, this.options.name);
     const o = this.options;
     this.#keyWaiters = new MemberWaiters(this.#timers, o.name, o.maxMembers, o.maxWaiting, o.rebalanceIntervalMs);
+    this.#transfers = new PlaceTransfers({
+      maxTotal: o.maxTotal,
+      clientLimit: o.member.clientLimit,
+      total: () => this.#total,
+      members: () => this.#members.values(),
+      loads: (members) => this.#loads(members),
+      settings: () => this.#plan(),
+      now: () => this.#timers.now(),
+    });
     this.#schedule();
   }
 
@@ -126,7 +133,7 @@ export class PoolGroup<T> {
       clientLimit: this.options.member.clientLimit,
       total: this.#total,
       waiting,
-      transfers: this.#transfers,
+      transfers: this.#transfers.transfers,
       givenBack: this.#givenBack,
       utilization,
       health: this.#health(utilization, waiting, members),
@@ -169,28 +176,20 @@ export class PoolGroup<T> {
   #ended(supply: BudgetMember): void {
     this.#total--;
     const member = this.#bySupply.get(supply);
-    if (member !== undefined && member.giving > 0) {
-      member.giving--;
-      this.#freeing--;
-    }
-    if (!this.#closed) this.#handOut();
+    if (member !== undefined) this.#transfers.ended(member);
+    if (!this.#closed) this.#transfers.handOut();
   }
 
   /** A member has callers it cannot serve and the budget is spent: take a place for it. */
   #starved(supply: BudgetMember): void {
     const member = this.#bySupply.get(supply);
-    if (member !== undefined && !this.#closed) this.#steal(member);
+    if (member !== undefined && !this.#closed) this.#transfers.starved(member);
   }
 
   /** Whether the connection a member's last client leaves goes to a hungrier member. */
   #yields(supply: BudgetMember, heldMs: number): boolean {
     const member = this.#bySupply.get(supply);
-    // Unconstrained, or enough places on their way: the member keeps its connection.
-    if (member === undefined || this.#closed || this.#total < this.options.maxTotal || this.#freeing >= this.#unmet(member)) return false;
-    const plan = planRelease(member.key, heldMs, this.#loads(), this.#plan());
-    if (plan.kind !== 'transfer') return false;
-    this.#giving(member);
-    return true;
+    return member !== undefined && !this.#closed && this.#transfers.yields(member, heldMs);
   }
 
   // ---- members --------------------------------------------------------------------------------
@@ -236,7 +235,7 @@ export class PoolGroup<T> {
     // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
     const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
     const side = pool[kMember]();
-    const member: Member<T> = { key, pool, side, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now(), giveBack: new GiveBack() };
+    const member: Member<T> = { key, pool, side, quota: 0, demand: 0, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now(), giveBack: new GiveBack() };
     this.#members.set(key, member);
     this.#bySupply.set(side, member);
     return member;
@@ -257,54 +256,8 @@ export class PoolGroup<T> {
   #forget(m: Member<T>): void {
     this.#members.delete(m.key);
     this.#bySupply.delete(m.side);
-    // Its closes still end (and free their places), but no longer under its name.
-    this.#freeing -= m.giving;
-    m.giving = 0;
+    this.#transfers.forget(m);
     void m.pool.close();
-  }
-
-  /** Connections the members other than `except` wait for and are not opening: what places on their way should cover. */
-  #unmet(except?: Member<T>): number {
-    const perConnection = this.options.member.clientLimit;
-    let unmet = 0;
-    for (const m of this.#members.values()) {
-      if (m === except) continue;
-      const waiting = m.side.waiting();
-      if (waiting > 0) unmet += Math.max(0, connectionsFor(0, waiting, perConnection) - m.side.load(Infinity).opening);
-    }
-    return unmet;
-  }
-
-  /** Takes an idle place of the most overfull member for hungry `taker`, unless enough are on their way. */
-  #steal(taker: Member<T>): void {
-    if (this.#freeing >= this.#unmet()) return;
-    const plan = planAcquire(taker.key, this.#loads(), this.#plan());
-    if (plan.kind !== 'steal') return;
-    const victim = this.#members.get(plan.from)!;
-    if (victim.side.retireOldestIdle(this.#minHold())) this.#giving(victim);
-  }
-
-  #giving(member: Member<T>): void {
-    member.giving++;
-    this.#freeing++;
-    this.#transfers++;
-  }
-
-  /** Free places go to members that wait, hungriest first (the planner's order), then any that waits. */
-  #handOut(): void {
-    if (this.#total >= this.options.maxTotal) return;
-    const waiting = [...this.#members.values()].filter((m) => m.side.waiting() > 0);
-    if (waiting.length === 0) return;
-    const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
-    const rank = (m: Member<T>) => {
-      const p = plans.get(m.key)!;
-      return p.hunger === 'hungry' ? p.quota - m.side.load(Infinity).connections : 0;
-    };
-    waiting.sort((a, b) => rank(b) - rank(a) || plans.get(b.key)!.score - plans.get(a.key)!.score);
-    for (const m of waiting) {
-      if (this.#total >= this.options.maxTotal) return;
-      m.side.demand();
-    }
   }
 
   #anyWaiting(): boolean {
@@ -329,9 +282,9 @@ export class PoolGroup<T> {
     return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit, minHoldMs: this.#minHold() };
   }
 
-  #loads(): MemberLoad[] {
+  #loads(members: readonly Member<T>[] = [...this.#members.values()]): MemberLoad[] {
     const minHold = this.#minHold();
-    return [...this.#members.values()].map((m) => {
+    return members.map((m) => {
       const load = m.side.load(minHold);
       const waiting = m.side.waiting();
       return { key: m.key, ...load, waiting, holdMs: m.holdMs, recentNeed: m.recentNeed, waitedMs: m.side.waitedMs() };
@@ -380,11 +333,10 @@ export class PoolGroup<T> {
       m.recentNeed = 0.7 * m.recentNeed + 0.3 * connectionsFor(inUse, m.side.waiting(), perConnection);
     }
     this.#sample();
-    this.#handOut();
-    // The rebalance: members still waiting once the budget is spent take what they could not take
-    // before (too young). Not ahead of demand: the simulation scores closing idle places before
-    // anyone waits lower (members arriving and leaving: 72.8 → 65.9), as it adds churn.
-    if (this.#total >= o.maxTotal) for (const m of this.#members.values()) if (m.side.waiting() > 0) this.#steal(m);
+    // Places go to members that wait, and members still waiting once the budget is spent take
+    // what they could not take before (too young). Not ahead of demand: the simulation scores
+    // closing idle places before anyone waits lower (members arriving and leaving: 72.8 → 65.9), as it adds churn.
+    this.#transfers.tick();
     // A burst's connections go back to the server once its demand has fallen (see give-back.ts).
     // Not while members wait: then places change member by the planner's rules (minimum hold, quotas).
     const base = this.#giveBackBase();

@@ -1,30 +1,17 @@
-// The group planner's decisions on hand-built states: quotas from demand, hunger,
-// stealing and release routing, with the minimum hold time.
+// The group planner on hand-built states: quotas from demand, hunger and scores. The decisions
+// taken with them (stealing, release routing, the minimum hold) are place-transfers.spec's.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
   demandOf,
-  planAcquire,
   planMembers,
-  planRelease,
   quotasOf,
   type MemberLoad,
   type PlanSettings,
 } from '../../lib/groups/group-planner.js';
+import { load } from '../support/member-load.js';
 
 const settings: PlanSettings = { maxTotal: 10, clientLimit: 1, minHoldMs: 50 };
-
-/** A member's load: nothing held, nothing asked, unless said. */
-const load = (key: string, fields: Partial<Omit<MemberLoad, 'key'>> = {}): MemberLoad => ({
-  key,
-  connections: 0,
-  inUse: 0,
-  stealable: 0,
-  waiting: 0,
-  holdMs: 10,
-  oldestMs: 0,
-  ...fields,
-});
 
 const quotas = (loads: MemberLoad[], s: PlanSettings = settings) => Object.fromEntries(quotasOf(loads, s));
 const hunger = (loads: MemberLoad[], s: PlanSettings = settings) => Object.fromEntries(planMembers(loads, s).map((p) => [p.key, p.hunger]));
@@ -94,56 +81,6 @@ describe('hunger', () => {
   });
 });
 
-describe('an acquire with no connection free', () => {
-  it('opens one at once while the budget is not spent, whatever the member’s quota', () => {
-    const loads = [load('a', { connections: 8, inUse: 8, waiting: 5 }), load('b', { connections: 1, inUse: 1 })];
-    expect(planAcquire('a', loads, settings)).toEqual({ kind: 'open' });
-  });
-
-  it('takes, for a hungry member, an idle connection of the most overfull member that may give one up', () => {
-    const loads = [
-      load('hungry', { waiting: 2 }),
-      load('full', { connections: 4, stealable: 4, oldestMs: 5_000 }),
-      load('fuller', { connections: 6, stealable: 6, oldestMs: 5_000 }),
-    ];
-    expect(planAcquire('hungry', loads, settings)).toEqual({ kind: 'steal', from: 'fuller' });
-  });
-
-  it('waits when the overfull members’ idle connections are younger than the minimum hold time', () => {
-    const loads = [load('hungry', { waiting: 2 }), load('fresh', { connections: 10, stealable: 0, oldestMs: 10 })];
-    expect(planAcquire('hungry', loads, settings)).toEqual({ kind: 'wait' });
-  });
-
-  it('waits when the member is not hungry: it has its share', () => {
-    const loads = [load('a', { connections: 5, inUse: 5, waiting: 1 }), load('b', { connections: 5, inUse: 5, waiting: 1 })];
-    expect(planAcquire('a', loads, settings)).toEqual({ kind: 'wait' });
-  });
-});
-
-describe('a release', () => {
-  it('keeps the connection for the member’s own waiters while it is within its quota', () => {
-    // a's quota is 4 of the 10 (its demand is 60 of 140), b's 6: b is hungry, but a keeps its own.
-    const loads = [load('a', { connections: 4, inUse: 3, waiting: 3 }), load('b', { connections: 5, inUse: 5, waiting: 3 })];
-    expect(hunger(loads)).toEqual({ a: 'satisfied', b: 'hungry' });
-    expect(planRelease('a', 1_000, loads, settings)).toEqual({ kind: 'keep' });
-  });
-
-  it('hands an overfull member’s connection to the hungriest member with waiters, even past its own waiters', () => {
-    const loads = [load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100, oldestMs: 5_000 }), load('rare', { waiting: 1, holdMs: 5 })];
-    expect(planRelease('busy', 1_000, loads, settings)).toEqual({ kind: 'transfer', to: 'rare' });
-  });
-
-  it('keeps a connection held for less than the minimum hold time', () => {
-    const loads = [load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100 }), load('rare', { waiting: 1 })];
-    expect(planRelease('busy', 10, loads, settings)).toEqual({ kind: 'keep' });
-  });
-
-  it('keeps it when nobody else waits', () => {
-    const loads = [load('a', { connections: 6, inUse: 1 }), load('b', { connections: 4, inUse: 4 })];
-    expect(planRelease('a', 1_000, loads, settings)).toEqual({ kind: 'keep' });
-  });
-});
-
 describe('with the need the group measured lately', () => {
   const small: PlanSettings = { maxTotal: 4, clientLimit: 1, minHoldMs: 50 };
 
@@ -151,10 +88,9 @@ describe('with the need the group measured lately', () => {
     // 'a' needed about two connections lately; a burst queued six callers on its two.
     const loads = [load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }), load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 })];
     expect(hunger(loads, small)).toEqual({ a: 'satisfied', b: 'satisfied' });
-    expect(planAcquire('a', loads, small)).toEqual({ kind: 'wait' });
-    // Without the measured need, the burst alone would take b's connections.
+    // Without the measured need, the burst alone would make a hungry and b overfull.
     const instant = loads.map(({ recentNeed: _, ...l }) => l);
-    expect(planAcquire('a', instant, small)).toEqual({ kind: 'steal', from: 'b' });
+    expect(hunger(instant, small)).toEqual({ a: 'hungry', b: 'overfull' });
   });
 
   it('lets a member that stopped go within a second: a small residue is no need', () => {
@@ -164,7 +100,6 @@ describe('with the need the group measured lately', () => {
   it('counts a member that waits with no connection as needing one, whatever it needed before', () => {
     const loads = [load('new', { waiting: 1, recentNeed: 0 }), load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 })];
     expect(quotas(loads, small)).toEqual({ new: 1, a: 3 });
-    expect(planAcquire('new', loads, small)).toEqual({ kind: 'steal', from: 'a' });
   });
 
   it('gives the first connections of a short budget to the members waiting longest, not the largest', () => {
