@@ -78,6 +78,11 @@ export class WaiterQueue<L> {
     return this.#length;
   }
 
+  /** Slots in use, those of waiters taken out but not yet passed over included. */
+  get slotsInUse(): number {
+    return this.#used;
+  }
+
   /** The caller waiting longest, or null. */
   get head(): Waiter<L> | null {
     if (this.#length === 0) return null;
@@ -109,7 +114,7 @@ export class WaiterQueue<L> {
     this.#slots[this.#first] = undefined;
     this.#first = (this.#first + 1) & (this.#slots.length - 1);
     this.#used--;
-    this.#length--;
+    if (--this.#length === 0 && this.#used > 0) this.#clear();
     return w;
   }
 
@@ -119,7 +124,8 @@ export class WaiterQueue<L> {
     w.queued = false;
     this.#length--;
     const marked = this.#used - this.#length;
-    if (this.#length === 0 || (marked > 32 && marked > this.#length)) this.#resize(this.#slots.length);
+    if (this.#length === 0) this.#clear();
+    else if (marked > 32 && marked > this.#length) this.#resize(this.#slots.length);
   }
 
   /** Calls `fn` on each waiter, in queue order. `fn` must not change the queue. */
@@ -139,12 +145,18 @@ export class WaiterQueue<L> {
     return all;
   }
 
+  /** No waiter is left: the slots of those taken out are let go (only the slots in use are touched). */
+  #clear(): void {
+    const mask = this.#slots.length - 1;
+    for (let i = 0; i < this.#used; i++) this.#slots[(this.#first + i) & mask] = undefined;
+    this.#first = 0;
+    this.#used = 0;
+  }
+
   /** Moves the waiting entries, in order, to the start of a ring of `size` slots (a power of two), dropping marked ones. */
   #resize(size: number): void {
     const waiting = this.toArray();
-    let slots = this.#slots;
-    if (size !== slots.length || waiting.length > 0) slots = new Array<Waiter<L> | undefined>(Math.max(size, 16)).fill(undefined);
-    else slots.fill(undefined);
+    const slots = new Array<Waiter<L> | undefined>(Math.max(size, 16)).fill(undefined);
     for (let i = 0; i < waiting.length; i++) slots[i] = waiting[i];
     this.#slots = slots;
     this.#first = 0;

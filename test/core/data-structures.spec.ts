@@ -116,6 +116,27 @@ describe('WaiterQueue', () => {
       { numRuns: 300 },
     );
   });
+
+  it('keeps no slots for callers that gave up behind a head that never leaves', () => {
+    const queue = new WaiterQueue<number>();
+    const stuck = new Waiter<number>(0);
+    queue.push(stuck);
+    for (let i = 0; i < 100_000; i++) {
+      const w = new Waiter<number>(0);
+      queue.push(w);
+      if (i % 10 !== 0) queue.remove(w); // nine in ten time out or abort; the rest wait on
+    }
+    expect(queue.length).toBe(10_001);
+    expect(queue.slotsInUse).toBeLessThanOrEqual(2 * queue.length + 33); // compacted: marked slots never outnumber waiting ones by much
+    expect(queue.head).toBe(stuck);
+    const order = queue.toArray();
+    expect(order).toHaveLength(10_001);
+    for (let i = 0; i < 10_000; i++) queue.remove(order[1 + i]!);
+    expect(queue.slotsInUse).toBeLessThanOrEqual(34);
+    expect(queue.shift()).toBe(stuck);
+    expect(queue.length).toBe(0);
+    expect(queue.slotsInUse).toBe(0);
+  });
 });
 
 describe('Waiter', () => {
