@@ -68,8 +68,8 @@ class MemberHeap<M> {
 /**
  * A spent budget's shares, kept between the group's ticks so that a release or a starved acquire
  * costs O(log n) in the number of members instead of a plan over all of them. Quotas and demands
- * are planned at each tick: they follow the members' smoothed need and hold time, which change
- * only then. Hunger is read live, each member's connections against its quota (a member with
+ * are planned at most once a tick (see PlaceTransfers): they follow the members' smoothed need
+ * and hold time, which change only then. Hunger is read live, each member's connections against its quota (a member with
  * callers and no connection that the plan gave nothing counts as owed one, as the planner gives
  * every member with demand one first). Two heaps, lazy (an entry found stale at the top is
  * dropped; a member that starves again comes back), give the hungriest member that waits and the
