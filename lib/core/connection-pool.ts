@@ -161,11 +161,6 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
-    // The common call, flat: no options, no limiter, no tracer, a connection with room and no caller queued.
-    if (options === undefined && this.#gate === undefined && !this.#closed && this.#waiters.length === 0 && !events.acquireTrace.hasSubscribers) {
-      const conn = this.#pick();
-      if (conn !== null) return Promise.resolve(this.#checkout(conn, undefined));
-    }
     if (options !== undefined) {
       const invalid = checkAcquireOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);
@@ -302,27 +297,25 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
 
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void {
-    this.#counters.released++;
-    if (watch !== undefined || events.release.hasSubscribers || this.#supply.budget !== undefined) this.#givenBackWatched(conn, watch);
-    this.#checkin(conn);
-  }
-
-  /** A lease is given back that is timed or tracked, published, or whose place a pool group may move. */
-  #givenBackWatched(conn: SharedConnection<T>, watch: LeaseWatch | undefined): void {
-    if (watch !== undefined) this.#observers.returned(watch);
-    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: false });
+    this.#givenBack(conn, watch, false);
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
     if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
+    this.#checkin(conn);
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void {
-    this.#counters.released++;
-    if (watch !== undefined) this.#observers.returned(watch);
-    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed: true });
+    this.#givenBack(conn, watch, true);
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
+  }
+
+  /** A lease is given back, failed or not: counted, its hold timed or tracked, published. */
+  #givenBack(conn: SharedConnection<T>, watch: LeaseWatch | undefined, failed: boolean): void {
+    this.#counters.released++;
+    if (watch !== undefined) this.#observers.returned(watch);
+    if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed });
   }
 
   /** A client leaves `conn`: its slot goes straight to the head of the queue, or back to the index. */
@@ -339,7 +332,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
       }
       conn.clients--;
       set.clients--;
-      if (conn.clients === 0) set.idleStamps.idled(conn);
+      if (conn.clients === 0) set.idled(conn);
       set.index.update(conn);
       if (set.clients === 0) this.#supply.budget?.quiet(this.#supply);
       return;

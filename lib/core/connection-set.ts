@@ -1,9 +1,9 @@
 import type { Timers } from './clock.js';
 import { ConnectionIndex } from './connection-index.js';
-import { IdleStamps } from './idle-stamps.js';
 import type { SelectionStrategy } from './options.js';
 import { SharedConnection } from './shared-connection.js';
 import type { ConnectionStats } from './stats.js';
+import { TurnStamps } from './turn-stamps.js';
 
 /**
  * Every connection of a pool from its create until it is closed, the index of those with room,
@@ -25,13 +25,28 @@ export class ConnectionSet<T> {
   capacity = 0;
   /** Ready connections out of the index while validate() runs. */
   validating = 0;
-  /** Dates connections whose last client left, one clock read per turn of the event loop. */
-  readonly idleStamps: IdleStamps<T>;
+  /** Dates the connections whose last client left: one clock read for those of a turn of the event loop. */
+  readonly idleStamps: TurnStamps<SharedConnection<T>>;
   #nextId = 1;
 
   constructor(readonly clientLimit: number, strategy: SelectionStrategy, timers: Timers) {
     this.index = new ConnectionIndex(clientLimit, strategy);
-    this.idleStamps = new IdleStamps(timers);
+    this.idleStamps = new TurnStamps(timers, (conns, now) => {
+      // One taken again since is dated too: its idleSince is read only while it has no client.
+      for (const conn of conns) if (conn.idleSince === Infinity) conn.idleSince = now;
+    });
+  }
+
+  /**
+   * `conn`'s last client left. It is dated idle at the end of the turn; until then its
+   * `idleSince` is `Infinity`, which reads as idle for no time at all, so idle expiry and
+   * validation may come late by the rest of the turn, never early.
+   */
+  idled(conn: SharedConnection<T>): void {
+    // Already waiting for this turn's stamp: nothing to add.
+    if (conn.idleSince === Infinity) return;
+    conn.idleSince = Infinity;
+    this.idleStamps.add(conn);
   }
 
   /** Connections counting against maxSize: opening and ready, less ready ones being replaced. */
@@ -140,7 +155,7 @@ export class ConnectionSet<T> {
   }
 }
 
-/** How long `conn` has sat idle at `now`, ms: 0 until its idle stamp (see IdleStamps). */
+/** How long `conn` has sat idle at `now`, ms: 0 until its idle stamp (see ConnectionSet.idled). */
 export function idleFor(conn: SharedConnection<unknown>, now: number): number {
   return conn.idleSince === Infinity ? 0 : now - conn.idleSince;
 }

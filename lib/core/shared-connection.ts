@@ -20,10 +20,8 @@ export class SharedConnection<T> {
   createdAt = 0;
   /** Jittered end of life; `Infinity` when there is no lifetime. */
   expiresAt = Infinity;
-  /** When the last client left (or when it opened); `Infinity` until the idle stamp of this turn (see IdleStamps). */
+  /** When the last client left (or when it opened); `Infinity` until the idle stamp of this turn (see ConnectionSet.idled). */
   idleSince = 0;
-  /** Waiting for the idle stamp of this turn. */
-  stampDue = false;
   /** Opened or validated since its last client left (with validateAfterIdleMs 0 it needs no validation before its next one). */
   checked = true;
   /** A validate() call is running; the connection is out of the index meanwhile. */

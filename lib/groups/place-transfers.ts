@@ -14,8 +14,8 @@ export interface TransferGroup<M> {
   /** Connections of every member now, opening and closing ones included. */
   total(): number;
   members(): Iterable<M>;
-  /** The planner's view of `members`, in their order. */
-  loads(members: readonly M[]): MemberLoad[];
+  /** The planner's view of `members`, in their order, with the minimum hold in force. */
+  loads(members: readonly M[], minHoldMs: number): MemberLoad[];
   settings(): PlanSettings;
   now(): number;
 }
@@ -25,8 +25,7 @@ export interface TransferGroup<M> {
  * starves takes an idle place of the most overfull one, a connection an overfull member lets go
  * of goes to the hungriest member that waits, and a freed place goes to the members that wait.
  * Each decision costs O(log n) in the number of members (see PlannedShares); the shares are
- * planned at most once a tick, when a decision needs them, and at once for a newcomer while the
- * budget has a place for everyone.
+ * planned at most once a tick, when a decision needs them.
  */
 export class PlaceTransfers<M extends TransferMember> {
   readonly #shares: PlannedShares<M>;
@@ -59,8 +58,6 @@ export class PlaceTransfers<M extends TransferMember> {
   /** `member` has callers it cannot serve and the budget is spent: take a place for it. */
   starved(member: M): void {
     this.#starving.add(member);
-    // A newcomer with a budget that has a place for everyone: its share comes from the others' now, not at the next tick.
-    if (member.quota === 0 && !this.#shares.short && member.side.connectionCount() === 0) this.#planDue = true;
     this.#planned().starved(member);
     this.steal(member);
   }
@@ -131,7 +128,7 @@ export class PlaceTransfers<M extends TransferMember> {
       const members = [...this.group.members()];
       const settings = this.group.settings();
       this.#minHoldMs = settings.minHoldMs;
-      this.#shares.replan(members, this.group.loads(members), settings);
+      this.#shares.replan(members, this.group.loads(members, settings.minHoldMs), settings);
     }
     return this.#shares;
   }

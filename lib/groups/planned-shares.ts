@@ -85,11 +85,6 @@ export class PlannedShares<M extends SharedMember> {
    */
   #short = false;
 
-  /** Whether more members have demand than the budget has places (see #short). */
-  get short(): boolean {
-    return this.#short;
-  }
-
   /** `now`: the group's clock. */
   constructor(readonly now: () => number) {}
 

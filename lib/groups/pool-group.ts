@@ -77,7 +77,7 @@ export class PoolGroup<T> {
       clientLimit: o.member.clientLimit,
       total: () => this.#total,
       members: () => this.#members.values(),
-      loads: (members) => this.#loads(members),
+      loads: (members, minHoldMs) => this.#loads(members, minHoldMs),
       settings: () => this.#plan(),
       now: () => this.#timers.now(),
     });
@@ -115,7 +115,8 @@ export class PoolGroup<T> {
 
   /** The budget, and every member with its share and its pool's stats. */
   stats(): PoolGroupStats {
-    const plans = new Map(planMembers(this.#loads(), this.#plan()).map((p) => [p.key, p]));
+    const settings = this.#plan();
+    const plans = new Map(planMembers(this.#loads([...this.#members.values()], settings.minHoldMs), settings).map((p) => [p.key, p]));
     let clients = 0;
     let waiting = 0;
     const giveBackBase = this.#giveBackBase();
@@ -137,7 +138,7 @@ export class PoolGroup<T> {
       givenBack: this.#givenBack,
       utilization,
       health: this.#health(utilization, waiting, members),
-      minHoldMs: this.#minHold(),
+      minHoldMs: settings.minHoldMs,
       members,
     };
   }
@@ -282,10 +283,10 @@ export class PoolGroup<T> {
     return { maxTotal: o.maxTotal, clientLimit: o.member.clientLimit, minHoldMs: this.#minHold() };
   }
 
-  #loads(members: readonly Member<T>[] = [...this.#members.values()]): MemberLoad[] {
-    const minHold = this.#minHold();
+  /** The planner's view of `members`: `stealable` counts idle connections held at least `minHoldMs`. */
+  #loads(members: readonly Member<T>[], minHoldMs: number): MemberLoad[] {
     return members.map((m) => {
-      const load = m.side.load(minHold);
+      const load = m.side.load(minHoldMs);
       const waiting = m.side.waiting();
       return { key: m.key, ...load, waiting, holdMs: m.holdMs, recentNeed: m.recentNeed, waitedMs: m.side.waitedMs() };
     });
