@@ -14,7 +14,7 @@ export default {
   moduleNameMapper: {
     ...esm.moduleNameMapper,
     '^nestjs-shared-pool$': '<rootDir>/lib/index.ts',
-    '^nestjs-shared-pool/(core|limits|groups|connectors)$': '<rootDir>/lib/$1/index.ts',
+    '^nestjs-shared-pool/(core|limits|groups|connectors|dashboard)$': '<rootDir>/lib/$1/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],

@@ -20,6 +20,7 @@ import type { PoolStats } from './stats.js';
 import { exhaustedReason, healthFigures, healthOf, newCounters, statsOf, type ReportedPool } from './pool-report.js';
 import { PoolQueue } from './pool-queue.js';
 import { queueRefusal } from './queue-refusal.js';
+import type { TimingWatch } from './timing-watch.js';
 import type { Waiter } from './waiter-queue.js';
 
 /**
@@ -66,7 +67,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** Health over time, metrics and the leases out. */
   readonly #observers: PoolObservers;
   /** Whether a lease is timed or tracked (else the hot path makes a bare Lease). */
-  readonly #measures: boolean;
+  #measures: boolean;
 
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
@@ -94,7 +95,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
     }, budget);
     this.#set = this.#supply.set;
     this.#backoff = this.#supply.backoff;
-    this.#observers = new PoolObservers(o, this.#counters, this, timers);
+    this.#observers = new PoolObservers(o, this.#counters, this, timers, () => (this.#measures = this.#observers.measures));
     this.#measures = this.#observers.measures;
     this.#supply.metrics = this.#observers.timed;
     this.#inside = {
@@ -237,6 +238,14 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
   /** A snapshot of counts, counters and one row per connection. */
   stats(): PoolStats {
     return statsOf(this.#inside);
+  }
+
+  /**
+   * Starts timing every wait and hold of this pool for a watcher (the dashboard), until the
+   * watch is stopped. While no watch is open the pool times nothing for it.
+   */
+  watchTimings(): TimingWatch {
+    return this.#observers.watches.open();
   }
 
   // ---- checkout / checkin: the hot path -------------------------------------------------------

@@ -31,6 +31,7 @@ export { ConnectionPool } from './connection-pool.js';
 export type * from './admission.js';
 export type { MetricsAttributes, MetricsInstrumentOptions, MetricsMeter } from './pool-metrics.js';
 export { poolMetricProducer, type PoolMetricProducer, type PoolMetricProducerOptions, type ProducedMetrics } from './pool-timings.js';
+export { WATCH_BOUNDS_MS, watchedQuantile, type TimingWatch, type WatchedHistogram, type WatchedTimings } from './timing-watch.js';
 export {
   POOL_CHANNELS,
   type AcquireMessage,

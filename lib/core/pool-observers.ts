@@ -8,6 +8,7 @@ import { PoolMetrics, type MeasuredPool } from './pool-metrics.js';
 import type { HealthFigures } from './pool-report.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolCounters } from './stats.js';
+import { PoolTimingWatches } from './timing-watch.js';
 import type { Waiter } from './waiter-queue.js';
 
 /**
@@ -21,14 +22,18 @@ export class PoolObservers {
   /** The metrics, when they time waits, holds and creates. */
   readonly timed: PoolMetrics | undefined;
   readonly held: HeldLeases | undefined;
-  /** Whether a lease needs more than `new Lease()`: it is timed or tracked. */
-  readonly measures: boolean;
+  /** Timings watched by someone (a dashboard), while someone watches. */
+  readonly watches: PoolTimingWatches;
+  /** Whether a lease needs more than `new Lease()`: it is timed, watched or tracked. */
+  measures: boolean;
 
   constructor(
     options: ResolvedOptions,
     counters: PoolCounters,
     pool: MeasuredPool,
     readonly timers: Timers,
+    /** `measures` changed (a first watch began, or the last ended). */
+    changed: () => void = () => {},
   ) {
     const o = options;
     this.health = new HealthWatch(o.name, o.logger);
@@ -37,19 +42,30 @@ export class PoolObservers {
     if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
       this.held = new HeldLeases(o.name, counters, o.leakDetectionMs, o.maxHoldMs, o.logger, (heldMs) => new LeaseHeldTooLongError(o.name, heldMs, o.maxHoldMs));
     }
-    this.measures = this.timed !== undefined || this.held !== undefined;
+    this.watches = new PoolTimingWatches(() => {
+      this.measures = this.#measuresAlways || this.watches.counts !== undefined;
+      changed();
+    });
+    this.#measuresAlways = this.timed !== undefined || this.held !== undefined;
+    this.measures = this.#measuresAlways;
   }
+
+  /** Timed or tracked, whether watched or not. */
+  readonly #measuresAlways: boolean;
 
   /** A lease timed and tracked as asked: one read of the clock for all. `waiter`: the queued caller it serves, if any. */
   lease<T>(owner: LeaseOwner<T>, conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     const now = this.timers.now();
     const timed = this.timed;
-    if (timed !== undefined) {
+    const watched = this.watches.counts;
+    if (timed !== undefined || watched !== undefined) {
       // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
       const stamp = waiter?.stamp;
-      timed.waited(stamp === undefined || stamp === null ? 0 : now - stamp.at);
+      const waited = stamp === undefined || stamp === null ? 0 : now - stamp.at;
+      timed?.waited(waited);
+      watched?.wait.record(waited);
     }
-    const watch = new LeaseWatch(timed === undefined ? undefined : now);
+    const watch = new LeaseWatch(timed === undefined && watched === undefined ? undefined : now);
     const lease = new Lease(owner, conn, watch);
     const held = this.held;
     if (held !== undefined) {
@@ -62,7 +78,10 @@ export class PoolObservers {
   /** A lease is back: its hold timed, its place among the held leases given up. */
   returned(watch: LeaseWatch): void {
     const now = this.timers.now();
-    if (watch.since !== undefined) this.timed?.used(now - watch.since);
+    if (watch.since !== undefined) {
+      this.timed?.used(now - watch.since);
+      this.watches.counts?.hold.record(now - watch.since);
+    }
     if (watch.hold !== undefined) this.held!.remove(watch.hold, now);
   }
 

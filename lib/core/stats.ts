@@ -88,6 +88,8 @@ export interface PoolStats {
   connections: ConnectionStats[];
   /** Age of the lease held longest, ms: kept when `leakDetectionMs` or `maxHoldMs` is set, else null. 0 with none held. */
   oldestLeaseMs: number | null;
+  /** How long the caller queued longest has waited, ms (dated once per turn of the event loop); 0 with none. */
+  oldestWaitMs: number;
   /** The admission limiter's report, when the pool has one. */
   admission?: AdmissionStats;
 }

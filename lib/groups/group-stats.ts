@@ -30,6 +30,8 @@ export interface PoolGroupStats {
   readonly transfers: number;
   /** Connections members gave back to the server after a burst, since the start. */
   readonly givenBack: number;
+  /** Members closed and forgotten since the start: idle past `memberIdleMs`, or making room for a new key at `maxMembers`. */
+  readonly forgotten: number;
   /** Callers served now over what the budget can serve (`maxTotal` × `clientLimit`). */
   readonly utilization: number;
   readonly health: PoolHealth;

@@ -47,6 +47,8 @@ export class PoolGroup<T> {
   #total = 0;
   /** Connections members gave back after a burst. */
   #givenBack = 0;
+  /** Members closed and forgotten since the start. */
+  #forgotten = 0;
   /** Places moving between members once the budget is spent. */
   readonly #transfers: PlaceTransfers<Member<T>>;
   #closed = false;
@@ -136,6 +138,7 @@ export class PoolGroup<T> {
       waiting,
       transfers: this.#transfers.transfers,
       givenBack: this.#givenBack,
+      forgotten: this.#forgotten,
       utilization,
       health: this.#health(utilization, waiting, members),
       minHoldMs: settings.minHoldMs,
@@ -258,6 +261,7 @@ export class PoolGroup<T> {
     this.#members.delete(m.key);
     this.#bySupply.delete(m.side);
     this.#transfers.forget(m);
+    this.#forgotten++;
     void m.pool.close();
   }
 

@@ -90,6 +90,12 @@ export class PoolRegistry {
     return provider instanceof PoolGroup ? provider : undefined;
   }
 
+  /** The pool or group named `name` that its registration made, if it made it. */
+  #made(name: string): unknown {
+    const owner = this.#owners.get(name) as Made | undefined;
+    return owner?.pools?.find((p) => p.name === name) ?? owner?.groups?.find((g) => g.name === name);
+  }
+
   /** The provider of `name`, looked up once (the health check asks on every call). */
   #provider(name: string): unknown {
     const known = this.#providers.get(name);
@@ -98,11 +104,20 @@ export class PoolRegistry {
     try {
       provider = this.moduleRef.get<unknown>(getPoolToken(name), { strict: false });
     } catch {
-      return undefined; // declared, but its provider is not made (start-up failed before it)
+      // Not found by DI: a module loaded lazily (LazyModuleLoader) after start, which
+      // moduleRef.get() does not search, or start-up failed before the provider was made.
+      provider = this.#made(name);
+      if (provider === undefined) return undefined;
     }
     this.#providers.set(name, provider);
     return provider;
   }
+}
+
+/** What a registration made, as ModulePools lists it. */
+interface Made {
+  readonly pools?: readonly { readonly name: string }[];
+  readonly groups?: readonly { readonly name: string }[];
 }
 
 /** A group as decorated methods call it: the call's key (the method's `key()`, or the request's) names the member. */

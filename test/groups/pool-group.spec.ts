@@ -122,8 +122,10 @@ describe('a pool group', () => {
     const { g, clock, connectors } = group({ memberIdleMs: 1_000, member: { clientLimit: 1, maxIdleMs: 200, reapIntervalMs: 50 } });
     await g.use('a', () => 1);
     expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
+    expect(g.stats().forgotten).toBe(0);
     await clock.advance(1_500);
     expect(g.stats().members).toEqual([]);
+    expect(g.stats().forgotten).toBe(1);
     expect(connectors.get('a')!.live.size).toBe(0);
     await g.use('a', () => 1);
     expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
@@ -202,6 +204,7 @@ describe('a pool group', () => {
     await g.use('c', () => 1); // a was used longest ago: it goes, its idle connection closes
     await flush();
     expect(g.stats().members.map((m) => m.key).sort()).toEqual(['b', 'c']);
+    expect(g.stats().forgotten).toBe(1); // a, for c
     expect(connectors.get('a')!.live.size).toBe(0);
     const held = [await g.acquire('b'), await g.acquire('c')];
     const timedOut = track(g.acquire('d', { timeoutMs: 100 }));

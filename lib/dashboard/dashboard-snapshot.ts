@@ -1,0 +1,163 @@
+import type { AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
+import type { Hunger } from '../groups/group-planner.js';
+
+/** Quantiles of a timing over the last minute, ms; null with no timing in it. */
+export interface WindowQuantiles {
+  readonly count: number;
+  readonly p50: number | null;
+  readonly p90: number | null;
+  readonly p99: number | null;
+}
+
+/** A health change, as the dashboard saw it. */
+export interface HealthChange {
+  /** When, ms since the epoch. */
+  readonly at: number;
+  readonly health: PoolHealth;
+}
+
+/** One connection of a pool, as shown. */
+export interface DashboardConnection {
+  readonly id: number;
+  readonly state: string;
+  readonly clients: number;
+  readonly ageMs: number;
+  readonly uses: number;
+  readonly idleMs: number;
+}
+
+/** A pool's admission limiter, as shown. */
+export interface DashboardLimiter {
+  readonly mode: LimiterMode;
+  readonly used: number;
+  /** null: no global limit. */
+  readonly limit: number | null;
+  /** null: no per-key limit. */
+  readonly perKey: number | null;
+  readonly utilization: number;
+  readonly health: PoolHealth;
+  readonly held: number;
+  readonly waiting: number;
+  readonly topKeys: readonly { key: string; leases: number }[];
+  readonly refused: { readonly global: number; readonly key: number };
+  /** Refusals per second over the last minute, by reason. */
+  readonly refusedPerSec: { readonly global: number; readonly key: number };
+  readonly lost: number;
+  readonly lastError: string | null;
+  readonly modes: readonly { at: number; mode: LimiterMode }[];
+}
+
+/** Counters worth a rate: per second over the last minute. */
+export interface DashboardRates {
+  readonly acquired: number;
+  readonly timeouts: number;
+  readonly failedFast: number;
+  readonly leaks: number;
+  readonly expiredHolds: number;
+  readonly createFailures: number;
+  readonly retiredBy: Readonly<Record<RetireReason, number>>;
+}
+
+/** One pool on the page. */
+export interface DashboardPool {
+  readonly name: string;
+  readonly health: PoolHealth;
+  readonly closed: boolean;
+  /** Higher is worse: what the page sorts by. */
+  readonly trouble: number;
+  readonly utilization: number;
+  readonly size: number;
+  readonly maxSize: number;
+  readonly minSize: number;
+  readonly ready: number;
+  readonly opening: number;
+  readonly draining: number;
+  readonly idle: number;
+  readonly clientLimit: number;
+  readonly clients: number;
+  readonly waiting: number;
+  readonly oldestWaitMs: number;
+  readonly breaker: string;
+  readonly lastError: string | null;
+  readonly connections: readonly DashboardConnection[];
+  /** Connections not listed in `connections` (past `maxConnectionRows`). */
+  readonly moreConnections: number;
+  readonly timeline: readonly HealthChange[];
+  /** Waits for a connection and holds of one over the last minute; null when the pool cannot be watched (a stand-in). */
+  readonly waitMs: WindowQuantiles | null;
+  readonly holdMs: WindowQuantiles | null;
+  readonly rates: DashboardRates;
+  readonly counters: PoolStats['counters'];
+  readonly limiter: DashboardLimiter | null;
+}
+
+/** One member of a group. */
+export interface DashboardMember {
+  readonly key: string;
+  readonly quota: number;
+  readonly hunger: Hunger;
+  readonly connections: number;
+  readonly clients: number;
+  readonly waiting: number;
+  readonly health: PoolHealth;
+  readonly holdMs: number;
+}
+
+/** A pool group on the page. */
+export interface DashboardGroup {
+  readonly name: string;
+  readonly health: PoolHealth;
+  readonly trouble: number;
+  readonly maxTotal: number;
+  readonly total: number;
+  readonly clientLimit: number;
+  readonly utilization: number;
+  readonly waiting: number;
+  readonly transfers: number;
+  readonly transfersPerSec: number;
+  readonly givenBack: number;
+  readonly forgotten: number;
+  readonly memberCount: number;
+  readonly hungry: number;
+  /** The members, most trouble first (waiting, hungry), at most `maxMemberRows`. */
+  readonly members: readonly DashboardMember[];
+  readonly timeline: readonly HealthChange[];
+}
+
+/** What the page gets on each tick. */
+export interface DashboardSnapshot {
+  /** When it was built, ms since the epoch. */
+  readonly at: number;
+  readonly intervalMs: number;
+  /** Pages open now. */
+  readonly viewers: number;
+  readonly pools: readonly DashboardPool[];
+  readonly groups: readonly DashboardGroup[];
+}
+
+const HEALTH_RANK: Record<PoolHealth, number> = { healthy: 0, degraded: 1, critical: 2, exhausted: 3, failing: 4 };
+
+/** How bad a pool looks, for sorting: its health first, then waiting callers, then utilization. */
+export function troubleOf(health: PoolHealth, waiting: number, utilization: number, closed = false): number {
+  return (closed ? -1 : HEALTH_RANK[health] * 1_000_000) + Math.min(waiting, 999) * 1_000 + Math.round(Math.min(utilization, 1) * 999);
+}
+
+/** The limiter's report as shown: Infinity limits as null, the error text without credentials. */
+export function limiterView(a: AdmissionStats, refusedPerSec: { global: number; key: number }, modes: readonly { at: number; mode: LimiterMode }[], scrub: (text: string) => string): DashboardLimiter {
+  return {
+    mode: a.mode,
+    used: a.used,
+    limit: Number.isFinite(a.limit) ? a.limit : null,
+    perKey: Number.isFinite(a.perKey) ? a.perKey : null,
+    utilization: a.utilization,
+    health: a.health,
+    held: a.held,
+    waiting: a.waiting,
+    topKeys: a.topKeys ?? [],
+    refused: { global: a.counters.refusedGlobal, key: a.counters.refusedKey },
+    refusedPerSec,
+    lost: a.counters.lost,
+    lastError: a.lastError === undefined ? null : scrub(a.lastError),
+    modes,
+  };
+}
