@@ -39,6 +39,8 @@ function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
     // The pooled Redis connections serve the blocking pops; pushes go through the shared client.
     redis: (i) => (Math.floor(i / 4) % 2 === 0 ? ['/jobs', { ...json({ job: `load ${i}` }), method: 'POST' }] : ['/jobs/next?waitMs=50', {}]),
     pg: (i) => (i % 4 === 0 ? ['/notes', { ...json({ text: `load ${i}` }), method: 'POST' }] : ['/notes', {}]),
+    // The pool group: twelve tenants, a few of them busier, sharing one budget of sessions.
+    tenants: (i) => [`/tenants/tenant-${i % 7 === 0 ? i % 12 : i % 3}/items/${i % 100}`, {}],
   };
   return names.filter((n) => n in all).map((n) => all[n]);
 }
@@ -46,7 +48,7 @@ function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
 async function main(): Promise<void> {
   const before = await pools();
   const metricsBefore = await scrape();
-  const names = Object.keys(before);
+  const names = [...Object.keys(before), 'tenants'];
   const kinds = requests(names);
   const tally = new Map<string, Tally>(kinds.map((_, k) => [names[k], { served: 0, tooMany: 0, unavailable: 0, failed: 0, latencies: [] }]));
   const end = Date.now() + seconds * 1_000;
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
     }
   };
   console.log(`${concurrency} concurrent clients for ${seconds} s against ${url} ...`);
+  console.log(`watch it live: ${url}/pools/ui`);
   await Promise.all(Array.from({ length: concurrency }, worker));
   const after = await pools();
   const metricsAfter = await scrape();
@@ -83,9 +86,10 @@ async function main(): Promise<void> {
   for (const name of names) {
     const t = tally.get(name);
     if (t === undefined) continue;
-    const opened = after[name].counters.opened - before[name].counters.opened;
-    const leases = after[name].counters.acquired - before[name].counters.acquired;
-    rows.push([name, String(t.served), pct(t.latencies, 0.5).toFixed(1), pct(t.latencies, 0.99).toFixed(1), String(t.tooMany), String(t.unavailable), String(t.failed), String(opened), String(leases)]);
+    // A group is not in GET /pools: its members come and go (see the dashboard).
+    const opened = after[name] === undefined ? '-' : String(after[name].counters.opened - before[name].counters.opened);
+    const leases = after[name] === undefined ? '-' : String(after[name].counters.acquired - before[name].counters.acquired);
+    rows.push([name, String(t.served), pct(t.latencies, 0.5).toFixed(1), pct(t.latencies, 0.99).toFixed(1), String(t.tooMany), String(t.unavailable), String(t.failed), opened, leases]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   for (const r of rows) console.log(r.map((cell, c) => cell.padStart(widths[c])).join('  '));
@@ -94,7 +98,7 @@ async function main(): Promise<void> {
   // The same run as the pools' metrics saw it, read from GET /metrics (bucket upper bounds).
   const ms = (s: number | undefined) => (s === undefined ? '-' : s === Infinity ? '> 10 s' : s < 0.001 ? `≤ ${(s * 1000).toFixed(1)}` : `≤ ${(s * 1000).toFixed(0)}`);
   const waits = [['pool', 'acquires', 'wait p50 ms', 'wait p99 ms', 'hold p50 ms', 'hold p99 ms', 'timeouts']];
-  for (const name of names) {
+  for (const name of names.filter((n) => before[n] !== undefined)) {
     const count = (valueOf(metricsAfter, 'db_client_connection_wait_time_count', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_wait_time_count', name) ?? 0);
     const timeouts = (valueOf(metricsAfter, 'db_client_connection_timeouts_total', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_timeouts_total', name) ?? 0);
     const q = (metric: string, p: number) => ms(bucketQuantile(metricsBefore, metricsAfter, metric, name, p));

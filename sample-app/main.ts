@@ -46,6 +46,8 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
       redisUrl: env.REDIS_URL,
       databaseUrl: env.DATABASE_URL,
       perUserLimit: Number(env.PER_USER_LIMIT ?? 5),
+      production: env.NODE_ENV === 'production',
+      dashboardPassword: env.DASHBOARD_PASSWORD,
     };
     const app = await NestFactory.create(SampleModule.register(config), { logger: options.logger ?? ['log', 'warn', 'error'] });
     await app.listen(options.port ?? Number(env.PORT ?? 3000), '127.0.0.1');
@@ -73,7 +75,9 @@ if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()
   console.log(`\nnestjs-shared-pool sample app on ${sample.url} (pools: ${pools.join(', ')})`);
   console.log(`  curl ${sample.url}/upstream/42 -H 'x-user-id: ann'`);
   console.log(`  curl -X PUT ${sample.url}/files/hello.txt -H 'content-type: application/json' -d '{"content":"hi"}'`);
+  console.log(`  curl ${sample.url}/tenants/acme/items/7`);
   console.log(`  curl ${sample.url}/health    curl ${sample.url}/pools`);
+  console.log(`  dashboard: ${sample.url}/pools/ui${sample.config.production ? '   (production: user ops, password DASHBOARD_PASSWORD)' : ''}`);
   console.log(`  npm run load   (in another terminal)\n`);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

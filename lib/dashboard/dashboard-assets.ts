@@ -31,8 +31,18 @@ export function dashboardAssets(): DashboardAssets {
   };
 }
 
+/** Next to this module (the sources, or a build that copied them), else the package's sources (a build that did not). */
+const PLACES = ['./assets/', '../../lib/dashboard/assets/'];
+
 function read(name: string): Buffer {
-  return readFileSync(new URL(`./assets/${name}`, import.meta.url));
+  for (const place of PLACES) {
+    try {
+      return readFileSync(new URL(`${place}${name}`, import.meta.url));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  throw new Error(`nestjs-shared-pool/dashboard: its page file ${name} is missing from the package (looked in ${PLACES.join(' and ')} next to ${import.meta.url}); reinstall the package`);
 }
 
 function escapeAttribute(text: string): string {

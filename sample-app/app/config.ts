@@ -12,6 +12,10 @@ export interface SampleConfig {
   databaseUrl: string | undefined;
   /** Concurrent upstream calls per user (`x-user-id`). */
   perUserLimit: number;
+  /** NODE_ENV is 'production': the dashboard asks for DASHBOARD_PASSWORD. */
+  production: boolean;
+  /** The dashboard's password in production (user `ops`); none: the dashboard refuses everyone there. */
+  dashboardPassword: string | undefined;
 }
 
 /** Azurite's well-known development account. */

@@ -1,14 +1,17 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { Http2SessionConnector, PoolModule, type PoolDefinition } from 'nestjs-shared-pool';
+import { Http2SessionConnector, PoolModule, type GroupDefinition, type PoolDefinition } from 'nestjs-shared-pool';
+import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
 import type { SampleConfig } from './config.js';
 import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
 import { CountersController, JobsController } from './counters.controller.js';
+import { DashboardGuard } from './dashboard.js';
 import { FilesController } from './files.controller.js';
 import { HealthController } from '../quick-start/health.controller.js';
 import { NotesController } from './notes.controller.js';
 import { POOL_NAMES, PoolsController } from './pools.controller.js';
 import { SharedRedis } from './redis.js';
+import { TenantsController } from './tenants.controller.js';
 import { UpstreamController } from './upstream.controller.js';
 import { MetricsController, Telemetry } from './telemetry.js';
 
@@ -42,7 +45,15 @@ export class SampleModule {
         },
       },
     ];
-    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, PoolsController, HealthController, MetricsController];
+    // One member per tenant, each with its own HTTP/2 sessions, all within one budget of 6.
+    const groups: GroupDefinition[] = [
+      {
+        name: 'tenants',
+        connector: () => new Http2SessionConnector(config.upstreamUrl),
+        options: { maxTotal: 6, maxMembers: 50, member: { clientLimit: 20, maxSize: 3, maxIdleMs: 20_000 } }, // no metrics per member: a series per tenant
+      },
+    ];
+    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, TenantsController, PoolsController, HealthController, MetricsController];
     const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
@@ -57,7 +68,12 @@ export class SampleModule {
     }
     return {
       module: SampleModule,
-      imports: [TerminusModule, PoolModule.forRoot({ pools, httpErrors: true, shutdownGraceMs: 5_000 })],
+      imports: [
+        TerminusModule,
+        PoolModule.forRoot({ pools, groups, httpErrors: true, shutdownGraceMs: 5_000 }),
+        // The live dashboard at /pools/ui: open on a developer's machine, behind a password in production.
+        PoolDashboardModule.forRoot({ guards: [new DashboardGuard(config.production, config.dashboardPassword)] }),
+      ],
       controllers,
       providers: [...providers, { provide: Telemetry, useValue: telemetry }, { provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
     };

@@ -108,7 +108,7 @@ describe('the sample app on real services', () => {
     const health = await call('/health');
     expect(health.status).toBe(200);
     const pools = (health.body.details as { pools: Record<string, unknown> }).pools;
-    expect(Object.keys(pools).sort()).toEqual(['blob', 'pg', 'redis', 'status', 'upstream']);
+    expect(Object.keys(pools).sort()).toEqual(['blob', 'pg', 'redis', 'status', 'tenants', 'upstream']);
     expect(pools.status).toBe('up');
     const stats = (await call('/pools')).body as Record<string, { clients: number; admission: { mode: string } | null; clientLimit: number }>;
     expect(Object.keys(stats)).toEqual(['blob', 'upstream', 'redis', 'pg']);

@@ -13,6 +13,7 @@
   const pct = (v) => Math.round(Math.min(v, 9.99) * 100) + ' %';
   function ms(v) {
     if (v === null || v === undefined) return '–';
+    if (v === 0) return '0 ms';
     if (v < 1) return v.toFixed(2) + ' ms';
     if (v < 1000) return v.toFixed(v < 10 ? 1 : 0) + ' ms';
     if (v < 60000) return (v / 1000).toFixed(1) + ' s';
@@ -25,7 +26,8 @@
   const stat = (label, value, attr) => `<div><dt>${esc(label)}</dt><dd${attr ? ' ' + attr : ''}>${value}</dd></div>`;
   function bar(used, limit, label) {
     const share = limit > 0 ? Math.min(used / limit, 1) : 0;
-    return `<div class="bar${used >= limit && limit > 0 ? ' full' : ''}" role="img" aria-label="${esc(label)}"><span style="width:${(share * 100).toFixed(1)}%"></span><b>${esc(num(used))}/${esc(num(limit))}</b></div>`;
+    // The width is set after rendering (fill()): the page's CSP allows no inline style.
+    return `<div class="barline" role="img" aria-label="${esc(label)}"><div class="bar${used >= limit && limit > 0 ? ' full' : ''}"><span data-fill="${share.toFixed(4)}"></span></div><b>${esc(num(used))}/${esc(num(limit))}</b></div>`;
   }
 
   function matches(text) {
@@ -106,7 +108,7 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     const more = hidden > 0 ? `<button type="button" class="more" data-more="${esc(g.name)}">Show ${Math.min(MEMBER_PAGE, hidden)} more of ${num(hidden)}</button>` : '';
     return `<section class="group card h-${esc(g.health)}" data-group="${esc(g.name)}"><div><span class="name">${esc(g.name)}</span> ${badge(g.health)}</div>
 <dl class="grid">${stat('budget', bar(g.total, g.maxTotal, `${g.total} of ${g.maxTotal} connections of the budget`), 'data-field="budget"')}${stat('members', num(g.memberCount))}${stat('hungry', num(g.hungry))}${stat('waiting', num(g.waiting))}${stat('used', pct(g.utilization))}${stat('transfers', `${num(g.transfers)} <small>(${num(g.transfersPerSec)}/s)</small>`)}${stat('given back', num(g.givenBack))}${stat('forgotten', num(g.forgotten))}</dl>
-<h3>Members · most trouble first</h3><table class="members"><thead><tr><th>member</th><th>share</th><th>connections</th><th>callers</th><th>waiting</th><th>hunger</th><th class="wide">health</th><th class="wide">mean hold</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="quiet">No member matches.</td></tr>'}</tbody></table>${more}${timeline(g.timeline, now)}</section>`;
+<h3>Members · most trouble first</h3><div class="scroll"><table class="members"><thead><tr><th>member</th><th>share</th><th>connections</th><th>callers</th><th>waiting</th><th>hunger</th><th class="wide">health</th><th class="wide">mean hold</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="quiet">No member matches.</td></tr>'}</tbody></table></div>${more}${timeline(g.timeline, now)}</section>`;
   }
 
   /** A selector for the focused control, to give focus back after a re-render. */
@@ -130,6 +132,7 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     $('groups-section').hidden = s.groups.length === 0;
     $('group-count').textContent = `(${s.groups.length})`;
     $('groups').innerHTML = groups.map((g) => groupBlock(g, s.at)).join('');
+    for (const el of document.querySelectorAll('[data-fill]')) el.style.width = Number(el.dataset.fill) * 100 + '%';
     const again = focus && document.querySelector(focus);
     if (again) again.focus();
   }

@@ -1,0 +1,125 @@
+/// <reference lib="dom" />
+// The dashboard of the sample app in a real browser: Debian's Chromium, headless, driven by
+// playwright-core. The test drives load on the app, reads the page's DOM and checks it against
+// the pools' stats(): pools listed, connections with their callers, the per-user limiter's 429s,
+// a group member's share; it checks the stream keeps updating, that search and keyboard work,
+// and saves screenshots (desktop and phone) under test-artifacts/ to look at.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdirSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { getPoolToken, type ConnectionPool, type Lease, type PoolGroup } from '../../lib/index.js';
+import { startSample, type RunningSample } from '../../sample-app/main.js';
+import { until } from '../support/wait.js';
+
+const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// As the machine's probe starts it: no sandbox (root), and no background calls to a network it cannot reach.
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+describe('the dashboard in a browser, on the sample app under load', () => {
+  let sample: RunningSample;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    sample = await startSample({ port: 0, logger: false, env: { PER_USER_LIMIT: '2' }, upstream: { handshakeDelayMs: 20 } });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // A CSP violation or a script error shows here.
+    page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+    page.on('pageerror', (err) => void problems.push(err.message));
+    await page.goto(`${sample.url}/pools/ui`);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await sample?.close();
+  });
+
+  const updates = () => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
+  /** Waits for `n` more snapshots to be drawn. */
+  const nextUpdates = async (n = 2) => {
+    const from = await updates();
+    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, from + n, { timeout: 10_000 });
+  };
+
+  it('lists the pools, each connection with the callers it serves as stats() has them, and keeps updating', async () => {
+    const upstream = sample.app.get<ConnectionPool<unknown>>(getPoolToken('upstream'));
+    const held: Lease<unknown>[] = [];
+    for (let i = 0; i < 3; i++) held.push(await upstream.acquire({ key: `holder-${i}` }));
+    await nextUpdates();
+    const shown = await page.$$eval('[data-pool]', (cards) => cards.map((c) => c.getAttribute('data-pool')));
+    expect(shown.sort()).toEqual(['blob', 'upstream']);
+    const conns = await page.$$eval('[data-pool="upstream"] [data-conn]', (rows) => rows.map((r) => [Number(r.getAttribute('data-conn')), Number(r.getAttribute('data-clients'))]));
+    expect(conns).toEqual(upstream.stats().connections.map((c) => [c.id, c.clients]));
+    expect(conns.reduce((n, [, clients]) => n + clients!, 0)).toBe(3);
+    expect(await page.textContent('[data-pool="upstream"] [data-field="clients"]')).toBe('3');
+    for (const lease of held) lease.release();
+    await nextUpdates();
+    expect(await page.textContent('[data-pool="upstream"] [data-field="clients"]')).toBe('0');
+  });
+
+  it('shows the per-user limiter refusing with 429 under a burst, as its stats count them', async () => {
+    const upstream = sample.app.get<ConnectionPool<unknown>>(getPoolToken('upstream'));
+    const before = upstream.stats().admission!.counters.refusedKey;
+    // Load: bursts of one user over the limit of 2, and steady calls of others, for a while.
+    let tooMany = 0;
+    const end = Date.now() + 2_000;
+    const user = async (id: string) => {
+      while (Date.now() < end) {
+        const res = await fetch(`${sample.url}/upstream/${id}`, { headers: { 'x-user-id': id === 'burst' ? 'ann' : id } });
+        if (res.status === 429) tooMany++;
+        await res.arrayBuffer();
+      }
+    };
+    const tenants = ['acme', 'globex', 'initech'].map(async (tenant) => {
+      while (Date.now() < end) await (await fetch(`${sample.url}/tenants/${tenant}/items/1`)).arrayBuffer();
+    });
+    await Promise.all([...Array.from({ length: 8 }, () => user('burst')), user('bob'), user('cy'), ...tenants]);
+    expect(tooMany).toBeGreaterThan(0);
+    const refused = upstream.stats().admission!.counters.refusedKey;
+    expect(refused - before).toBe(tooMany);
+    await nextUpdates();
+    expect(Number(await page.getAttribute('[data-pool="upstream"] [data-refused="key"]', 'data-value'))).toBe(refused);
+    expect(await page.textContent('[data-pool="upstream"] [data-field="mode"]')).toBe('local');
+    await page.screenshot({ path: new URL('dashboard-desktop.png', ARTIFACTS).pathname, fullPage: true });
+  });
+
+  it('shows each member of the group with its share of the budget', async () => {
+    const group = sample.app.get<PoolGroup<unknown>>(getPoolToken('tenants'));
+    const held = await group.acquire('acme');
+    await nextUpdates();
+    const stats = group.stats();
+    const rows = await page.$$eval('[data-group="tenants"] [data-member]', (trs) => trs.map((r) => [r.getAttribute('data-member'), Number(r.getAttribute('data-quota'))]));
+    expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(stats.members.map((m) => [m.key, m.quota])));
+    expect(rows[0]![0]).toBe('acme'); // the member with a caller comes first
+    held.release();
+  });
+
+  it('filters by search, works from the keyboard, and fits a phone', async () => {
+    await page.focus('#search');
+    await page.keyboard.type('blob');
+    await until(async () => (await page.$$('[data-pool]')).length === 1);
+    expect(await page.getAttribute('[data-pool]', 'data-pool')).toBe('blob');
+    await page.fill('#search', '');
+    // Tab to the first card's summary and close it with the keyboard; it stays closed across updates.
+    await page.focus('[data-pool="blob"] > summary');
+    await page.keyboard.press('Enter');
+    await nextUpdates();
+    expect(await page.$eval('[data-pool="blob"]', (d) => (d as HTMLDetailsElement).open)).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.closest('[data-pool]')?.getAttribute('data-pool'))).toBe('blob');
+    await page.keyboard.press('Enter');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await nextUpdates();
+    // Nothing wider than the screen.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await page.screenshot({ path: new URL('dashboard-phone.png', ARTIFACTS).pathname, fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('ran without a script error or a refused resource', () => {
+    expect(problems).toEqual([]);
+  });
+});
