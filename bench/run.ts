@@ -21,6 +21,7 @@ import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost
 import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js';
 import { measurePgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
+import { dashboardLoadBench } from './dashboard-load.js';
 import { measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
@@ -669,6 +670,17 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
   }
 }
 
+/** The sample app's requests served with 10 dashboard pages open / none. */
+async function dashboardBench(results: Record<string, unknown>, rows: string[][]): Promise<void> {
+  const d = await dashboardLoadBench();
+  results.dashboard = d;
+  const rps = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+  rows.push([`sample app GET /upstream/:item, ${d.clients} clients`, `requests/s with ${d.pages} dashboard pages open / none (median of ${d.open.length} alternating phases)`, `${d.ratio.toFixed(3)}×`, `target ≥ 0.98×; open ${rps(d.open)}; none ${rps(d.closed)}`]);
+  rows.push(['  control: none / none', 'the same, with no page open in either phase', `${d.controlRatio.toFixed(3)}×`, `the noise of two identical phases; ${rps(d.control)}`]);
+  rows.push(['  the same phases', `the app's CPU per request: none / ${d.pages} pages open`, `${d.cpuRatio.toFixed(3)}×`, `µs open ${rps(d.openCpuUs)}; none ${rps(d.closedCpuUs)}`]);
+  rows.push(['  the same phases', `the dashboard's own time with ${d.pages} pages open (building and writing snapshots)`, `${d.busyMsPerSec.toFixed(2)} ms/s`, `${((d.busyMsPerSec / 1000) * 100).toFixed(2)} % of a core`]);
+}
+
 async function main() {
   if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
   const results: Record<string, unknown> = {
@@ -698,7 +710,9 @@ async function main() {
   const onlyPg = process.argv.includes('--pg');
   // `npm run bench -- --groups`: only a pool group's release as members grow, printed, results.json left as it is.
   const onlyGroups = process.argv.includes('--groups');
-  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups) {
+  // `npm run bench -- --dashboard`: only the sample app with and without dashboard pages open, printed, results.json left as it is.
+  const onlyDashboard = process.argv.includes('--dashboard');
+  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
@@ -707,10 +721,12 @@ async function main() {
     if (onlyFresh) await freshBench(results, rows, fmt);
     if (onlyPg) await pgBench(results, rows, fmt);
     if (onlyGroups) await groupScaleBench(results, rows);
+    if (onlyDashboard) await dashboardBench(results, rows);
     for (const r of rows) console.log(r.join(' | '));
     return;
   }
   if (!onlyLimiters) await poolBench(results, rows, fmt);
+  if (!onlyLimiters) await dashboardBench(results, rows);
 
   const lim = await limiterBench();
   results.limiters = lim;

@@ -40,7 +40,10 @@ function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
     redis: (i) => (Math.floor(i / 4) % 2 === 0 ? ['/jobs', { ...json({ job: `load ${i}` }), method: 'POST' }] : ['/jobs/next?waitMs=50', {}]),
     pg: (i) => (i % 4 === 0 ? ['/notes', { ...json({ text: `load ${i}` }), method: 'POST' }] : ['/notes', {}]),
     // The pool group: twelve tenants, a few of them busier, sharing one budget of sessions.
-    tenants: (i) => [`/tenants/tenant-${i % 7 === 0 ? i % 12 : i % 3}/items/${i % 100}`, {}],
+    tenants: (i) => {
+      const n = Math.floor(i / 3); // i itself has the same remainder on every call of this kind
+      return [`/tenants/tenant-${n % 7 === 0 ? n % 12 : n % 3}/items/${i % 100}`, {}];
+    },
   };
   return names.filter((n) => n in all).map((n) => all[n]);
 }

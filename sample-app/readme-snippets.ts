@@ -1,11 +1,12 @@
 // Code the README shows in short excerpts; test/e2e/readme-snippets.spec.ts runs all of it.
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable, Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
 import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
 import { pgConnector } from './app/connectors.js';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { POOL_CHANNELS, type RetireMessage } from 'nestjs-shared-pool/core';
+import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
 
 export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
   const lease = await pool.acquire({ timeoutMs: 2_000, signal });
@@ -99,3 +100,19 @@ export function warnOnFailedConnections(warn: (line: string) => void): () => voi
   subscribe(POOL_CHANNELS.retire, onRetire);
   return () => unsubscribe(POOL_CHANNELS.retire, onRetire); // stop listening
 }
+
+/** Lets in only the app's operators (your own rule: a session, a role, a network). */
+@Injectable()
+export class OpsGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-role'] === 'ops';
+  }
+}
+
+@Module({
+  imports: [
+    PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443') }] }),
+    PoolDashboardModule.forRoot({ guards: [OpsGuard] }), // the live page at /pools/ui, for ops only
+  ],
+})
+export class DashboardAppModule {}

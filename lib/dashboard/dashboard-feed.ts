@@ -23,6 +23,8 @@ export interface FeedStats {
   readonly cutOff: number;
   /** Bytes written but not yet taken by the viewers' sockets, now. */
   readonly buffered: number;
+  /** Time spent building snapshots and writing them to viewers since the start, ms: the dashboard's own cost. */
+  readonly busyMs: number;
 }
 
 /** An open page's stream. */
@@ -49,6 +51,7 @@ export class DashboardFeed {
   #built = 0;
   #dropped = 0;
   #cutOff = 0;
+  #busyMs = 0;
 
   constructor(
     private readonly state: DashboardState,
@@ -59,7 +62,7 @@ export class DashboardFeed {
   stats(): FeedStats {
     let buffered = 0;
     for (const viewer of this.#viewers) buffered += viewer.res.writableLength;
-    return { viewers: this.#viewers.size, running: this.#timer !== undefined, built: this.#built, dropped: this.#dropped, cutOff: this.#cutOff, buffered };
+    return { viewers: this.#viewers.size, running: this.#timer !== undefined, built: this.#built, dropped: this.#dropped, cutOff: this.#cutOff, buffered, busyMs: this.#busyMs };
   }
 
   /** The current snapshot, built now unless this tick's is fresh. For one-off reads (`/snapshot`). */
@@ -113,7 +116,7 @@ export class DashboardFeed {
   #current(): { snapshot: DashboardSnapshot; event: string } {
     const now = this.now();
     if (this.#last !== undefined && now - this.#last.at < this.settings.intervalMs / 2) return this.#last;
-    const snapshot = this.state.snapshot(this.#viewers.size);
+    const snapshot = this.state.snapshot(this.#viewers.size, this.#busyMs);
     this.#built++;
     this.#last = { at: now, snapshot, event: `event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n` };
     if (this.#timer === undefined) this.state.stop(); // a one-off read watches nothing afterwards
@@ -121,6 +124,17 @@ export class DashboardFeed {
   }
 
   #tick(): void {
+    const began = performance.now();
+    try {
+      this.#sendAll();
+    } catch {
+      // A snapshot that could not be built this tick: the pages keep the last one; the next tick tries again.
+    } finally {
+      this.#busyMs += performance.now() - began;
+    }
+  }
+
+  #sendAll(): void {
     const { event } = this.#current();
     const now = this.now();
     for (const viewer of [...this.#viewers]) {

@@ -131,6 +131,8 @@ export interface DashboardSnapshot {
   readonly intervalMs: number;
   /** Pages open now. */
   readonly viewers: number;
+  /** Time the dashboard has spent building snapshots and writing them to pages since the start, ms: its own cost. */
+  readonly busyMs: number;
   readonly pools: readonly DashboardPool[];
   readonly groups: readonly DashboardGroup[];
 }

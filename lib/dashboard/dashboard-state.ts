@@ -104,16 +104,20 @@ export class DashboardState {
     this.#tracks.clear();
   }
 
-  /** The snapshot of now; `viewers`: pages open. */
-  snapshot(viewers: number): DashboardSnapshot {
+  /** The snapshot of now; `viewers`: pages open; `busyMs`: the feed's time so far. */
+  snapshot(viewers: number, busyMs = 0): DashboardSnapshot {
     const at = this.now();
     const tick = ++this.#tick;
     const pools: DashboardPool[] = [];
     const groups: DashboardGroup[] = [];
     for (const w of this.watched()) {
       const track = this.#track(w.name, tick);
-      if ('group' in w) groups.push(this.#group(w.group.stats(), track, at));
-      else if (typeof w.pool.stats === 'function') pools.push(this.#pool(w.pool, w.pool.stats(), track, at));
+      try {
+        if ('group' in w) groups.push(this.#group(w.group.stats(), track, at));
+        else if (typeof w.pool.stats === 'function') pools.push(this.#pool(w.pool, w.pool.stats(), track, at));
+      } catch {
+        // A provider whose stats() throws (a test's stand-in, say) is left out; the others are shown.
+      }
     }
     for (const [name, track] of this.#tracks) {
       if (track.seen === tick) continue;
@@ -122,7 +126,7 @@ export class DashboardState {
     }
     pools.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
     groups.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
-    return { at, intervalMs: this.settings.intervalMs, viewers, pools, groups };
+    return { at, intervalMs: this.settings.intervalMs, viewers, busyMs: Math.round(busyMs * 1000) / 1000, pools, groups };
   }
 
   #track(name: string, tick: number): Track {

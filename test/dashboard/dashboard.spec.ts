@@ -2,7 +2,9 @@
 // stats() say; one snapshot per tick for any number of viewers and none while nobody watches;
 // slow, vanishing and refused clients; app.close() with pages open; pools that come and go.
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { Module, type INestApplication, type ModuleMetadata } from '@nestjs/common';
 import { LazyModuleLoader, NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -273,6 +275,17 @@ describe('the dashboard', () => {
   });
 });
 
+describe('the dashboard’s assets', () => {
+  it('are as small as the README and the guide say', () => {
+    const files = ['index.html', 'dashboard.js', 'dashboard.css'].map((f) => readFileSync(new URL(`../../lib/dashboard/assets/${f}`, import.meta.url)));
+    const raw = files.reduce((n, f) => n + f.length, 0);
+    const gzipped = gzipSync(Buffer.concat(files)).length;
+    const said = `${Math.round(raw / 1000)} kB, ${Math.round(gzipped / 1000)} kB gzipped`;
+    expect(readFileSync(new URL('../../README.md', import.meta.url), 'utf8')).toContain(`(${said}; no CDN)`);
+    expect(readFileSync(new URL('../../docs/dashboard.md', import.meta.url), 'utf8')).toContain(`(${said})`);
+  });
+});
+
 describe('the dashboard’s options', () => {
   it.each([
     [{ path: 'bad path' }, "PoolDashboardModule.forRoot: option \"path\" must be a URL path such as '/pools/ui' (letters, digits, - _ . / only), got \"bad path\""],
@@ -305,3 +318,28 @@ describe('scrub', () => {
   });
 });
 
+
+describe('the dashboard’s state', () => {
+  it('leaves out a provider whose stats() throws, and shows the others', async () => {
+    const { DashboardState } = await import('../../lib/dashboard/dashboard-state.js');
+    const good = new PoolGroup({ name: 'good', maxTotal: 1, connector: () => new FakeConnector() });
+    const state = new DashboardState(
+      () => [
+        {
+          name: 'stub',
+          pool: {
+            stats: () => {
+              throw new Error('a stand-in without stats');
+            },
+          },
+        },
+        { name: 'good', group: good },
+      ],
+      { intervalMs: 100, maxConnectionRows: 10, maxMemberRows: 10 },
+    );
+    const snapshot = state.snapshot(1);
+    expect(snapshot.pools).toEqual([]);
+    expect(snapshot.groups.map((g) => g.name)).toEqual(['good']);
+    await good.close();
+  });
+});

@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { getPoolToken, type ConnectionPool, type Lease, type PoolGroup } from '../../lib/index.js';
+import { Module, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { PoolModule } from '../../lib/index.js';
+import { PoolDashboardModule } from '../../lib/dashboard/index.js';
 import { startSample, type RunningSample } from '../../sample-app/main.js';
+import { FakeConnector } from '../support/fake-connector.js';
 import { until } from '../support/wait.js';
 
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
@@ -121,5 +126,68 @@ describe('the dashboard in a browser, on the sample app under load', () => {
 
   it('ran without a script error or a refused resource', () => {
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the dashboard in a browser, with 60 pools and a group of 1,200 members', () => {
+  let app: INestApplication;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    @Module({
+      imports: [
+        PoolModule.forRoot({
+          pools: Array.from({ length: 60 }, (_, i) => ({ name: `pool-${String(i).padStart(2, '0')}`, connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 1 } })),
+          groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 50, member: { clientLimit: 1 } } }],
+        }),
+        PoolDashboardModule.forRoot({ intervalMs: 200 }),
+      ],
+    })
+    class ManyPools {}
+    app = await NestFactory.create(ManyPools, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    const group = app.get<PoolGroup<unknown>>(getPoolToken('tenants'));
+    for (let i = 0; i < 1_200; i++) await group.use(`tenant-${String(i).padStart(4, '0')}`, () => undefined);
+    // Trouble in one pool: its two connections held and a caller waiting.
+    const troubled = app.get<ConnectionPool<unknown>>(getPoolToken('pool-37'));
+    await troubled.acquire();
+    await troubled.acquire();
+    void troubled.acquire({ timeoutMs: 60_000 }).catch(() => undefined);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/pools/ui`);
+    await page.waitForFunction(() => Number(document.body.dataset.updates ?? 0) >= 2, undefined, { timeout: 15_000 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it('puts the pool in trouble first and open, the healthy ones folded, and the group summarised 50 members at a time', async () => {
+    const cards = await page.$$eval('[data-pool]', (all) => all.map((c) => [c.getAttribute('data-pool'), (c as HTMLDetailsElement).open]));
+    expect(cards).toHaveLength(60);
+    expect(cards[0]).toEqual(['pool-37', true]);
+    expect(cards.slice(1).every(([, open]) => open === false)).toBe(true);
+    expect(await page.textContent('#summary')).toContain('exhausted');
+    expect(await page.$$('[data-group="tenants"] [data-member]')).toHaveLength(50);
+    expect(await page.textContent('[data-more="tenants"]')).toBe('Show 50 more of 1,150');
+    await page.click('[data-more="tenants"]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-group="tenants"] [data-member]').length === 100);
+    await page.screenshot({ path: new URL('dashboard-many.png', ARTIFACTS).pathname });
+  });
+
+  it('finds one member among 1,200 and one pool among 60 by search', async () => {
+    await page.fill('#search', 'tenant-0777');
+    await page.waitForFunction(() => document.querySelectorAll('[data-member]').length === 1);
+    expect(await page.getAttribute('[data-member]', 'data-member')).toBe('tenant-0777');
+    expect(await page.$$('[data-pool]')).toHaveLength(0);
+    await page.fill('#search', 'pool-05');
+    await page.waitForFunction(() => document.querySelectorAll('[data-pool]').length === 1);
+    await page.fill('#search', '');
+    await page.check('#trouble-only');
+    await page.waitForFunction(() => document.querySelectorAll('[data-pool]').length === 1);
+    expect(await page.getAttribute('[data-pool]', 'data-pool')).toBe('pool-37');
   });
 });

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import { posix } from 'node:path';
+import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { asyncRegistration, Completions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
+import { asyncRegistration, Completions, DashboardAppModule, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
 import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { docPages, readmeBlocks, root, source } from '../support/readme.js';
@@ -157,6 +158,22 @@ describe('the README excerpts, run', () => {
     (await pool.acquire()).fail(new Error('not heard'));
     await pool.close();
     expect(lines).toEqual(['db: connection 1 failed: socket hang up']);
+  });
+
+  it('the dashboard, for ops only', async () => {
+    process.env.UPSTREAM_URL = upstream.url;
+    const app = await NestFactory.create(DashboardAppModule, { logger: false });
+    try {
+      await app.listen(0, '127.0.0.1');
+      const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+      expect((await fetch(`${url}/pools/ui`)).status).toBe(403);
+      const snapshot = await fetch(`${url}/pools/ui/snapshot`, { headers: { 'x-role': 'ops' } });
+      expect(snapshot.status).toBe(200);
+      expect(((await snapshot.json()) as { pools: { name: string }[] }).pools.map((p) => p.name)).toEqual(['upstream']);
+    } finally {
+      delete process.env.UPSTREAM_URL;
+      await app.close();
+    }
   });
 
   // The README's testing example, as a test.

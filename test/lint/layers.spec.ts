@@ -23,6 +23,8 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/limits/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/limits builds on lib\/core only/],
     ['lib/connectors/x.ts', "import { RedisLimiter } from '../limits/index.js';", /lib\/connectors build on lib\/core only/],
     ['lib/groups/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/groups build on lib\/core and lib\/limits only/],
+    ['lib/core/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/core knows only pools/],
+    ['lib/nest/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/nest does not know the dashboard/],
   ])('%s may not %s', async (file, code, message) => {
     const found = await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
     expect(found).toHaveLength(1);
@@ -34,6 +36,7 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/nest/x.ts', "import { RedisLimiter } from '../limits/index.js';"],
     ['lib/connectors/x.ts', "import { PoolConfigError } from '../core/index.js';"],
     ['lib/groups/x.ts', "import { ConnectionPool } from '../core/index.js';"],
+    ['lib/dashboard/x.ts', "import { PoolRegistry } from '../nest/pool-registry.js';"],
   ])('%s may %s', async (file, code) => {
     expect(await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`)).toEqual([]);
   });
