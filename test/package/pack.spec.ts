@@ -41,7 +41,7 @@ describe('npm pack', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('builds as it packs, and ships the code, its types, the licence, the readme and the guides', () => {
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/connection-pool.js', 'dist/nest/pool.module.js', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/connection-pool.js', 'dist/nest/pool.module.js', 'dist/dashboard/index.js', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/index.html', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
       expect(files).toContain(file);
     }
     expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
@@ -119,6 +119,12 @@ describe('npm pack', () => {
       compile(cwd, ['nest-terminus-app.ts']);
       const idle = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 0 }) };
       expect(run(cwd, 'out/nest-terminus-app.js')).toMatchObject({ status: 'ok', info: { pools: idle }, error: {}, details: { pools: idle } });
+    }, 240_000);
+
+    it('serves the dashboard from the installed package, behind the app\'s guard', () => {
+      const cwd = project('dashboard', ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'rxjs', 'reflect-metadata', '@types/node'], ['dashboard-app.ts']);
+      compile(cwd, ['dashboard-app.ts']);
+      expect(run(cwd, 'out/dashboard-app.js')).toEqual({ refused: 403, page: true, script: [200, true], pools: ['words'] });
     }, 240_000);
 
     it('runs a new app\'s Jest test set up from docs/testing.md alone, with no warning from the recipe', () => {
