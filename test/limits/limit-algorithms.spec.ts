@@ -1,0 +1,166 @@
+// The adaptive limit's algorithms on hand-built traces and on random ones: bounds always held, no
+// growth without successes, a cut on overload (once per round of calls), and hostile input (NaN,
+// negative and infinite durations, clock jumps, zero-duration calls) that never moves the limit
+// out of its bounds or to NaN.
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm, type LimitSample } from '../../lib/limits/limit-algorithms.js';
+
+const ALGORITHMS = ['aimd', 'gradient', 'vegas'] as const;
+
+/** Feeds `samples` one after another; the limit after each. */
+function run(algorithm: LimitAlgorithm, samples: readonly LimitSample[]): number[] {
+  return samples.map((s) => algorithm.sample(s));
+}
+
+/** Calls at full load (inflight = the limit), each `ms` long, admitted 25 ms apart (40 a second). */
+function steady(algorithm: LimitAlgorithm, n: number, ms: (i: number) => number, from = 0): number[] {
+  const limits: number[] = [];
+  for (let i = 0; i < n; i++) limits.push(algorithm.sample({ startedAt: from + i * 25, durationMs: ms(i), inflight: algorithm.limit, outcome: 'success' }));
+  return limits;
+}
+
+const sample = fc.record({
+  startedAt: fc.oneof(fc.double({ min: 0, max: 1e7, noNaN: true }), fc.constantFrom(NaN, Infinity, -1)),
+  durationMs: fc.oneof(fc.double({ min: 0, max: 1e5, noNaN: true }), fc.constantFrom(0, NaN, -5, Infinity, 3.6e6)),
+  inflight: fc.oneof(fc.integer({ min: 0, max: 5_000 }), fc.constantFrom(NaN, -1)),
+  outcome: fc.constantFrom('success' as const, 'overload' as const),
+});
+
+describe.each(ALGORITHMS)('the %s limit', (name) => {
+  const make = (extra: Partial<AdaptiveAlgorithmOptions> = {}) => limitAlgorithm({ algorithm: name, min: 2, max: 200, initial: 20, ...extra } as AdaptiveAlgorithmOptions);
+
+  it('keeps a whole number within its bounds whatever it is fed, hostile input included', () => {
+    fc.assert(
+      fc.property(fc.array(sample, { maxLength: 400 }), (samples) => {
+        const algorithm = make();
+        for (const limit of run(algorithm, samples)) {
+          expect(Number.isInteger(limit)).toBe(true);
+          expect(limit).toBeGreaterThanOrEqual(2);
+          expect(limit).toBeLessThanOrEqual(200);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('never grows without a success', () => {
+    fc.assert(
+      fc.property(fc.array(sample.map((s) => ({ ...s, outcome: 'overload' as const })), { maxLength: 200 }), (samples) => {
+        const algorithm = make();
+        let before = algorithm.limit;
+        for (const limit of run(algorithm, samples)) {
+          expect(limit).toBeLessThanOrEqual(before);
+          before = limit;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('cuts on an overload, once per round: calls admitted before the cut do not cut again', () => {
+    const algorithm = make({ backoff: 0.5 });
+    steady(algorithm, 50, () => 10);
+    const before = algorithm.limit;
+    // A round of 30 calls admitted at 100..129 all time out at about 1,100.
+    const after = run(algorithm, Array.from({ length: 30 }, (_, i) => ({ startedAt: 100 + i, durationMs: 1_000, inflight: before, outcome: 'overload' as const })));
+    expect(after[0]).toBe(Math.max(2, Math.floor(before * 0.5)));
+    expect(new Set(after).size).toBe(1);
+    // A call admitted after that cut, overloaded too: a new round, a new cut.
+    expect(algorithm.sample({ startedAt: 1_200, durationMs: 5, inflight: after[0]!, outcome: 'overload' })).toBe(Math.max(2, Math.floor(Math.floor(before * 0.5) * 0.5)));
+  });
+
+  it('grows while calls succeed at full load and latency stays flat, up to its max', () => {
+    const algorithm = make();
+    const limits = steady(algorithm, 40_000, () => 20);
+    expect(limits[limits.length - 1]).toBe(200);
+    // and never past it
+    expect(limits.reduce((a, b) => Math.max(a, b))).toBe(200);
+  });
+
+  it('does not grow from calls that never filled the limit (the caller, not the backend, was the bound)', () => {
+    const algorithm = make();
+    for (let i = 0; i < 5_000; i++) algorithm.sample({ startedAt: i, durationMs: 10, inflight: 3, outcome: 'success' });
+    expect(algorithm.limit).toBe(20);
+  });
+
+  it('ignores a sample with a NaN, negative or infinite duration or a bad start, and takes a zero-duration call', () => {
+    const algorithm = make();
+    for (const bad of [{ durationMs: NaN }, { durationMs: -1 }, { durationMs: Infinity }, { startedAt: NaN }, { inflight: NaN }]) {
+      expect(algorithm.sample({ startedAt: 1, durationMs: 5, inflight: 20, outcome: 'overload', ...bad })).toBe(20);
+    }
+    expect(Number.isInteger(algorithm.sample({ startedAt: 2, durationMs: 0, inflight: 20, outcome: 'success' }))).toBe(true);
+  });
+});
+
+describe('latency-based limits', () => {
+  /** A backend with 50 slots: past 50 calls in flight, latency grows in proportion (a queue). Calls 1 ms apart, each at full load. */
+  function saturated(name: 'gradient' | 'vegas', initial: number, calls: number) {
+    const algorithm = limitAlgorithm({ algorithm: name, min: 1, max: 500, initial });
+    const limits: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const inflight = algorithm.limit;
+      limits.push(algorithm.sample({ startedAt: i, durationMs: 10 * Math.max(1, inflight / 50), inflight, outcome: 'success' }));
+    }
+    return limits;
+  }
+
+  it('vegas: grows from below to the knee of a backend and holds there, where a queue begins', () => {
+    const limits = saturated('vegas', 10, 600_000);
+    const last = limits.slice(-100_000);
+    expect(last.reduce((a, b) => Math.min(a, b))).toBeGreaterThanOrEqual(50);
+    expect(last.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(75);
+  });
+
+  it('vegas: holds where it started when the backend was already queueing (it never saw the latency without a queue)', () => {
+    // The limitation of a latency-based limit on a backend that is never idle: it keeps the queue it found, and grows no further.
+    const limits = saturated('vegas', 100, 600_000);
+    expect(limits.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(115);
+  });
+
+  it('gradient: cuts when latency jumps above its long-term level (the backend lost capacity), and moves once per window', () => {
+    const algorithm = limitAlgorithm({ algorithm: 'gradient', min: 1, max: 500, initial: 100 });
+    let t = 0;
+    const at = (ms: number, calls: number) => {
+      for (let i = 0; i < calls; i++, t += 5) algorithm.sample({ startedAt: t, durationMs: ms, inflight: algorithm.limit, outcome: 'success' });
+      return algorithm.limit;
+    };
+    const before = at(10, 200 * 60); // a minute at 10 ms
+    expect(before).toBeGreaterThan(100); // flat latency at full load: it grew
+    // Within less than a window (150 calls, 750 ms), it moves at most once, however slow the calls.
+    const seen = new Set<number>();
+    for (let i = 0; i < 150; i++) seen.add(at(40, 1));
+    expect(seen.size).toBeLessThanOrEqual(2);
+    // Each window cuts by up to a tenth (gradient 0.5, smoothing 0.2), so it keeps cutting while latency stays up.
+    expect(at(40, 200 * 3)).toBeLessThan(before * 0.85); // three seconds at 40 ms
+    expect(at(40, 200 * 10)).toBeLessThan(before * 0.5); // ten more
+  });
+
+  it('AIMD ignores latency: only overload signals cut it', () => {
+    const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 50, max: 60 });
+    steady(algorithm, 5_000, (i) => 10 + i); // latency climbing steadily
+    expect(algorithm.limit).toBe(60);
+  });
+});
+
+describe('the algorithms’ options', () => {
+  it.each([
+    [{}, 'limiter "limits": option "adaptive.algorithm" is needed: \'aimd\', \'gradient\' or \'vegas\''],
+    [{ algorithm: 'cubic' }, 'limiter "limits": option "adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"'],
+    [{ algorithm: 'aimd', min: 0 }, 'limiter "limits": option "adaptive.min" must be a whole number of 1 or more, got 0'],
+    [{ algorithm: 'aimd', min: 10, max: 5 }, 'limiter "limits": option "adaptive.max" must be at least min (10), got 5'],
+    [{ algorithm: 'aimd', initial: 5_000 }, 'limiter "limits": option "adaptive.initial" must be within min and max (1–1000), got 5000'],
+    [{ algorithm: 'vegas', backoff: 1 }, 'limiter "limits": option "adaptive.backoff" must be a number from 0.1 to below 1, got 1'],
+    [{ algorithm: 'aimd', tolerance: 2 }, 'limiter "limits": option "adaptive.tolerance" is not one of the options of the aimd algorithm: they are algorithm, min, max, initial, backoff'],
+    [{ algorithm: 'vegas', windowMs: 0 }, 'limiter "limits": option "adaptive.windowMs" must be a finite number above 0, got 0'],
+    [{ algorithm: 'gradient', smoothing: 0 }, 'limiter "limits": option "adaptive.smoothing" must be a fraction in (0, 1], got 0'],
+  ])('refuse %j with an error that names the option', (options, message) => {
+    expect(() => limitAlgorithm(options as AdaptiveAlgorithmOptions)).toThrow(message);
+  });
+
+  it('start at 10 within the default bounds 1–1000', () => {
+    const algorithm = limitAlgorithm({ algorithm: 'aimd' });
+    expect(algorithm.limit).toBe(10);
+    expect(limitAlgorithm({ algorithm: 'vegas', min: 30 }).limit).toBe(30);
+  });
+});
