@@ -6,6 +6,7 @@ import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, Pool
 import { pgConnector } from './app/connectors.js';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { POOL_CHANNELS, type RetireMessage } from 'nestjs-shared-pool/core';
+import { AdaptiveLimiter } from 'nestjs-shared-pool/limits';
 import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
 
 export async function leaseByHand(pool: ConnectionPool<ClientHttp2Session>, signal: AbortSignal) {
@@ -40,6 +41,28 @@ export function limitedRegistration(llmUrl: string) {
     limits: { global: 1000, perKey: 5, redis: { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } },
     pools: [{ name: 'llm', connector: new Http2SessionConnector(llmUrl) }],
   });
+}
+
+/** An upstream that rate-limits: the global limit finds itself, cut on 429s and paused for their Retry-After. */
+export function adaptiveRegistration(llmUrl: string) {
+  return PoolModule.forRoot({
+    httpErrors: true,
+    limits: new AdaptiveLimiter({ perKey: 5, adaptive: { algorithm: 'aimd', min: 1, max: 200, initial: 20 } }),
+    pools: [{ name: 'llm', connector: new Http2SessionConnector(llmUrl) }],
+  });
+}
+
+@Injectable()
+export class PoliteCompletions {
+  constructor(@InjectPool('llm') private readonly llm: ConnectionPool<ClientHttp2Session>) {}
+
+  @UsePooled('llm', { key: (userId: unknown) => String(userId) })
+  async complete(userId: string, prompt: string): Promise<string> {
+    const res = await http2Request(this.llm.current, { ':method': 'POST', ':path': `/complete?user=${userId}` }, prompt);
+    // A 429 or 503 thrown with its status and headers: the adaptive limit cuts, and pauses for Retry-After.
+    if (res.status === 429 || res.status === 503) throw Object.assign(new Error(`the upstream answered ${res.status}`), { status: res.status, headers: res.headers });
+    return res.body.toString();
+  }
 }
 
 @Injectable()

@@ -15,6 +15,9 @@ export interface AdmissionRequest {
   signal?: AbortSignal;
 }
 
+/** How a call made under an admission ended: the value it returned, or what it threw. */
+export type CallResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
 /** One admitted lease of a limiter. */
 export interface Admission {
   /** The lease's id, fresh for every admission. */
@@ -41,6 +44,12 @@ export interface Admission {
    * releases. The holder still calls `release()`. Optional: an in-process slot is held until then.
    */
   expire?(why: string): void;
+  /**
+   * The call made under this admission ended: `pool.use()` (and so `@UsePooled`) tells its result
+   * just before the release. Optional: a limiter that learns from how calls end (the adaptive
+   * one) reads it; a lease acquired by hand tells nothing.
+   */
+  ended?(result: CallResult): void;
 }
 
 /** Running totals of a limiter. */
@@ -79,6 +88,36 @@ export interface AdmissionStats {
   topKeys?: { key: string; leases: number }[];
   /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
   lastError?: string;
+  /** An adaptive limiter's limit and how it moved (see `AdaptiveLimiter`). */
+  adaptive?: AdaptiveStats;
+}
+
+/** One change of an adaptive limit, as `stats().adaptive.changes` lists them. */
+export interface LimitChange {
+  /** When, ms on the limiter's clock. */
+  readonly at: number;
+  readonly from: number;
+  readonly to: number;
+  readonly reason: 'overload' | 'success';
+}
+
+/** An adaptive limiter's state, in `stats().admission.adaptive`. */
+export interface AdaptiveStats {
+  /** `aimd`, `gradient` or `vegas`. */
+  readonly algorithm: string;
+  /** The limit now (also `limit` of the report). */
+  readonly limit: number;
+  readonly min: number;
+  readonly max: number;
+  /** Ms left of a pause the upstream asked for (Retry-After); 0 with none. */
+  readonly pausedMs: number;
+  /** Calls that ended in overload, and in success. */
+  readonly overloads: number;
+  readonly successes: number;
+  /** Calls whose end said nothing about capacity, or whose classifier threw. */
+  readonly ignored: number;
+  /** The last changes of the limit, oldest first (at most 20). */
+  readonly changes: readonly LimitChange[];
 }
 
 /**

@@ -142,12 +142,13 @@ export class QueueFullError extends PoolError {
 }
 
 /** Why a global admission was refused. */
-export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members';
+export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members' | 'paused';
 
 /**
  * The global admission limit is reached (HTTP 503). `reason`: `limit` (every slot is held),
- * `quarantine` (Redis restarted; live holders are re-registering), or `unavailable` (Redis is
- * unreachable and the limiter fails closed).
+ * `quarantine` (Redis restarted; live holders are re-registering), `unavailable` (Redis is
+ * unreachable and the limiter fails closed), `members` (a pool group's member places), or
+ * `paused` (the upstream answered with a Retry-After: an adaptive limiter admits nothing until then).
  */
 export class CapacityExceededError extends PoolError {
   constructor(
@@ -172,6 +173,7 @@ export class CapacityExceededError extends PoolError {
       quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
       members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
+      paused: `the upstream asked for a pause (Retry-After): admissions resume in ${Math.ceil(retryAfterMs)} ms`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

@@ -1,4 +1,4 @@
-import type { Admission } from './admission.js';
+import type { Admission, CallResult } from './admission.js';
 import { kExpire, type Hold } from './held-leases.js';
 import type { SharedConnection } from './shared-connection.js';
 
@@ -10,6 +10,8 @@ export const kCheckinFailed = Symbol('checkinFailed');
 
 /** @internal Ties the limiter's admission to a lease, released with it. */
 export const kAdmitted = Symbol('admitted');
+/** @internal Tells the admission how the call under the lease ended (see Admission.ended). */
+export const kEnded = Symbol('ended');
 
 /**
  * @internal What a pool that times or tracks its leases keeps on one (metrics, leak detection,
@@ -91,6 +93,17 @@ export class Lease<T> {
   /** @internal */
   [kAdmitted](admission: Admission): void {
     this.#admission = admission;
+  }
+
+  /** @internal The call under this lease ended; its limiter may learn from it. A limiter's error never reaches the caller. */
+  [kEnded](result: CallResult): void {
+    const admission = this.#admission;
+    if (admission?.ended === undefined || this.#done) return;
+    try {
+      admission.ended(result);
+    } catch {
+      // The limiter's own bug: the call's result stands.
+    }
   }
 
   /** @internal Held past maxHoldMs: the signal aborts, the admission slot is let lapse. */

@@ -2,7 +2,7 @@ import { backoffMs } from './backoff.js';
 import type { Timers } from './clock.js';
 import type { Connector } from './connector.js';
 import { PoolClosedError } from './errors.js';
-import type { Lease } from './lease.js';
+import { kEnded, type Lease } from './lease.js';
 import type { PoolLogger } from './logger.js';
 import { messageOf } from './message-of.js';
 import type { RetryOptions, UseOptions } from './call-options.js';
@@ -49,10 +49,12 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Prom
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
       const result = scoped ? await scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn, lease.connection) : await fn(lease.connection);
       host.scopes(-1);
+      lease[kEnded]({ ok: true, value: result });
       lease.release();
       return result;
     } catch (err) {
       host.scopes(-1);
+      lease[kEnded]({ ok: false, error: err });
       const fatal = isFatal(host, err);
       const retryable = attempt < attempts && (fatal || retryOn(host, retry, err));
       if (retryable || fatal) lease.fail(err);

@@ -6,6 +6,10 @@ import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
 
 const kGiveBack = Symbol('giveBack');
+/** @internal Moves the global limit (an adaptive limiter's); leases held past a lower one keep their slots. */
+export const kSetGlobal = Symbol('setGlobal');
+/** @internal Leases held now, without building a report. */
+export const kUsed = Symbol('used');
 
 /** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
 class LocalAdmission implements Admission {
@@ -37,44 +41,62 @@ class LocalAdmission implements Admission {
 
 /** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
 export class LocalLimiter implements ConcurrencyLimiter {
-  readonly limits: ResolvedLimits;
+  #limits: ResolvedLimits;
   readonly #counts = new SlotCounts();
   readonly #waiters: SlotWaiters<Admission>;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
 
   constructor(options: LimitOptions = {}) {
-    this.limits = resolveLimits(options);
+    this.#limits = resolveLimits(options);
     this.#waiters = new SlotWaiters(options.clock ?? systemClock);
+  }
+
+  /** The limits in force. */
+  get limits(): ResolvedLimits {
+    return this.#limits;
+  }
+
+  /** @internal */
+  get [kUsed](): number {
+    return this.#counts.used;
+  }
+
+  /** @internal */
+  [kSetGlobal](global: number): void {
+    if (global === this.#limits.global) return;
+    const higher = global > this.#limits.global;
+    this.#limits = { ...this.#limits, global };
+    if (higher && this.#waiters.length > 0) this.#serveWaiters();
   }
 
   /** A slot now, if both limits have room and the key is valid; `admit()` says why not. */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
     let key: string | undefined;
     try {
-      key = keyOf(request, this.limits);
+      key = keyOf(request, this.#limits);
     } catch {
       return undefined;
     }
-    return this.#counts.take(key, this.limits.global, this.limits.perKey) === null ? this.#admitted(key) : undefined;
+    return this.#counts.take(key, this.#limits.global, this.#limits.perKey) === null ? this.#admitted(key) : undefined;
   }
 
   admit(request: AdmissionRequest): Promise<Admission> {
     let key: string | undefined;
     try {
-      key = keyOf(request, this.limits);
+      key = keyOf(request, this.#limits);
     } catch (err) {
       return Promise.reject(err);
     }
-    const refusal = this.#counts.take(key, this.limits.global, this.limits.perKey);
+    const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
     if (refusal === null) return Promise.resolve(this.#admitted(key));
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
-    if (!this.limits.wait || !(request.timeoutMs > 0)) return Promise.reject(refusalError(refusal, request, this.limits));
-    return this.#waiters.wait(request, () => refusalError(refusal, request, this.limits));
+    if (!this.#limits.wait || !(request.timeoutMs > 0)) return Promise.reject(refusalError(refusal, request, this.#limits));
+    return this.#waiters.wait(request, () => refusalError(refusal, request, this.#limits));
   }
 
   stats(): LimiterStats {
-    const { global, perKey } = this.limits;
+    const { global, perKey } = this.#limits;
     const utilization = global === Infinity ? 0 : this.#counts.used / global;
     return {
       mode: 'local',
@@ -109,7 +131,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
   #serveWaiters(): void {
     for (const w of this.#waiters.snapshot()) {
       const key = w.request.key ?? undefined; // checked by admit(); null: no key on purpose
-      const refusal = this.#counts.take(key, this.limits.global, this.limits.perKey);
+      const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
       if (refusal === 'global') return;
       if (refusal === null) w.resolve(this.#admitted(key));
     }

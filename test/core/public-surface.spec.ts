@@ -60,7 +60,7 @@ describe('the entry points', () => {
 
   it('keep the core, the limits, the groups and the connectors apart, and the root shows them all', () => {
     expect(Object.keys(core)).toEqual(expect.arrayContaining(['ConnectionPool', 'PoolError', 'Lease', 'systemClock']));
-    expect(Object.keys(limits).sort()).toEqual(['LocalLimiter', 'RedisLimiter']);
+    expect(Object.keys(limits).sort()).toEqual(['AdaptiveLimiter', 'LocalLimiter', 'RedisLimiter', 'classifyCall']);
     expect(Object.keys(connectors).sort()).toEqual(['Http2SessionConnector', 'http2Request']);
     expect(Object.keys(groups)).toEqual(['PoolGroup']);
     for (const name of [...Object.keys(core), ...Object.keys(limits), ...Object.keys(groups), ...Object.keys(connectors), 'PoolModule', 'UsePooled', 'InjectPool', 'PoolHealthIndicator']) {

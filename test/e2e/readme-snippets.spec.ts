@@ -7,7 +7,7 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { asyncRegistration, Completions, DashboardAppModule, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
+import { adaptiveRegistration, asyncRegistration, Completions, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
 import { pgConnector } from '../../sample-app/app/connectors.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { docPages, readmeBlocks, root, source } from '../support/readme.js';
@@ -125,6 +125,17 @@ describe('the README excerpts, run', () => {
     expect(pool.stats().admission).toMatchObject({ mode: 'redis', limit: 1000, perKey: 5, held: 0 });
     await moduleRef.close();
   }, 15_000);
+
+  it('an adaptive limit in front of a rate-limited upstream', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [adaptiveRegistration(upstream.url)], providers: [PoliteCompletions] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await moduleRef.init();
+    for (let i = 0; i < 5; i++) await expect(moduleRef.get(PoliteCompletions).complete('ann', 'hello')).resolves.toContain('/complete?user=ann');
+    const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
+    expect(pool.stats().admission).toMatchObject({ mode: 'local', limit: 20, perKey: 5, adaptive: { algorithm: 'aimd', successes: 5, overloads: 0 } });
+    await moduleRef.close();
+  });
 
   it('a method with propagation none, its connection as a parameter, on PostgreSQL', async () => {
     const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';

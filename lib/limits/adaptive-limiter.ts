@@ -1,0 +1,203 @@
+import { CapacityExceededError, systemClock, type Admission, type AdmissionRequest, type CallResult, type Clock, type LimitChange, type PoolLogger } from '../core/index.js';
+import { is, OptionReader } from '../core/option-rules.js';
+import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
+import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
+import type { LimitOptions } from './limits-options.js';
+import { kSetGlobal, kUsed, LocalLimiter } from './local-limiter.js';
+
+/** What a call's end says about the backend's capacity. */
+export type CallVerdict =
+  /** It answered: the limit may grow. */
+  | 'success'
+  /** It is at capacity (429, 503, a timeout): the limit is cut. `retryAfterMs`: admit nothing for that long. */
+  | { readonly overload: true; readonly retryAfterMs?: number }
+  /** An error that says nothing about capacity (a 404, a bad request, a bug): not counted. */
+  | 'ignore';
+
+/** Options of {@link AdaptiveLimiter}. */
+export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'wait'> {
+  /** The algorithm and its bounds. Default `{ algorithm: 'aimd', min: 1, max: 1000, initial: 10 }`. */
+  adaptive?: AdaptiveAlgorithmOptions;
+  /** Tells overload from success from an error that says nothing about capacity. Default {@link classifyCall}. */
+  classify?: (result: CallResult) => CallVerdict;
+}
+
+const CHANGES = 20;
+
+/**
+ * A global admission limit that finds itself: it learns from how calls end (`pool.use()` and
+ * `@UsePooled` tell it) and moves between bounds with its algorithm (AIMD by default: it grows
+ * while calls succeed and cuts on overload, such as a 429 or a timeout). A `Retry-After` from the
+ * upstream pauses admissions for that long. The per-key limit works as in `LocalLimiter`. In this
+ * process only; across instances it is not shared yet.
+ */
+export class AdaptiveLimiter implements ConcurrencyLimiter {
+  readonly #local: LocalLimiter;
+  readonly #algorithm: LimitAlgorithm;
+  readonly #classify: (result: CallResult) => CallVerdict;
+  readonly #clock: Clock;
+  readonly #logger: PoolLogger | undefined;
+  readonly #bounds: { min: number; max: number };
+  readonly #changes: LimitChange[] = [];
+  #pausedUntil = -Infinity;
+  #overloads = 0;
+  #successes = 0;
+  #ignored = 0;
+  #classifierFailed = false;
+
+  constructor(options: AdaptiveLimiterOptions = {}) {
+    const { adaptive = { algorithm: 'aimd' }, classify, ...limits } = options;
+    const name = limits.name ?? 'limits';
+    const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify } as { classify?: unknown });
+    read.get('classify', is.function);
+    if ((limits as LimitOptions).global !== undefined) read.fail('global', 'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead');
+    if ((limits as LimitOptions).wait !== undefined) read.fail('wait', 'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take');
+    this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
+    this.#bounds = { min: adaptive.min ?? 1, max: adaptive.max ?? 1_000 };
+    const perKey = (limits as LimitOptions).perKey;
+    if (typeof perKey === 'number' && perKey > this.#bounds.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#bounds.max}): no key could ever use more than the limit can reach`);
+    // Checked against the highest the limit may reach (a perKey above the first limit is fine), then set to the first.
+    this.#local = new LocalLimiter({ ...limits, global: this.#bounds.max });
+    this.#local[kSetGlobal](this.#algorithm.limit);
+    this.#classify = classify ?? classifyCall;
+    this.#clock = limits.clock ?? systemClock;
+    this.#logger = limits.logger;
+  }
+
+  /** The limit now. */
+  get limit(): number {
+    return this.#algorithm.limit;
+  }
+
+  tryAdmit(request: AdmissionRequest): Admission | undefined {
+    if (this.#paused() > 0) return undefined;
+    const admission = this.#local.tryAdmit(request);
+    return admission === undefined ? undefined : this.#tracked(admission);
+  }
+
+  admit(request: AdmissionRequest): Promise<Admission> {
+    const paused = this.#paused();
+    if (paused > 0) return Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
+    return this.#local.admit(request).then((admission) => this.#tracked(admission));
+  }
+
+  stats(): LimiterStats {
+    return {
+      ...this.#local.stats(),
+      adaptive: {
+        algorithm: this.#algorithm.name,
+        limit: this.limit,
+        min: this.#bounds.min,
+        max: this.#bounds.max,
+        pausedMs: this.#paused(),
+        overloads: this.#overloads,
+        successes: this.#successes,
+        ignored: this.#ignored,
+        changes: [...this.#changes],
+      },
+    };
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  #paused(): number {
+    return Math.max(0, this.#pausedUntil - this.#clock.now());
+  }
+
+  /** The admission, timed from now, that learns from the call's end. */
+  #tracked(admission: Admission): Admission {
+    const startedAt = this.#clock.now();
+    const inflight = this.#local[kUsed];
+    let told = false;
+    return {
+      get id() {
+        return admission.id;
+      },
+      get signal() {
+        return admission.signal;
+      },
+      release: () => admission.release(),
+      ended: (result: CallResult) => {
+        if (told) return;
+        told = true;
+        this.#learn(result, startedAt, inflight);
+      },
+    };
+  }
+
+  #learn(result: CallResult, startedAt: number, inflight: number): void {
+    let verdict: CallVerdict;
+    try {
+      verdict = this.#classify(result);
+    } catch (err) {
+      this.#ignored++;
+      if (!this.#classifierFailed) {
+        this.#classifierFailed = true;
+        this.#logger?.error(`limiter: its classify() threw (${err instanceof Error ? err.message : String(err)}); such calls are not counted`, err);
+      }
+      return;
+    }
+    if (verdict === 'ignore' || (verdict !== 'success' && (typeof verdict !== 'object' || verdict === null || verdict.overload !== true))) {
+      this.#ignored++;
+      return;
+    }
+    const now = this.#clock.now();
+    const overload = verdict !== 'success';
+    if (overload) {
+      this.#overloads++;
+      const pause = (verdict as { retryAfterMs?: number }).retryAfterMs;
+      if (pause !== undefined && pause > 0 && Number.isFinite(pause)) this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
+    } else this.#successes++;
+    const from = this.#algorithm.limit;
+    const to = this.#algorithm.sample({ startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' });
+    if (to === from) return;
+    this.#local[kSetGlobal](to);
+    this.#changes.push({ at: now, from, to, reason: overload ? 'overload' : 'success' });
+    if (this.#changes.length > CHANGES) this.#changes.shift();
+  }
+}
+
+/**
+ * The default verdict on a call's end: an HTTP answer with status 429 or 503 (a value or an error
+ * with `status` or `statusCode`, like the built-in HTTP/2 connector's `http2Request` answer),
+ * the pool's own `CapacityExceededError`, or a timeout (`TimeoutError`, `ETIMEDOUT`, an abort for
+ * a timeout) is overload, with the `Retry-After` header if there is one; any other answer is a
+ * success; any other error says nothing about capacity.
+ */
+export function classifyCall(result: CallResult): CallVerdict {
+  const subject = result.ok ? result.value : result.error;
+  const status = statusOf(subject);
+  if (status === 429 || status === 503) {
+    const retryAfterMs = retryAfterOf(subject);
+    return retryAfterMs === undefined ? { overload: true } : { overload: true, retryAfterMs };
+  }
+  if (result.ok) return 'success';
+  const err = result.error as { name?: unknown; code?: unknown; cause?: unknown } | null;
+  if (typeof err !== 'object' || err === null) return 'ignore';
+  if (err.code === 'CAPACITY_EXCEEDED' || err.code === 'ETIMEDOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.name === 'TimeoutError') return { overload: true };
+  if (err.name === 'AbortError' && (err.cause as { name?: unknown } | undefined)?.name === 'TimeoutError') return { overload: true };
+  return 'ignore';
+}
+
+function statusOf(subject: unknown): number | undefined {
+  if (typeof subject !== 'object' || subject === null) return undefined;
+  const s = subject as { status?: unknown; statusCode?: unknown };
+  const status = s.status ?? s.statusCode;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** A `Retry-After` header of `subject` (seconds, or an HTTP date), ms; undefined when there is none. */
+function retryAfterOf(subject: unknown): number | undefined {
+  const headers = (subject as { headers?: unknown }).headers;
+  let value: unknown;
+  if (headers instanceof Map || (typeof Headers !== 'undefined' && headers instanceof Headers)) value = (headers as Map<string, unknown>).get('retry-after');
+  else if (typeof headers === 'object' && headers !== null) value = (headers as Record<string, unknown>)['retry-after'];
+  if (Array.isArray(value)) value = value[0];
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.min(seconds, 3_600) * 1_000 : undefined;
+  const date = Date.parse(String(value));
+  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), 3_600_000);
+}
