@@ -1,4 +1,4 @@
-import type { AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
+import type { AdaptiveStats, AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
 import type { Hunger } from '../groups/group-planner.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
@@ -45,6 +45,8 @@ export interface DashboardLimiter {
   readonly lost: number;
   readonly lastError: string | null;
   readonly modes: readonly { at: number; mode: LimiterMode }[];
+  /** An adaptive limiter's algorithm, bounds, pause and last changes; null for a fixed limit. */
+  readonly adaptive: AdaptiveStats | null;
 }
 
 /** Counters worth a rate: per second over the last minute. */
@@ -161,5 +163,6 @@ export function limiterView(a: AdmissionStats, refusedPerSec: { global: number; 
     lost: a.counters.lost,
     lastError: a.lastError === undefined ? null : scrub(a.lastError),
     modes,
+    adaptive: a.adaptive ?? null,
   };
 }

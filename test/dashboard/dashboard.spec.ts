@@ -343,3 +343,17 @@ describe('the dashboard’s state', () => {
     await good.close();
   });
 });
+
+describe('the dashboard and an adaptive limiter', () => {
+  it('shows its algorithm, limit, bounds and changes', async () => {
+    const { DashboardState } = await import('../../lib/dashboard/dashboard-state.js');
+    const { AdaptiveLimiter } = await import('../../lib/limits/index.js');
+    const { ConnectionPool } = await import('../../lib/index.js');
+    const limiter = new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, max: 50, backoff: 0.5 } });
+    const pool = new ConnectionPool(new FakeConnector(), { name: 'llm', limiter });
+    await pool.use(async () => ({ status: 429 })); // an overload: cut to 4
+    const state = new DashboardState(() => [{ name: 'llm', pool }], { intervalMs: 100, maxConnectionRows: 10, maxMemberRows: 10 });
+    expect(state.snapshot(1).pools[0]!.limiter).toMatchObject({ limit: 4, adaptive: { algorithm: 'aimd', limit: 4, min: 1, max: 50, overloads: 1, changes: [{ from: 8, to: 4, reason: 'overload' }] } });
+    await pool.close();
+  });
+});

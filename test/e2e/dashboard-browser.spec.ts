@@ -12,6 +12,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { PoolModule } from '../../lib/index.js';
 import { PoolDashboardModule } from '../../lib/dashboard/index.js';
+import { AdaptiveLimiter } from '../../lib/limits/index.js';
 import { startSample, type RunningSample } from '../../sample-app/main.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { until } from '../support/wait.js';
@@ -138,7 +139,10 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     @Module({
       imports: [
         PoolModule.forRoot({
-          pools: Array.from({ length: 60 }, (_, i) => ({ name: `pool-${String(i).padStart(2, '0')}`, connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 1 } })),
+          pools: [
+            ...Array.from({ length: 59 }, (_, i) => ({ name: `pool-${String(i).padStart(2, '0')}`, connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 1 } })),
+            { name: 'llm', connector: new FakeConnector(), options: { limits: new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }) } },
+          ],
           groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 50, member: { clientLimit: 1 } } }],
         }),
         PoolDashboardModule.forRoot({ intervalMs: 200 }),
@@ -149,6 +153,7 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     await app.listen(0, '127.0.0.1');
     const group = app.get<PoolGroup<unknown>>(getPoolToken('tenants'));
     for (let i = 0; i < 1_200; i++) await group.use(`tenant-${String(i).padStart(4, '0')}`, () => undefined);
+    await app.get<ConnectionPool<unknown>>(getPoolToken('llm')).use(async () => ({ status: 429 })); // the adaptive limit: 8 -> 4
     // Trouble in one pool: its two connections held and a caller waiting.
     const troubled = app.get<ConnectionPool<unknown>>(getPoolToken('pool-37'));
     await troubled.acquire();
@@ -167,7 +172,7 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
 
   it('puts the pool in trouble first and open, the healthy ones folded, and the group summarised 50 members at a time', async () => {
     const cards = await page.$$eval('[data-pool]', (all) => all.map((c) => [c.getAttribute('data-pool'), (c as HTMLDetailsElement).open]));
-    expect(cards).toHaveLength(60);
+    expect(cards).toHaveLength(60); // 59 plain pools and llm
     expect(cards[0]).toEqual(['pool-37', true]);
     expect(cards.slice(1).every(([, open]) => open === false)).toBe(true);
     expect(await page.textContent('#summary')).toContain('exhausted');
@@ -176,6 +181,16 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     await page.click('[data-more="tenants"]');
     await page.waitForFunction(() => document.querySelectorAll('[data-group="tenants"] [data-member]').length === 100);
     await page.screenshot({ path: new URL('dashboard-many.png', ARTIFACTS).pathname });
+  });
+
+  it('shows an adaptive limiter’s limit and its last change', async () => {
+    await page.fill('#search', 'llm');
+    await page.waitForFunction(() => document.querySelectorAll('[data-pool]').length === 1);
+    await page.click('[data-pool="llm"] > summary');
+    await page.waitForSelector('[data-pool="llm"] [data-adaptive="aimd"]');
+    expect(await page.getAttribute('[data-pool="llm"] [data-adaptive]', 'data-adaptive-limit')).toBe('4');
+    expect(await page.textContent('[data-pool="llm"] [data-adaptive]')).toContain('8→4 (overload)');
+    await page.fill('#search', '');
   });
 
   it('finds one member among 1,200 and one pool among 60 by search', async () => {
