@@ -14,7 +14,7 @@ import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { ConnectionPool, getPoolToken, InjectPool, LocalLimiter, poolMetricProducer, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
+import { AdaptiveLimiter, ConnectionPool, getPoolToken, InjectPool, LocalLimiter, poolMetricProducer, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
 import type { MetricsMeter } from '../lib/core/pool-metrics.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
@@ -32,7 +32,7 @@ const instant: Connector<Resource> = { create: async () => ({ id: ids++ }) };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
-function ours(clientLimit: number, maxSize: number, limiter?: LocalLimiter, metrics: boolean | MetricsMeter = false, metricTimings = true) {
+function ours(clientLimit: number, maxSize: number, limiter?: ConcurrencyLimiter, metrics: boolean | MetricsMeter = false, metricTimings = true) {
   const pool = new ConnectionPool(instant, { name: 'bench', clientLimit, maxSize, minSize: maxSize, acquireTimeoutMs: ACQUIRE_TIMEOUT_MS, limiter, metrics, metricTimings });
   const cycle: Cycle = async () => {
     const lease = await pool.acquire();
@@ -385,6 +385,8 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
         'nestjs-shared-pool': () => ours(1, 10),
         // Admission through a LocalLimiter with room: what @UsePooled with `limits` costs on top.
         'nestjs-shared-pool + LocalLimiter': () => ours(1, 10, new LocalLimiter({ global: 1_000_000 })),
+        // An adaptive limit with room (a lease by hand tells it nothing, so this is its admission's cost).
+        'nestjs-shared-pool + AdaptiveLimiter': () => ours(1, 10, new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 1_000_000, max: 1_000_000 } })),
         'generic-pool': () => generic(10),
         tarn: () => tarnPool(10),
         // The floor of any FIFO pool's cost: what the share of the ceiling can be compared with.
@@ -413,6 +415,9 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
     const limiterCost = best['nestjs-shared-pool + LocalLimiter']! / best['nestjs-shared-pool']!;
     exclusive[`c${concurrency}`] = { ...(exclusive[`c${concurrency}`] as object), localLimiterVsNone: limiterCost };
     rows.push([`exclusive, ${concurrency} caller(s)`, 'a LocalLimiter in front / no limiter', `${limiterCost.toFixed(2)}×`, 'target ≥ 0.80×']);
+    const adaptiveCost = best['nestjs-shared-pool + AdaptiveLimiter']! / best['nestjs-shared-pool + LocalLimiter']!;
+    exclusive[`c${concurrency}`] = { ...(exclusive[`c${concurrency}`] as object), adaptiveVsLocalLimiter: adaptiveCost };
+    rows.push([`exclusive, ${concurrency} caller(s)`, 'an AdaptiveLimiter in front / a LocalLimiter', `${adaptiveCost.toFixed(2)}×`, 'target ≥ 0.90×']);
   }
   results.exclusive = exclusive;
 }

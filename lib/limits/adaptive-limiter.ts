@@ -23,6 +23,37 @@ export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'w
 }
 
 const CHANGES = 20;
+const kLearn = Symbol('learn');
+
+/** An admission of an {@link AdaptiveLimiter}: the inner one, and when and at what load it began. One small object, no closure. */
+class TrackedAdmission implements Admission {
+  #told = false;
+
+  constructor(
+    readonly inner: Admission,
+    readonly limiter: AdaptiveLimiter,
+    readonly startedAt: number,
+    readonly inflight: number,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  get signal(): AbortSignal {
+    return this.inner.signal;
+  }
+
+  release(): void {
+    this.inner.release();
+  }
+
+  ended(result: CallResult): void {
+    if (this.#told) return;
+    this.#told = true;
+    this.limiter[kLearn](result, this.startedAt, this.inflight);
+  }
+}
 
 /**
  * A global admission limit that finds itself: it learns from how calls end (`pool.use()` and
@@ -102,29 +133,23 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   async close(): Promise<void> {}
 
+  /** Ms left of the pause an upstream asked for; 0 with none (and no clock read when none was asked). */
   #paused(): number {
-    return Math.max(0, this.#pausedUntil - this.#clock.now());
+    if (this.#pausedUntil === -Infinity) return 0;
+    const left = this.#pausedUntil - this.#clock.now();
+    if (left > 0) return left;
+    this.#pausedUntil = -Infinity;
+    return 0;
   }
 
   /** The admission, timed from now, that learns from the call's end. */
   #tracked(admission: Admission): Admission {
-    const startedAt = this.#clock.now();
-    const inflight = this.#local[kUsed];
-    let told = false;
-    return {
-      get id() {
-        return admission.id;
-      },
-      get signal() {
-        return admission.signal;
-      },
-      release: () => admission.release(),
-      ended: (result: CallResult) => {
-        if (told) return;
-        told = true;
-        this.#learn(result, startedAt, inflight);
-      },
-    };
+    return new TrackedAdmission(admission, this, this.#clock.now(), this.#local[kUsed]);
+  }
+
+  /** @internal Called once by each {@link TrackedAdmission} whose call ended. */
+  [kLearn](result: CallResult, startedAt: number, inflight: number): void {
+    this.#learn(result, startedAt, inflight);
   }
 
   #learn(result: CallResult, startedAt: number, inflight: number): void {
