@@ -40,6 +40,7 @@ export {
   type CreateFailureMessage,
   type CreateStartMessage,
   type HealthMessage,
+  type LimiterLimitMessage,
   type ReleaseMessage,
   type RetireMessage,
 } from './pool-events.js';

@@ -28,6 +28,8 @@ export const POOL_CHANNELS = {
   poolClose: 'nestjs-shared-pool:pool:close',
   /** `{ limiter, from, to }`: an admission limiter's mode changed (Redis reachable, quarantine, fallback...). */
   limiterMode: 'nestjs-shared-pool:limiter:mode',
+  /** `{ limiter, from, to, reason }`: an adaptive limiter moved its limit (`reason`: `overload` or `success`). */
+  limiterLimit: 'nestjs-shared-pool:limiter:limit',
   /**
    * Tracing channel (`diagnostics_channel.tracingChannel(name)`) around every acquire: its
    * `start`, `end`, `asyncStart`, `asyncEnd` and `error` events carry `{ pool, timeoutMs, key }`,
@@ -63,6 +65,12 @@ export interface HealthMessage {
   readonly utilization: number;
   readonly waiting: number;
 }
+export interface LimiterLimitMessage {
+  readonly limiter: string;
+  readonly from: number;
+  readonly to: number;
+  readonly reason: 'overload' | 'success';
+}
 /** The context of the acquire tracing channel. */
 export interface AcquireTraceContext {
   readonly pool: string;
@@ -84,5 +92,6 @@ export const events = {
   health: channel(POOL_CHANNELS.health),
   poolClose: channel(POOL_CHANNELS.poolClose),
   limiterMode: channel(POOL_CHANNELS.limiterMode),
+  limiterLimit: channel(POOL_CHANNELS.limiterLimit),
   acquireTrace: tracingChannel<unknown, AcquireTraceContext>(POOL_CHANNELS.acquireTrace),
 };

@@ -143,7 +143,8 @@ export class PoolMetrics {
     const lost = meter.createObservableCounter('nestjs_shared_pool.limiter.lost', { unit: '{lease}', description: 'Held leases the limiter lost (a Redis TTL lapsed)' });
     const used = meter.createObservableUpDownCounter('nestjs_shared_pool.limiter.used', { unit: '{lease}', description: 'Leases held against the global limit, across instances' });
     const mode = meter.createObservableGauge('nestjs_shared_pool.limiter.mode', { unit: '1', description: 'The limiter’s mode: 1 for the one it is in, 0 for the others' });
-    const observables = [count, idleMax, idleMin, max, pending, timeouts, clients, clientLimit, utilization, health, retirements, admitted, refused, lost, used, mode];
+    const limit = meter.createObservableGauge('nestjs_shared_pool.limit', { unit: '{lease}', description: 'The admission limiter’s global limit now (an adaptive one moves it)' });
+    const observables = [count, idleMax, idleMin, max, pending, timeouts, clients, clientLimit, utilization, health, retirements, admitted, refused, lost, used, mode, limit];
     const a = this.#attributes;
     const idle = { ...a, 'db.client.connection.state': 'idle' };
     const busy = { ...a, 'db.client.connection.state': 'used' };
@@ -169,6 +170,7 @@ export class PoolMetrics {
       observer.observe(lost, l.counters.lost, a);
       observer.observe(used, l.used, a);
       for (const m of MODES) observer.observe(mode, l.mode === m ? 1 : 0, { ...a, mode: m });
+      if (Number.isFinite(l.limit)) observer.observe(limit, l.limit, a);
     });
     this.stop = () => {
       unobserve();

@@ -1,5 +1,6 @@
 import { CapacityExceededError, systemClock, type Admission, type AdmissionRequest, type CallResult, type Clock, type LimitChange, type PoolLogger } from '../core/index.js';
 import { is, OptionReader } from '../core/option-rules.js';
+import { events } from '../core/pool-events.js';
 import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
 import type { LimitOptions } from './limits-options.js';
@@ -68,6 +69,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #classify: (result: CallResult) => CallVerdict;
   readonly #clock: Clock;
   readonly #logger: PoolLogger | undefined;
+  readonly #name: string;
   readonly #bounds: { min: number; max: number };
   readonly #changes: LimitChange[] = [];
   #pausedUntil = -Infinity;
@@ -93,6 +95,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#classify = classify ?? classifyCall;
     this.#clock = limits.clock ?? systemClock;
     this.#logger = limits.logger;
+    this.#name = name;
   }
 
   /** The limit now. */
@@ -179,7 +182,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     const to = this.#algorithm.sample({ startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' });
     if (to === from) return;
     this.#local[kSetGlobal](to);
-    this.#changes.push({ at: now, from, to, reason: overload ? 'overload' : 'success' });
+    const reason = overload ? 'overload' : 'success';
+    this.#changes.push({ at: now, from, to, reason });
+    if (events.limiterLimit.hasSubscribers) events.limiterLimit.publish({ limiter: this.#name, from, to, reason });
     if (this.#changes.length > CHANGES) this.#changes.shift();
   }
 }

@@ -126,6 +126,7 @@ describe('OpenTelemetry metrics', () => {
       [{ limit: 'key' }, 1],
     ]);
     expect(points(m.get('nestjs_shared_pool.limiter.mode')).filter(([, v]) => v === 1)).toEqual([[{ mode: 'local' }, 1]]);
+    expect(only(m.get('nestjs_shared_pool.limit'))).toBe(2);
     a.release();
     b.release();
     await pool.close();
@@ -167,9 +168,9 @@ describe('OpenTelemetry metrics', () => {
       },
     };
     const { pool } = makePool({ metrics: watched });
-    expect(calls).toEqual(['add 16']);
+    expect(calls).toEqual(['add 17']);
     await pool.close();
-    expect(calls).toEqual(['add 16', 'remove 16']);
+    expect(calls).toEqual(['add 17', 'remove 17']);
   });
 
   it('refuses a metrics option that is no meter, saying what it takes', () => {

@@ -2,7 +2,8 @@
 // they succeed, cuts on overload, pauses for a Retry-After, ignores errors that say nothing about
 // capacity, survives a classifier that throws, and keeps the per-key limit.
 import { describe, expect, it } from '@jest/globals';
-import { CapacityExceededError, ConnectionPool, KeyLimitError, type CallResult } from '../../lib/index.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { CapacityExceededError, ConnectionPool, KeyLimitError, POOL_CHANNELS, type CallResult } from '../../lib/index.js';
 import { AdaptiveLimiter, classifyCall } from '../../lib/limits/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingLogger, track } from '../support/harness.js';
@@ -45,6 +46,21 @@ describe('AdaptiveLimiter', () => {
     await clock.advance(500);
     await expect(pool.use(async () => 'in time')).resolves.toBe('in time');
     await pool.close();
+  });
+
+  it('publishes each change of its limit on the limiter:limit channel, and its limit as the pool’s limit in stats', async () => {
+    const seen: unknown[] = [];
+    const listen = (message: unknown) => void seen.push(message);
+    subscribe(POOL_CHANNELS.limiterLimit, listen);
+    try {
+      const { pool } = setup({ name: 'llm-limits', adaptive: { algorithm: 'aimd', initial: 10, backoff: 0.5 } });
+      await pool.use(async () => ({ status: 503 }));
+      expect(seen).toEqual([{ limiter: 'llm-limits', from: 10, to: 5, reason: 'overload' }]);
+      expect(pool.stats().admission!.limit).toBe(5);
+      await pool.close();
+    } finally {
+      unsubscribe(POOL_CHANNELS.limiterLimit, listen);
+    }
   });
 
   it('counts an error that says nothing about capacity as ignored, and passes it on', async () => {
