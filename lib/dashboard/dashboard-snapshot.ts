@@ -1,5 +1,6 @@
 import type { AdaptiveStats, AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
 import type { Hunger } from '../groups/group-planner.js';
+import { scrub } from './scrub.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
 export interface WindowQuantiles {
@@ -147,7 +148,7 @@ export function troubleOf(health: PoolHealth, waiting: number, utilization: numb
 }
 
 /** The limiter's report as shown: Infinity limits as null, the error text without credentials. */
-export function limiterView(a: AdmissionStats, refusedPerSec: { global: number; key: number }, modes: readonly { at: number; mode: LimiterMode }[], scrub: (text: string) => string): DashboardLimiter {
+export function limiterView(a: AdmissionStats, refusedPerSec: { global: number; key: number }, modes: readonly { at: number; mode: LimiterMode }[]): DashboardLimiter {
   return {
     mode: a.mode,
     used: a.used,

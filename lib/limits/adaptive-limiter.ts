@@ -70,7 +70,6 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #clock: Clock;
   readonly #logger: PoolLogger | undefined;
   readonly #name: string;
-  readonly #bounds: { min: number; max: number };
   readonly #changes: LimitChange[] = [];
   #pausedUntil = -Infinity;
   #overloads = 0;
@@ -86,11 +85,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if ((limits as LimitOptions).global !== undefined) read.fail('global', 'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead');
     if ((limits as LimitOptions).wait !== undefined) read.fail('wait', 'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take');
     this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
-    this.#bounds = { min: adaptive.min ?? 1, max: adaptive.max ?? 1_000 };
     const perKey = (limits as LimitOptions).perKey;
-    if (typeof perKey === 'number' && perKey > this.#bounds.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#bounds.max}): no key could ever use more than the limit can reach`);
+    if (typeof perKey === 'number' && perKey > this.#algorithm.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#algorithm.max}): no key could ever use more than the limit can reach`);
     // Checked against the highest the limit may reach (a perKey above the first limit is fine), then set to the first.
-    this.#local = new LocalLimiter({ ...limits, global: this.#bounds.max });
+    this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
     this.#local[kSetGlobal](this.#algorithm.limit);
     this.#classify = classify ?? classifyCall;
     this.#clock = limits.clock ?? systemClock;
@@ -121,8 +119,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       adaptive: {
         algorithm: this.#algorithm.name,
         limit: this.limit,
-        min: this.#bounds.min,
-        max: this.#bounds.max,
+        min: this.#algorithm.min,
+        max: this.#algorithm.max,
         pausedMs: this.#paused(),
         overloads: this.#overloads,
         successes: this.#successes,
@@ -167,15 +165,15 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       }
       return;
     }
-    if (verdict === 'ignore' || (verdict !== 'success' && (typeof verdict !== 'object' || verdict === null || verdict.overload !== true))) {
+    const overload = isOverload(verdict);
+    if (verdict !== 'success' && !overload) {
       this.#ignored++;
       return;
     }
     const now = this.#clock.now();
-    const overload = verdict !== 'success';
     if (overload) {
       this.#overloads++;
-      const pause = (verdict as { retryAfterMs?: number }).retryAfterMs;
+      const pause = (verdict as Extract<CallVerdict, object>).retryAfterMs;
       if (pause !== undefined && pause > 0 && Number.isFinite(pause)) this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
     } else this.#successes++;
     const from = this.#algorithm.limit;
@@ -209,6 +207,11 @@ export function classifyCall(result: CallResult): CallVerdict {
   if (err.code === 'CAPACITY_EXCEEDED' || err.code === 'ETIMEDOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.name === 'TimeoutError') return { overload: true };
   if (err.name === 'AbortError' && (err.cause as { name?: unknown } | undefined)?.name === 'TimeoutError') return { overload: true };
   return 'ignore';
+}
+
+/** Whether a classifier's verdict is overload (a classifier may return anything: only this shape counts). */
+function isOverload(verdict: unknown): boolean {
+  return typeof verdict === 'object' && verdict !== null && (verdict as { overload?: unknown }).overload === true;
 }
 
 function statusOf(subject: unknown): number | undefined {

@@ -27,6 +27,9 @@ export interface LimitAlgorithm {
   readonly name: string;
   /** The limit now: a whole number within the bounds. */
   readonly limit: number;
+  /** The bounds it keeps. */
+  readonly min: number;
+  readonly max: number;
   /** A call ended: the limit after it. */
   sample(sample: LimitSample): number;
 }
@@ -128,6 +131,14 @@ abstract class BoundedLimit implements LimitAlgorithm {
 
   get limit(): number {
     return Math.floor(this.estimate);
+  }
+
+  get min(): number {
+    return this.bounds.min;
+  }
+
+  get max(): number {
+    return this.bounds.max;
   }
 
   sample(s: LimitSample): number {
