@@ -97,22 +97,26 @@ describe('RedisLimiter on a Redis Cluster', () => {
       expect(took).toBeLessThan(300 * 3); // the command timeout, not the Cluster's own retries
       // The replica takes over (node timeout 1 s); both limiters come back by themselves.
       await until(async () => (await cluster.masterOf(`{${ns}}:g`)) !== master, 20_000);
-      // Admit until the global limit refuses: the leases held through the failover were kept
-      // (re-registered) or lost (their signal aborted), and never more than 3 are live at once.
+      // Admit until the global limit refuses with 3 live leases. The leases held through the
+      // failover were kept (re-registered) or lost (their signal aborted); a lost one may still
+      // count in Redis until its TTL lapses, so a refusal may come early for a moment, but never
+      // are more than 3 live at once.
       const admitted: Admission[] = [];
-      let limited = false;
+      const live = () => [...held, ...admitted].filter((h) => !h.signal.aborted).length;
+      let settled = false;
+      let mostLive = 0;
       const end = performance.now() + 15_000;
-      while (!limited && performance.now() < end) {
+      while (!settled && performance.now() < end) {
         try {
           admitted.push(await (admitted.length % 2 ? a : b).admit(ask()));
         } catch (err) {
-          limited = (err as { reason?: string }).reason === 'limit';
-          if (!limited) await sleep(50); // unavailable, or the quarantine after the silence
+          settled = (err as { reason?: string }).reason === 'limit' && live() === 3;
+          if (!settled) await sleep(50); // unavailable, the quarantine after the silence, or a lost lease not lapsed yet
         }
+        mostLive = Math.max(mostLive, live());
       }
-      expect(limited).toBe(true);
-      const live = [...held, ...admitted].filter((h) => !h.signal.aborted);
-      expect(live).toHaveLength(3);
+      expect(mostLive).toBeLessThanOrEqual(3);
+      expect(settled).toBe(true);
       for (const h of [...held, ...admitted]) h.release();
     } finally {
       master.resume();
