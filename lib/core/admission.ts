@@ -105,6 +105,8 @@ export interface LimitChange {
 export interface AdaptiveStats {
   /** `aimd`, `gradient` or `vegas`. */
   readonly algorithm: string;
+  /** Whether one limit is shared by every instance through Redis (false: this process's own). */
+  readonly shared: boolean;
   /** The limit now (also `limit` of the report). */
   readonly limit: number;
   readonly min: number;

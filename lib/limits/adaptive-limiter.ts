@@ -3,8 +3,10 @@ import { is, OptionReader } from '../core/option-rules.js';
 import { events } from '../core/pool-events.js';
 import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
-import type { LimitOptions } from './limits-options.js';
+import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
 import { kSetGlobal, kUsed, LocalLimiter } from './local-limiter.js';
+import { kInstances, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';
+import { SharedLimit } from './shared-limit.js';
 
 /** What a call's end says about the backend's capacity. */
 export type CallVerdict =
@@ -21,6 +23,11 @@ export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'w
   adaptive?: AdaptiveAlgorithmOptions;
   /** Tells overload from success from an error that says nothing about capacity. Default {@link classifyCall}. */
   classify?: (result: CallResult) => CallVerdict;
+  /**
+   * Share one limit with every instance through Redis (the options of `RedisLimiter`'s `redis`):
+   * the fleet finds one limit for the backend, not one per instance. Default: this process only.
+   */
+  redis?: RedisLimitOptions;
 }
 
 const CHANGES = 20;
@@ -52,7 +59,7 @@ class TrackedAdmission implements Admission {
   ended(result: CallResult): void {
     if (this.#told) return;
     this.#told = true;
-    this.limiter[kLearn](result, this.startedAt, this.inflight);
+    this.limiter[kLearn](result, this.startedAt, this.inflight, this.inner.fence);
   }
 }
 
@@ -60,11 +67,17 @@ class TrackedAdmission implements Admission {
  * A global admission limit that finds itself: it learns from how calls end (`pool.use()` and
  * `@UsePooled` tell it) and moves between bounds with its algorithm (AIMD by default: it grows
  * while calls succeed and cuts on overload, such as a 429 or a timeout). A `Retry-After` from the
- * upstream pauses admissions for that long. The per-key limit works as in `LocalLimiter`. In this
- * process only; across instances it is not shared yet.
+ * upstream pauses admissions for that long. The per-key limit works as in `LocalLimiter`.
+ * With `redis`, one limit is shared by every instance (see `SharedLimit`): each reports what its
+ * calls found with the Redis calls it makes anyway, and the limit moves once, in Redis; the
+ * per-key limits, the outage fallback and the restart protection are `RedisLimiter`'s.
  */
 export class AdaptiveLimiter implements ConcurrencyLimiter {
-  readonly #local: LocalLimiter;
+  /** In this process: the limit is the algorithm's. */
+  readonly #local: LocalLimiter | undefined;
+  /** Shared through Redis: the limit is `#shared`'s. */
+  readonly #redis: RedisLimiter | undefined;
+  readonly #shared: SharedLimit | undefined;
   readonly #algorithm: LimitAlgorithm;
   readonly #classify: (result: CallResult) => CallVerdict;
   readonly #clock: Clock;
@@ -78,7 +91,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #classifierFailed = false;
 
   constructor(options: AdaptiveLimiterOptions = {}) {
-    const { adaptive = { algorithm: 'aimd' }, classify, ...limits } = options;
+    const { adaptive = { algorithm: 'aimd' }, classify, redis, ...limits } = options;
     const name = limits.name ?? 'limits';
     const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify } as { classify?: unknown });
     read.get('classify', is.function);
@@ -88,21 +101,28 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     const perKey = (limits as LimitOptions).perKey;
     if (typeof perKey === 'number' && perKey > this.#algorithm.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#algorithm.max}): no key could ever use more than the limit can reach`);
     // Checked against the highest the limit may reach (a perKey above the first limit is fine), then set to the first.
-    this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
-    this.#local[kSetGlobal](this.#algorithm.limit);
-    this.#classify = classify ?? classifyCall;
     this.#clock = limits.clock ?? systemClock;
+    if (redis === undefined) {
+      this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
+      this.#local[kSetGlobal](this.#algorithm.limit);
+    } else {
+      this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
+      this.#shared = new SharedLimit(this.#algorithm, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
+      this.#redis[kShare](this.#shared, (ms) => (this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms)));
+    }
+    this.#classify = classify ?? classifyCall;
     this.#logger = limits.logger;
     this.#name = name;
   }
 
   /** The limit now. */
   get limit(): number {
-    return this.#algorithm.limit;
+    return this.#shared === undefined ? this.#algorithm.limit : this.#shared.limit;
   }
 
+  /** A slot now, in this process (shared through Redis, there is none without a call: undefined). */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
-    if (this.#paused() > 0) return undefined;
+    if (this.#local === undefined || this.#paused() > 0) return undefined;
     const admission = this.#local.tryAdmit(request);
     return admission === undefined ? undefined : this.#tracked(admission);
   }
@@ -110,14 +130,15 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   admit(request: AdmissionRequest): Promise<Admission> {
     const paused = this.#paused();
     if (paused > 0) return Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
-    return this.#local.admit(request).then((admission) => this.#tracked(admission));
+    return (this.#local ?? this.#redis!).admit(request).then((admission) => this.#tracked(admission));
   }
 
   stats(): LimiterStats {
     return {
-      ...this.#local.stats(),
+      ...(this.#local ?? this.#redis!).stats(),
       adaptive: {
         algorithm: this.#algorithm.name,
+        shared: this.#shared !== undefined,
         limit: this.limit,
         min: this.#algorithm.min,
         max: this.#algorithm.max,
@@ -130,9 +151,13 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     };
   }
 
-  async start(): Promise<void> {}
+  async start(): Promise<void> {
+    await this.#redis?.start();
+  }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.#redis?.close();
+  }
 
   /** Ms left of the pause an upstream asked for; 0 with none (and no clock read when none was asked). */
   #paused(): number {
@@ -145,15 +170,15 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   /** The admission, timed from now, that learns from the call's end. */
   #tracked(admission: Admission): Admission {
-    return new TrackedAdmission(admission, this, this.#clock.now(), this.#local[kUsed]);
+    return new TrackedAdmission(admission, this, this.#clock.now(), (this.#local ?? this.#redis!)[kUsed]);
   }
 
   /** @internal Called once by each {@link TrackedAdmission} whose call ended. */
-  [kLearn](result: CallResult, startedAt: number, inflight: number): void {
-    this.#learn(result, startedAt, inflight);
+  [kLearn](result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void {
+    this.#learn(result, startedAt, inflight, fence);
   }
 
-  #learn(result: CallResult, startedAt: number, inflight: number): void {
+  #learn(result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void {
     let verdict: CallVerdict;
     try {
       verdict = this.#classify(result);
@@ -171,17 +196,36 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       return;
     }
     const now = this.#clock.now();
+    let pause: number | undefined;
     if (overload) {
       this.#overloads++;
-      const pause = (verdict as Extract<CallVerdict, object>).retryAfterMs;
-      if (pause !== undefined && pause > 0 && Number.isFinite(pause)) this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
+      const asked = (verdict as Extract<CallVerdict, object>).retryAfterMs;
+      if (asked !== undefined && asked > 0 && Number.isFinite(asked)) {
+        pause = asked;
+        this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
+      }
     } else this.#successes++;
+    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' } as const;
+    const shared = this.#shared;
+    if (shared !== undefined) {
+      if (overload) {
+        shared.overload(sample, fence, pause);
+        this.#redis![kReport](); // the fleet should hear of it now, not with this instance's next admission
+      }
+      // Growth only from calls admitted through Redis while it answers: a fault never raises the limit.
+      else if (fence !== undefined && this.#redis![kThroughRedis]) shared.success(sample, this.#redis![kInstances]);
+      return;
+    }
     const from = this.#algorithm.limit;
-    const to = this.#algorithm.sample({ startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' });
+    const to = this.#algorithm.sample(sample);
     if (to === from) return;
-    this.#local[kSetGlobal](to);
-    const reason = overload ? 'overload' : 'success';
-    this.#changes.push({ at: now, from, to, reason });
+    this.#local![kSetGlobal](to);
+    this.#moved(from, to, overload ? 'overload' : 'success');
+  }
+
+  /** The limit moved: recorded, and told on the diagnostics channel. */
+  #moved(from: number, to: number, reason: LimitChange['reason']): void {
+    this.#changes.push({ at: this.#clock.now(), from, to, reason });
     if (events.limiterLimit.hasSubscribers) events.limiterLimit.publish({ limiter: this.#name, from, to, reason });
     if (this.#changes.length > CHANGES) this.#changes.shift();
   }

@@ -7,7 +7,6 @@
 // can see the latency a backend has without a queue if it never ran below its knee: started
 // above it, Vegas holds the queue it found, and the gradient creeps up as its long-term latency
 // catches up with a steady load. Loss signals (429, timeouts) are what every algorithm cuts on.
-// Not wired to the limiters yet (issue 28, first step).
 import { is, keysOf, OptionReader, type OptionScope } from '../core/option-rules.js';
 
 /** One call that ended, as an algorithm reads it. */
@@ -30,8 +29,20 @@ export interface LimitAlgorithm {
   /** The bounds it keeps. */
   readonly min: number;
   readonly max: number;
+  /** The share of the limit an overload keeps (0.7: a cut by 30 %). */
+  readonly backoff: number;
+  /** The estimate behind the limit, fractional: the limit is its whole part. */
+  readonly estimate: number;
+  /**
+   * How growth adds up across instances sharing the limit: `call` (each success adds a little,
+   * so the fleet's successes add up to the growth of one instance seeing them all) or `window`
+   * (each instance's window proposes a step: shared, the step is split among the instances).
+   */
+  readonly growth: 'call' | 'window';
   /** A call ended: the limit after it. */
   sample(sample: LimitSample): number;
+  /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
+  follow(estimate: number): void;
 }
 
 /** Bounds every algorithm keeps. */
@@ -120,8 +131,9 @@ interface Bounds {
 /** What every algorithm shares: the bounds, the estimate behind the limit, one cut per round. */
 abstract class BoundedLimit implements LimitAlgorithm {
   abstract readonly name: string;
+  abstract readonly growth: 'call' | 'window';
   /** The estimate, fractional; the limit is its whole part. */
-  protected estimate: number;
+  estimate: number;
   /** When the limit was last cut: overloads of calls admitted before it are of the same round. */
   #cutAt = -Infinity;
 
@@ -139,6 +151,14 @@ abstract class BoundedLimit implements LimitAlgorithm {
 
   get max(): number {
     return this.bounds.max;
+  }
+
+  get backoff(): number {
+    return this.bounds.backoff;
+  }
+
+  follow(estimate: number): void {
+    this.#set(estimate);
   }
 
   sample(s: LimitSample): number {
@@ -175,6 +195,7 @@ abstract class BoundedLimit implements LimitAlgorithm {
 
 class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
+  readonly growth = 'call';
 
   protected next(_durationMs: number, inflight: number): number {
     if (this.appLimited(inflight)) return this.estimate;
@@ -188,6 +209,7 @@ class AimdLimit extends BoundedLimit {
  * flight in it: one slow call, or a burst of them, moves it no more than a window's worth.
  */
 abstract class WindowedLimit extends BoundedLimit {
+  readonly growth = 'window';
   #start = NaN;
   #count = 0;
   #sum = 0;

@@ -6,6 +6,7 @@ import type { ResolvedLimits } from './limits-options.js';
 import { bounded, type Client } from './redis-client.js';
 import { acquireScript, heartbeatScript, type RedisKeys } from './redis-scripts.js';
 import type { RedisSettings } from './redis-settings.js';
+import type { SharedLimit } from './shared-limit.js';
 
 /** A lease this process holds. */
 export interface Held {
@@ -33,7 +34,7 @@ export interface Held {
  * What the admission call said of one admission (`status`: its fencing token when admitted, else
  * -1 global limit, -2 key limit, -3 quarantine), or that it failed (`sent`: it may still run in Redis).
  */
-export type AcquireReply = { status: number; quietMs: number } | { error: unknown; sent: boolean };
+export type AcquireReply = { status: number; quietMs: number; pausedMs: number } | { error: unknown; sent: boolean };
 
 /** What a heartbeat learned: leases in Redis, live instances, quarantine left, and the members Redis no longer had. */
 export interface BeatReply {
@@ -57,6 +58,10 @@ export interface CallsHost {
   used(n: number): void;
   /** Redis told of a quarantine of `ms` more. */
   quiet(ms: number): void;
+  /** An adaptive limit shared through Redis: its reports go with the calls, its answers come back. */
+  readonly shared: SharedLimit | undefined;
+  /** Redis told of a pause (an upstream's Retry-After) of `ms` more. */
+  paused(ms: number): void;
 }
 
 /** An admission waiting for its call. */
@@ -153,15 +158,24 @@ export class RedisCalls {
     const fixedKeys = [keys.global, keys.meta, keys.instances];
     const fixedArgs = [settings.ttlMs, settings.protect ? '1' : '0', instance, run];
     const calls: Promise<unknown>[] = [];
+    const shared = this.host.shared?.take(); // with the first call only
     for (let from = 0; from === 0 || from < helds.length; from += HEARTBEAT_BATCH) {
       const batch = helds.slice(from, from + HEARTBEAT_BATCH);
       const modes = batch.map((h) => (h.viaRedis ? 'h' : 'r')).join('');
-      const args = [...fixedArgs, from === 0 ? '1' : '0', keys.keySetPrefix, modes, ...batch.map((h) => h.member)];
+      const spec = from === 0 ? (shared?.spec ?? '') : '';
+      const args = [...fixedArgs, from === 0 ? '1' : '0', keys.keySetPrefix, modes, spec, ...batch.map((h) => h.member)];
       calls.push(this.#bounded(heartbeatScript.run(redis, fixedKeys, args)));
     }
-    const replies = (await Promise.all(calls)) as (number | string)[][];
+    let replies: (number | string)[][];
+    try {
+      replies = (await Promise.all(calls)) as (number | string)[][];
+    } catch (err) {
+      if (shared !== undefined) this.host.shared!.failed(shared.report);
+      throw err;
+    }
+    if (shared !== undefined) this.#adapted(Number(replies[0]![3]), Number(replies[0]![4]));
     const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
-    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(3).map(String)) };
+    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(5).map(String)) };
   }
 
   /**
@@ -177,19 +191,23 @@ export class RedisCalls {
       const batch = this.#toAdmit.splice(0, ADMIT_BATCH);
       // Releases of this tick go first, on the same connection: a slot given back just before is free for these.
       if (this.#toRelease.length > 0) void this.release(redis, this.#toRelease.splice(0));
+      const shared = this.host.shared?.take();
       try {
         const run = this.#runId ?? (await this.#learnRun(redis));
         const reply = (await this.#bounded(acquireScript.run(
           redis,
           [this.keys.global, this.keys.meta, ...batch.map((b) => b.held.keySet)],
-          [this.settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.settings.protect ? '1' : '0', run, ...batch.map((b) => b.held.member)],
+          [this.settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.settings.protect ? '1' : '0', run, shared?.spec ?? '', ...batch.map((b) => b.held.member)],
         ))) as number[];
         this.host.up();
         const [used, quietMs] = reply as [number, number];
         this.host.used(used);
         if (quietMs > 0) this.host.quiet(quietMs);
-        batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs }));
+        const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
+        if (shared !== undefined) this.#adapted(reply[batch.length + 2]!, pausedMs);
+        batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs, pausedMs }));
       } catch (err) {
+        if (shared !== undefined) this.host.shared!.failed(shared.report);
         this.host.down(err);
         for (const b of batch) b.settle({ error: err, sent: true });
         // Those not sent yet would only wait for the same outage.
@@ -210,6 +228,12 @@ export class RedisCalls {
     const replies = (await this.#bounded(tx.publish(this.keys.channel, '1').zcard(g).exec()))!; // null only under WATCH
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
+  }
+
+  /** Redis answered with the shared limit's estimate (× 1000) and the pause left. */
+  #adapted(milli: number, pausedMs: number): void {
+    this.host.shared!.answered(milli);
+    if (pausedMs > 0) this.host.paused(pausedMs);
   }
 
   /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */

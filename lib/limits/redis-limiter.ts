@@ -26,6 +26,18 @@ import { claimNamespace } from './namespace-registry.js';
 import { keyOf, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
+import type { SharedLimit } from './shared-limit.js';
+import { kUsed } from './local-limiter.js';
+
+/** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
+export const kShare = Symbol('share');
+/** @internal Whether admissions go through Redis now (not a fallback, an outage or a quarantine). */
+export const kThroughRedis = Symbol('throughRedis');
+/** @internal Sends the shared limit's reports now (a cut should not wait for the next admission), at most every REPORT_MS. */
+export const kReport = Symbol('report');
+const REPORT_MS = 20;
+/** @internal Instances that heartbeated within a TTL (at least 1). */
+export const kInstances = Symbol('instances');
 
 /** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
 export interface RedisLimiterOptions extends LimitOptions {
@@ -75,10 +87,15 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #modeSeen: LimiterMode | undefined;
   #pollTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
+  #beatSentAt = -Infinity;
+  #reportTimer: TimerHandle | undefined;
   #serving = false;
   #closed = false;
   /** Gives back this limiter's claim on its namespace, once started. */
   #unclaim: (() => void) | undefined;
+  /** An adaptive limit shared through Redis, in place of `limits.global`; and who hears of its pauses. */
+  #shared: SharedLimit | undefined;
+  #onPause: ((ms: number) => void) | undefined;
 
   constructor(options: RedisLimiterOptions) {
     this.limits = resolveLimits(options, ['redis']);
@@ -100,6 +117,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
       },
     });
     this.#waiters = new SlotWaiters(this.#clock);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host's getter reads a private field
+    const self = this;
     const host = {
       name: this.limits.name,
       logger: this.#logger,
@@ -108,6 +127,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
       down: (err: unknown) => this.#down(err),
       used: (n: number) => (this.#used = n),
       quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
+      get shared() {
+        return self.#shared;
+      },
+      paused: (ms: number) => this.#onPause?.(ms),
     };
     this.#calls = new RedisCalls(host, this.#keys, this.#settings, this.limits);
   }
@@ -134,6 +157,48 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#scheduleHeartbeat();
   }
 
+  /** @internal */
+  [kShare](shared: SharedLimit, onPause: (ms: number) => void): void {
+    this.#shared = shared;
+    this.#onPause = onPause;
+  }
+
+  /** @internal Leases held against the global limit: across instances through Redis, this process's in a fallback. */
+  get [kUsed](): number {
+    return this.#availability.reachable ? this.#used : this.#local.used;
+  }
+
+  /** @internal */
+  get [kThroughRedis](): boolean {
+    return this.#availability.mode() === 'redis';
+  }
+
+  /** @internal */
+  [kReport](): void {
+    if (this.#reportTimer !== undefined || this.#redis === undefined || this.#closed) return;
+    const delay = Math.max(0, this.#beatSentAt + REPORT_MS - this.#clock.now());
+    this.#reportTimer = this.#clock.setTimeout(() => {
+      this.#reportTimer = undefined;
+      // After the heartbeat on its way, if one is: that one was built before the report.
+      void (this.#beat ?? Promise.resolve()).then(() => this.#heartbeat());
+    }, delay);
+  }
+
+  /** @internal */
+  get [kInstances](): number {
+    return this.#instancesSeen;
+  }
+
+  /** The global limit now: the shared adaptive one's, or the fixed one. */
+  #global(): number {
+    return this.#shared === undefined ? this.limits.global : this.#shared.limit;
+  }
+
+  /** The limits now, as refusals tell them. */
+  #limitsNow(): ResolvedLimits {
+    return this.#shared === undefined ? this.limits : { ...this.limits, global: this.#shared.limit };
+  }
+
   admit(request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
     if (this.#redis === undefined) {
@@ -145,7 +210,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   stats(): LimiterStats {
     const mode = this.#noteMode();
     const used = mode === 'fallback' ? this.#local.used : this.#used;
-    const limit = this.limits.global;
+    const limit = this.#global();
     const utilization = limit === Infinity ? 0 : used / limit;
     return {
       mode,
@@ -169,7 +234,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const t of [this.#heartbeatTimer, this.#pollTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    for (const t of [this.#heartbeatTimer, this.#pollTimer, this.#reportTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
     this.#waiters.rejectAll(new PoolClosedError(this.limits.name));
     this.#leases.close();
     const redis = this.#redis;
@@ -217,11 +282,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
           this.#calls.forget(held); // released before the next admission call (see RedisCalls)
           if (!retried) return this.#try(request, key, true);
           this.#counters.refusedGlobal++;
-          return new CapacityExceededError(request.pool, this.limits.global, this.limits.retryAfterMs, 'unavailable', new Error(LATE));
+          return new CapacityExceededError(request.pool, this.#global(), this.limits.retryAfterMs, 'unavailable', new Error(LATE));
         }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
-        if (status === -3) return new CapacityExceededError(request.pool, this.limits.global, quietMs, 'quarantine');
-        return refusalError(status === -1 ? 'global' : 'key', request, this.limits);
+        if (status === -3) return new CapacityExceededError(request.pool, this.#global(), quietMs, 'quarantine');
+        if (status === -4) return new CapacityExceededError(request.pool, this.#global(), reply.pausedMs, 'paused');
+        return refusalError(status === -1 ? 'global' : 'key', request, this.#limitsNow());
       }
       // Timed out here, a sent call may still run when Redis resumes: a lease nobody holds.
       if (reply.sent) this.#calls.forget(held);
@@ -236,12 +302,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
       const left = mode === 'unreachable' ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
       const last = this.#availability.lastCause;
       const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
-      return new CapacityExceededError(request.pool, this.limits.global, Math.max(1, left), 'unavailable', cause);
+      return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
     }
-    const refusal = this.#local.take(key, this.#share(this.limits.global), this.#share(this.limits.perKey));
+    const refusal = this.#local.take(key, this.#share(this.#global()), this.#share(this.limits.perKey));
     if (refusal !== null) {
       this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
-      return refusalError(refusal, request, this.limits);
+      return refusalError(refusal, request, this.#limitsNow());
     }
     return this.#leases.admitted(this.#leases.create(request, key, false));
   }
@@ -312,6 +378,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (redis === undefined || this.#closed) return;
     const held = [...this.#leases.held.values()];
     const sentAt = this.#clock.now();
+    this.#beatSentAt = sentAt;
     try {
       const { used, instances, quietMs, lost } = await this.#calls.heartbeat(redis, this.#leases.instance, held);
       this.#up();

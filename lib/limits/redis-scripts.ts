@@ -40,6 +40,36 @@ local function quiet_until(meta, now, ttl, lost, run, beat)
   if beat or now - seen > ttl / 50 then redis.call('HSET', meta, 'seen', now) end
   return tonumber(m[3]) or 0
 end
+-- An adaptive limit shared by every instance (see shared-limit.ts): its estimate, fractional, is
+-- 'alimit' in the meta hash, moved by what a caller reports with its call. spec: 'seed min max
+-- backoff delta cut pause'. seed: the estimate when the hash has none (the caller's last seen,
+-- so a restart that lost the hash never raises the limit). delta: what the caller's successes
+-- (or latency windows) moved it by. cut: the highest fencing token among the caller's overloads
+-- (-1: one admitted without Redis; 0: none); it cuts by backoff once per round, where a round
+-- ends at each cut: an overload of a lease admitted before the last cut (fence at most 'acut')
+-- does not cut again, from whichever instance it comes. pause: ms the upstream asked for
+-- (Retry-After); no instance admits until then ('apause').
+-- Returns the estimate and the ms of pause left.
+local function adapt(meta, spec, now)
+  local seed, min, max, backoff, delta, cut, pause = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence')
+  local was = tonumber(m[1])
+  local e = (was or tonumber(seed)) + tonumber(delta)
+  cut = tonumber(cut)
+  if cut < 0 or (cut > 0 and cut > (tonumber(m[2]) or 0)) then
+    e = e * tonumber(backoff)
+    redis.call('HSET', meta, 'acut', m[4] or '0')
+  end
+  e = math.min(tonumber(max), math.max(tonumber(min), e))
+  if e ~= was then redis.call('HSET', meta, 'alimit', string.format('%.6f', e)) end
+  local paused = tonumber(m[3]) or 0
+  pause = tonumber(pause)
+  if pause > 0 and now + pause > paused then
+    paused = now + pause
+    redis.call('HSET', meta, 'apause', paused)
+  end
+  return e, math.max(0, paused - now)
+end
 `;
 
 // A keyed lease's member names its key set after a '|' (the set's name less the namespace's
@@ -50,9 +80,10 @@ end
  * Admits a batch: the admissions asked for while the previous call was on its way, in order.
  * KEYS: global set, meta hash, then one key set per admission (the global set when it has no key).
  * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id
- * ('' unknown), then one lease member per admission.
+ * ('' unknown), the adaptive spec ('' for a fixed limit; see adapt()), then one lease member per admission.
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
- * global limit, -2 key limit, -3 quarantine }.
+ * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
+ * the estimate × 1000 and the ms of pause left.
  * Fencing tokens grow with every admission of the namespace, across every instance: each is one
  * more than the last (kept in the meta hash), and at least the server's time in µs-sized steps
  * (now ms × 1000), so they keep growing through a restart that lost the hash or a failover.
@@ -63,6 +94,15 @@ local now = now_ms()
 local ttl = tonumber(ARGV[1])
 local used, lost = live_leases(g, now)
 local reply = { used, 0 }
+local glimit = tonumber(ARGV[2])
+local paused = 0
+if ARGV[6] ~= '' then
+  local estimate
+  estimate, paused = adapt(KEYS[2], ARGV[6], now)
+  glimit = math.floor(estimate)
+  reply[#KEYS + 1] = math.floor(estimate * 1000)
+  reply[#KEYS + 2] = paused
+end
 if ARGV[4] == '1' then
   local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[5], false)
   if now < quiet then
@@ -71,7 +111,10 @@ if ARGV[4] == '1' then
     return reply
   end
 end
-local glimit = tonumber(ARGV[2])
+if paused > 0 then
+  for i = 3, #KEYS do reply[i] = -4 end
+  return reply
+end
 local klimit = tonumber(ARGV[3])
 local expiry = now + ttl
 local since = '(' .. now
@@ -79,7 +122,7 @@ local admitted = {}
 local fence = nil
 for i = 3, #KEYS do
   local k = KEYS[i]
-  local member = ARGV[i + 3]
+  local member = ARGV[i + 4]
   if glimit >= 0 and used >= glimit then
     reply[i] = -1
   elseif k ~= g and klimit >= 0 and redis.call('ZCOUNT', k, since, '+inf') >= klimit then
@@ -107,12 +150,13 @@ return reply
  * ARGV: ttl ms, protect, instance id, server run id ('' unknown), first ('1': the first call of a
  * heartbeat, which registers the instance and removes expired leases), key-set prefix, then one
  * letter per lease ('h': held through Redis; 'r': register, admitted while Redis was unreachable),
- * then the leases' members. A member names its key set (see above): the key sets are not passed
+ * the adaptive spec ('' for none; see adapt()), then the leases' members. A member names its key set (see above): the key sets are not passed
  * as KEYS, which would cost Redis a key lookup each and the script a table.
  * Refreshes every lease that is still there; re-adds those Redis forgot during a quarantine, and
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
  * that none blocks Redis for long.
- * Returns { used, live instances, quarantine ms left, lost members... }.
+ * Returns { used, live instances, quarantine ms left, the adaptive estimate × 1000 (-1 with no
+ * spec), ms of pause left, lost members... }.
  */
 const HEARTBEAT = `${PRELUDE}
 local g = KEYS[1]
@@ -137,14 +181,19 @@ if first then
 end
 -- The leases' scores in one call, and the refreshed ones written back in one call per set.
 local modes = ARGV[7]
+local estimate, paused = -1, 0
+if ARGV[8] ~= '' then
+  estimate, paused = adapt(KEYS[2], ARGV[8], now)
+  estimate = math.floor(estimate * 1000)
+end
 local lost = {}
-if #ARGV > 7 then
-  local scores = redis.call('ZMSCORE', g, unpack(ARGV, 8))
+if #ARGV > 8 then
+  local scores = redis.call('ZMSCORE', g, unpack(ARGV, 9))
   local expiry = now + ttl
   local refresh = {}
   local by_key = {}
-  for j = 1, #ARGV - 7 do
-    local member = ARGV[j + 7]
+  for j = 1, #ARGV - 8 do
+    local member = ARGV[j + 8]
     local score = scores[j]
     local key = string.match(member, '|(.*)$')
     if (score and tonumber(score) > now) or now < quiet or string.byte(modes, j) == 114 then -- 'r'
@@ -168,7 +217,7 @@ if #ARGV > 7 then
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
   for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
 end
-local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now) }
+local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
 return reply
 `;

@@ -1,0 +1,109 @@
+// One adaptive limit for every instance of a fleet: its estimate lives in Redis and moves there,
+// atomically, by what each instance reports with the calls it makes anyway (an admission, a
+// heartbeat): the growth its successes earned and the overloads it saw. No round trip of its
+// own. Between answers an instance follows its own reports; each answer sets it right.
+// Redis faults never raise the limit: growth that could not be sent is dropped (cuts and pauses
+// are kept for the next call), growth is not counted while Redis is unreachable, and a Redis
+// that lost the estimate (a restart) starts from the instance's last seen one, not the initial.
+import type { LimitAlgorithm, LimitSample } from './limit-algorithms.js';
+
+/** What one call to Redis carries: taken from the pending reports when the call is built. */
+export interface LimitReport {
+  /** Growth (or, from a latency window, shrink) of the estimate. */
+  readonly delta: number;
+  /** The highest fencing token among overloads; -1 for an overload of a lease admitted without Redis; 0 for none. */
+  readonly cut: number;
+  /** Ms of pause an upstream asked for (Retry-After); 0 for none. */
+  readonly pauseMs: number;
+}
+
+const NONE: LimitReport = { delta: 0, cut: 0, pauseMs: 0 };
+
+export class SharedLimit {
+  /** The estimate as this instance sees it: Redis's last answer, plus its own reports since. */
+  #estimate: number;
+  /** Whether Redis ever answered (until then the seed is the algorithm's initial). */
+  #seen = false;
+  #delta = 0;
+  #cut = 0;
+  #pauseMs = 0;
+  /** The algorithm's first estimate: the seed until Redis ever answered. */
+  readonly #initial: number;
+
+  constructor(
+    readonly algorithm: LimitAlgorithm,
+    /** The limit moved here, by a report of this instance or an answer of Redis. */
+    readonly moved: (from: number, to: number) => void,
+  ) {
+    this.#estimate = algorithm.estimate;
+    this.#initial = algorithm.estimate;
+  }
+
+  get limit(): number {
+    return Math.floor(this.#estimate);
+  }
+
+  /** A call admitted through Redis ended well. `instances`: how many share the limit now. */
+  success(sample: LimitSample, instances: number): void {
+    const { algorithm } = this;
+    algorithm.follow(this.#estimate);
+    const before = algorithm.estimate;
+    algorithm.sample(sample);
+    let delta = algorithm.estimate - before;
+    if (delta === 0) return;
+    // A window's step is what one instance proposes for the whole limit: each takes its part.
+    if (algorithm.growth === 'window') delta /= Math.max(1, instances);
+    this.#delta += delta;
+    this.#set(before + delta);
+  }
+
+  /** A call ended in overload. `fence`: its lease's token (undefined: admitted without Redis). */
+  overload(sample: LimitSample, fence: number | undefined, retryAfterMs: number | undefined): void {
+    const { algorithm } = this;
+    algorithm.follow(this.#estimate);
+    algorithm.sample(sample); // cuts here at once (once per round on this instance); Redis decides for the fleet
+    this.#set(algorithm.estimate);
+    this.#cut = fence === undefined || this.#cut < 0 ? -1 : Math.max(this.#cut, fence);
+    if (retryAfterMs !== undefined) this.#pauseMs = Math.max(this.#pauseMs, retryAfterMs);
+  }
+
+  /** The spec of the next call (see redis-scripts' adapt()), and the report it carries. */
+  take(): { spec: string; report: LimitReport } {
+    const report = this.#delta === 0 && this.#cut === 0 && this.#pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs: Math.ceil(this.#pauseMs) };
+    this.#delta = 0;
+    this.#cut = 0;
+    this.#pauseMs = 0;
+    const { min, max, backoff } = this.algorithm;
+    const seed = this.#seen ? this.#estimate - report.delta : this.#initial;
+    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${report.pauseMs}`, report };
+  }
+
+  /** Redis answered a call: the estimate (× 1000) after it. Reports taken since still count. */
+  answered(milli: number): void {
+    if (!(milli >= 0)) return;
+    this.#seen = true;
+    this.#set(milli / 1000 + this.#delta);
+  }
+
+  /** A call failed: its cut and pause go with the next one, its growth is dropped (a fault never raises the limit). */
+  failed(report: LimitReport): void {
+    if (report === NONE) return;
+    if (report.cut !== 0) this.#cut = report.cut < 0 || this.#cut < 0 ? -1 : Math.max(this.#cut, report.cut);
+    this.#pauseMs = Math.max(this.#pauseMs, report.pauseMs);
+    if (report.delta < 0) this.#delta += report.delta;
+    else this.#set(this.#estimate - report.delta);
+  }
+
+  #set(estimate: number): void {
+    if (Number.isNaN(estimate)) return;
+    const from = this.limit;
+    this.#estimate = Math.min(this.algorithm.max, Math.max(this.algorithm.min, estimate));
+    const to = this.limit;
+    if (to !== from) this.moved(from, to);
+  }
+}
+
+/** A number as the script reads it: no exponent, six decimals at most. */
+function num(x: number): string {
+  return Number.isInteger(x) ? String(x) : x.toFixed(6);
+}
