@@ -107,7 +107,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       this.#local[kSetGlobal](this.#algorithm.limit);
     } else {
       this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
-      this.#shared = new SharedLimit(this.#algorithm, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
+      this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
       this.#redis[kShare](this.#shared, (ms) => (this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms)));
     }
     this.#classify = classify ?? classifyCall;

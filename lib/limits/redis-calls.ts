@@ -6,7 +6,7 @@ import type { ResolvedLimits } from './limits-options.js';
 import { bounded, type Client } from './redis-client.js';
 import { acquireScript, heartbeatScript, type RedisKeys } from './redis-scripts.js';
 import type { RedisSettings } from './redis-settings.js';
-import type { SharedLimit } from './shared-limit.js';
+import type { SharedLimit, Taken } from './shared-limit.js';
 
 /** A lease this process holds. */
 export interface Held {
@@ -170,12 +170,12 @@ export class RedisCalls {
     try {
       replies = (await Promise.all(calls)) as (number | string)[][];
     } catch (err) {
-      if (shared !== undefined) this.host.shared!.failed(shared.report);
+      if (shared !== undefined) this.host.shared!.failed(shared);
       throw err;
     }
-    if (shared !== undefined) this.#adapted(Number(replies[0]![3]), Number(replies[0]![4]));
+    if (shared !== undefined) this.#adapted(shared, Number(replies[0]![3]), Number(replies[0]![4]), Number(replies[0]![5]));
     const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
-    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(5).map(String)) };
+    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(6).map(String)) };
   }
 
   /**
@@ -204,10 +204,10 @@ export class RedisCalls {
         this.host.used(used);
         if (quietMs > 0) this.host.quiet(quietMs);
         const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
-        if (shared !== undefined) this.#adapted(reply[batch.length + 2]!, pausedMs);
+        if (shared !== undefined) this.#adapted(shared, reply[batch.length + 2]!, pausedMs, reply[batch.length + 4]!);
         batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs, pausedMs }));
       } catch (err) {
-        if (shared !== undefined) this.host.shared!.failed(shared.report);
+        if (shared !== undefined) this.host.shared!.failed(shared);
         this.host.down(err);
         for (const b of batch) b.settle({ error: err, sent: true });
         // Those not sent yet would only wait for the same outage.
@@ -230,9 +230,9 @@ export class RedisCalls {
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
 
-  /** Redis answered with the shared limit's estimate (× 1000) and the pause left. */
-  #adapted(milli: number, pausedMs: number): void {
-    this.host.shared!.answered(milli);
+  /** Redis answered a call that carried `taken`: the shared limit's estimate (× 1000), the pause left, its time. */
+  #adapted(taken: Taken, milli: number, pausedMs: number, serverNow: number): void {
+    this.host.shared!.answered(taken, milli, serverNow);
     if (pausedMs > 0) this.host.paused(pausedMs);
   }
 

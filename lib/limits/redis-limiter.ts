@@ -173,6 +173,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return this.#availability.mode() === 'redis';
   }
 
+  /** How long a call to Redis may take before it counts as failed. */
+  get commandTimeoutMs(): number {
+    return this.#settings.commandTimeoutMs;
+  }
+
   /** @internal */
   [kReport](): void {
     if (this.#reportTimer !== undefined || this.#redis === undefined || this.#closed) return;

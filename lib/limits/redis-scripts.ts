@@ -48,13 +48,18 @@ end
 -- (-1: one admitted without Redis; 0: none); it cuts by backoff once per round, where a round
 -- ends at each cut: an overload of a lease admitted before the last cut (fence at most 'acut')
 -- does not cut again, from whichever instance it comes. pause: ms the upstream asked for
--- (Retry-After); no instance admits until then ('apause').
+-- (Retry-After); no instance admits until then ('apause'). deadline: the server time (ms) after
+-- which the caller has given up on this call (its command timeout; 0: not known yet): a call that
+-- Redis runs later, after a stall, brings no growth, so a fault never raises the limit.
 -- Returns the estimate and the ms of pause left.
 local function adapt(meta, spec, now)
-  local seed, min, max, backoff, delta, cut, pause = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local seed, min, max, backoff, delta, cut, pause, deadline = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
   local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence')
   local was = tonumber(m[1])
-  local e = (was or tonumber(seed)) + tonumber(delta)
+  delta = tonumber(delta)
+  deadline = tonumber(deadline)
+  if delta > 0 and deadline > 0 and now > deadline then delta = 0 end
+  local e = (was or tonumber(seed)) + delta
   cut = tonumber(cut)
   if cut < 0 or (cut > 0 and cut > (tonumber(m[2]) or 0)) then
     e = e * tonumber(backoff)
@@ -83,7 +88,7 @@ end
  * ('' unknown), the adaptive spec ('' for a fixed limit; see adapt()), then one lease member per admission.
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
  * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
- * the estimate × 1000 and the ms of pause left.
+ * the estimate × 1000, the ms of pause left and the server's time (ms).
  * Fencing tokens grow with every admission of the namespace, across every instance: each is one
  * more than the last (kept in the meta hash), and at least the server's time in µs-sized steps
  * (now ms × 1000), so they keep growing through a restart that lost the hash or a failover.
@@ -102,6 +107,7 @@ if ARGV[6] ~= '' then
   glimit = math.floor(estimate)
   reply[#KEYS + 1] = math.floor(estimate * 1000)
   reply[#KEYS + 2] = paused
+  reply[#KEYS + 3] = now
 end
 if ARGV[4] == '1' then
   local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[5], false)
@@ -156,7 +162,7 @@ return reply
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
  * that none blocks Redis for long.
  * Returns { used, live instances, quarantine ms left, the adaptive estimate × 1000 (-1 with no
- * spec), ms of pause left, lost members... }.
+ * spec), ms of pause left, the server's time (ms), lost members... }.
  */
 const HEARTBEAT = `${PRELUDE}
 local g = KEYS[1]
@@ -217,7 +223,7 @@ if #ARGV > 8 then
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
   for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
 end
-local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused }
+local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
 return reply
 `;

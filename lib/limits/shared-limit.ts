@@ -3,8 +3,10 @@
 // heartbeat): the growth its successes earned and the overloads it saw. No round trip of its
 // own. Between answers an instance follows its own reports; each answer sets it right.
 // Redis faults never raise the limit: growth that could not be sent is dropped (cuts and pauses
-// are kept for the next call), growth is not counted while Redis is unreachable, and a Redis
-// that lost the estimate (a restart) starts from the instance's last seen one, not the initial.
+// are kept for the next call), a call Redis runs after its sender gave up on it (a stall) brings
+// no growth, growth is not counted while Redis is unreachable, and a Redis that lost the
+// estimate (a restart) starts from the instance's last seen one, not the initial.
+import type { Clock } from '../core/index.js';
 import type { LimitAlgorithm, LimitSample } from './limit-algorithms.js';
 
 /** What one call to Redis carries: taken from the pending reports when the call is built. */
@@ -19,6 +21,13 @@ export interface LimitReport {
 
 const NONE: LimitReport = { delta: 0, cut: 0, pauseMs: 0 };
 
+/** A call's part: the spec it sends, the report it carries, when it was sent (this instance's clock). */
+export interface Taken {
+  readonly spec: string;
+  readonly report: LimitReport;
+  readonly sentAt: number;
+}
+
 export class SharedLimit {
   /** The estimate as this instance sees it: Redis's last answer, plus its own reports since. */
   #estimate: number;
@@ -29,9 +38,14 @@ export class SharedLimit {
   #pauseMs = 0;
   /** The algorithm's first estimate: the seed until Redis ever answered. */
   readonly #initial: number;
+  /** Redis's clock less this one's, ms, as the last answer told (NaN: not known yet). */
+  #offset = NaN;
 
   constructor(
     readonly algorithm: LimitAlgorithm,
+    readonly clock: Clock,
+    /** How long this instance waits for a call: a report Redis runs later brings no growth. */
+    readonly commandTimeoutMs: number,
     /** The limit moved here, by a report of this instance or an answer of Redis. */
     readonly moved: (from: number, to: number) => void,
   ) {
@@ -68,25 +82,29 @@ export class SharedLimit {
   }
 
   /** The spec of the next call (see redis-scripts' adapt()), and the report it carries. */
-  take(): { spec: string; report: LimitReport } {
+  take(): Taken {
     const report = this.#delta === 0 && this.#cut === 0 && this.#pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs: Math.ceil(this.#pauseMs) };
     this.#delta = 0;
     this.#cut = 0;
     this.#pauseMs = 0;
     const { min, max, backoff } = this.algorithm;
     const seed = this.#seen ? this.#estimate - report.delta : this.#initial;
-    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${report.pauseMs}`, report };
+    const sentAt = this.clock.now();
+    // On Redis's clock, when this instance gives up on the call: later, Redis must not apply its growth.
+    const deadline = Number.isNaN(this.#offset) ? 0 : Math.ceil(sentAt + this.#offset + this.commandTimeoutMs);
+    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${report.pauseMs} ${deadline}`, report, sentAt };
   }
 
-  /** Redis answered a call: the estimate (× 1000) after it. Reports taken since still count. */
-  answered(milli: number): void {
+  /** Redis answered a call: the estimate (× 1000) after it, and its clock. Reports taken since still count. */
+  answered(taken: Taken, milli: number, serverNow: number): void {
+    if (Number.isFinite(serverNow)) this.#offset = serverNow - (taken.sentAt + this.clock.now()) / 2;
     if (!(milli >= 0)) return;
     this.#seen = true;
     this.#set(milli / 1000 + this.#delta);
   }
 
   /** A call failed: its cut and pause go with the next one, its growth is dropped (a fault never raises the limit). */
-  failed(report: LimitReport): void {
+  failed({ report }: Taken): void {
     if (report === NONE) return;
     if (report.cut !== 0) this.#cut = report.cut < 0 || this.#cut < 0 ? -1 : Math.max(this.#cut, report.cut);
     this.#pauseMs = Math.max(this.#pauseMs, report.pauseMs);

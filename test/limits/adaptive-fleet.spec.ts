@@ -1,0 +1,250 @@
+// Four processes call one real HTTP/2 upstream through pools of shared sessions behind one
+// adaptive limit shared through a real Redis. The upstream serves `capacity` requests at once
+// and answers 429 past it; its capacity halves mid-run, then comes back. Meanwhile Redis is
+// frozen (SIGSTOP) past the command timeout and the fallback delay, and later killed and
+// started again empty. The fleet must find one limit, not four: after converging it never
+// sends the upstream more than 10 % above its capacity, it finds the capacity again within a
+// few seconds when it returns, and neither Redis fault raises the limit.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { RedisServer } from '../support/redis-server.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dist = join(root, 'dist-test-fleet');
+const worker = fileURLToPath(new URL('./fixtures/adaptive-worker.mjs', import.meta.url));
+const SERVICE_MS = 50;
+const PROCESSES = 4;
+const CALLERS = 16;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The phases of the run: the upstream's capacity and how long it lasts, ms. */
+const PHASES = [
+  { capacity: 40, ms: 7_000 },
+  { capacity: 20, ms: 7_000 },
+  { capacity: 40, ms: 7_000 },
+] as const;
+/** A phase's first this many ms are for converging; the checks read the rest. */
+const CONVERGE_MS = 3_000;
+
+/** An upstream that serves `capacity` requests at once, SERVICE_MS each, and answers 429 past it. */
+class Upstream {
+  capacity: number = PHASES[0].capacity;
+  inflight = 0;
+  /** Each arrival: when (ms since start) and the requests in flight with it, itself included. */
+  readonly arrivals: { at: number; offered: number }[] = [];
+  /** Each request served: when it ended. */
+  readonly served: number[] = [];
+  readonly #server = http2.createServer();
+  readonly #start = performance.now();
+
+  constructor() {
+    this.#server.on('stream', (stream) => {
+      const at = this.now();
+      this.arrivals.push({ at, offered: this.inflight + 1 });
+      if (this.inflight >= this.capacity) {
+        stream.respond({ ':status': 429 });
+        stream.end();
+        return;
+      }
+      this.inflight++;
+      setTimeout(() => {
+        this.inflight--;
+        this.served.push(this.now());
+        if (!stream.destroyed) {
+          stream.respond({ ':status': 200 });
+          stream.end('ok');
+        }
+      }, SERVICE_MS);
+    });
+  }
+
+  now(): number {
+    return performance.now() - this.#start;
+  }
+
+  async listen(): Promise<string> {
+    this.#server.listen(0, '127.0.0.1');
+    await once(this.#server, 'listening');
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    await new Promise((r) => this.#server.close(r));
+  }
+}
+
+/** What the run recorded. */
+interface Fleet {
+  upstream: Upstream;
+  /** The estimate in Redis, read every 50 ms (none while Redis does not answer). */
+  estimates: { at: number; limit: number }[];
+  /** Each instance's own view of the limit, every 100 ms. */
+  views: { at: number; proc: number; limit: number; mode: string }[];
+  stall: { from: number; to: number };
+  restart: { from: number; to: number };
+}
+
+async function runFleet(redis: RedisServer): Promise<Fleet> {
+  const upstream = new Upstream();
+  const origin = await upstream.listen();
+  const namespace = `fleet-${Date.now()}`;
+  const estimates: Fleet['estimates'] = [];
+  const views: Fleet['views'] = [];
+  const procs: ChildProcess[] = [];
+  const inspector = new Redis(redis.url, { maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 50 });
+  inspector.on('error', () => {});
+  try {
+    for (let p = 0; p < PROCESSES; p++) {
+      const child = spawn(process.execPath, [worker, dist, redis.url, namespace, origin, String(CALLERS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      procs.push(child);
+      const lines = createInterface({ input: child.stdout! });
+      lines.on('line', (line) => {
+        const [kind, limit, mode] = line.split(' ');
+        if (kind === 'S') views.push({ at: upstream.now(), proc: p, limit: Number(limit), mode: mode! });
+      });
+      await once(lines, 'line'); // ready
+    }
+    const poll = setInterval(() => {
+      const at = upstream.now();
+      inspector.hget(`{${namespace}}:meta`, 'alimit').then(
+        (v) => v !== null && estimates.push({ at, limit: Number(v) }),
+        () => {},
+      );
+    }, 50);
+    const phaseStart = (i: number) => PHASES.slice(0, i).reduce((t, p) => t + p.ms, 0);
+    const until = async (ms: number) => sleep(Math.max(0, ms - upstream.now()));
+
+    await until(phaseStart(1));
+    upstream.capacity = PHASES[1].capacity;
+    // Redis frozen in the middle of the low phase, past the command timeout and the fallback delay.
+    await until(phaseStart(1) + 3_500);
+    const stall = { from: upstream.now(), to: 0 };
+    redis.pause();
+    await sleep(1_200);
+    redis.resume();
+    stall.to = upstream.now();
+
+    await until(phaseStart(2));
+    upstream.capacity = PHASES[2].capacity;
+    // Redis killed and started again empty, once the capacity is found again.
+    await until(phaseStart(2) + 3_500);
+    const restart = { from: upstream.now(), to: 0 };
+    await redis.stop();
+    await sleep(300);
+    await redis.start();
+    restart.to = upstream.now();
+
+    await until(phaseStart(3));
+    clearInterval(poll);
+    for (const child of procs) child.kill('SIGTERM');
+    await Promise.all(procs.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+    return { upstream, estimates, views, stall, restart };
+  } finally {
+    for (const child of procs) if (child.exitCode === null) child.kill('SIGKILL');
+    inspector.disconnect();
+    await upstream.close();
+  }
+}
+
+describe('one adaptive limit for four processes, on real Redis and a real HTTP/2 upstream', () => {
+  let redis: RedisServer;
+  let fleet: Fleet;
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false']);
+    redis = await RedisServer.start();
+    fleet = await runFleet(redis);
+    // For the record: what each phase looked like.
+    let t = 0;
+    for (const phase of PHASES) {
+      const from = t + CONVERGE_MS;
+      const to = t + phase.ms;
+      const offered = fleet.upstream.arrivals.filter((a) => a.at >= from && a.at < to);
+      const served = fleet.upstream.served.filter((s) => s >= from && s < to).length;
+      const estimates = fleet.estimates.filter((e) => e.at >= from && e.at < to).map((e) => e.limit);
+      console.log(
+        `capacity ${phase.capacity}: limit ${Math.min(...estimates).toFixed(1)}–${Math.max(...estimates).toFixed(1)}, ` +
+          `most offered at once ${Math.max(...offered.map((a) => a.offered))}, ` +
+          `goodput ${((served / ((to - from) / 1_000)) * (SERVICE_MS / 1_000) / phase.capacity * 100).toFixed(0)} % of capacity, ` +
+          `429s ${offered.filter((a) => a.offered > phase.capacity).length}`,
+      );
+      t += phase.ms;
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  /** The window of phase `i` after convergence, ms since the start. */
+  const settled = (i: number) => {
+    const from = PHASES.slice(0, i).reduce((t, p) => t + p.ms, 0);
+    return { from: from + CONVERGE_MS, to: from + PHASES[i]!.ms };
+  };
+
+  it('after converging, never sends the upstream more than 10 % above its capacity', () => {
+    PHASES.forEach((phase, i) => {
+      const { from, to } = settled(i);
+      const offered = fleet.upstream.arrivals.filter((a) => a.at >= from && a.at < to);
+      expect(offered.length).toBeGreaterThan(500); // it was loaded
+      expect(Math.max(...offered.map((a) => a.offered))).toBeLessThanOrEqual(Math.ceil(phase.capacity * 1.1));
+    });
+  });
+
+  it('uses the capacity it finds: most of it served, outside the Redis faults', () => {
+    PHASES.forEach((phase, i) => {
+      const { from, to } = settled(i);
+      const faults = [fleet.stall, fleet.restart].map((f) => ({ from: f.from, to: f.to + 2_000 }));
+      const inFault = (t: number) => faults.some((f) => t >= f.from && t < f.to);
+      let ms = 0;
+      for (let t = from; t < to; t += 10) if (!inFault(t)) ms += 10;
+      const served = fleet.upstream.served.filter((s) => s >= from && s < to && !inFault(s)).length;
+      const busy = (served * SERVICE_MS) / ms; // requests in service on average
+      console.log(`capacity ${phase.capacity}: ${((busy / phase.capacity) * 100).toFixed(0)} % of it in use outside the Redis faults`);
+      expect(busy / phase.capacity).toBeGreaterThan(0.5); // four limits of their own, or one collapsed, would use far less
+    });
+  });
+
+  it('is one limit: every instance sees the one Redis keeps', () => {
+    for (let i = 0; i < PHASES.length; i++) {
+      const end = settled(i).to;
+      const inRedis = fleet.estimates.filter((e) => e.at > end - 1_000 && e.at < end).map((e) => e.limit);
+      const seen = fleet.views.filter((v) => v.at > end - 1_000 && v.at < end && v.mode === 'redis').map((v) => v.limit);
+      expect(seen.length).toBeGreaterThan(PROCESSES * 5);
+      // Four instances finding "their" limit each would sit near capacity / 4.
+      expect(Math.min(...seen)).toBeGreaterThanOrEqual(Math.floor(Math.min(...inRedis) * 0.8));
+      expect(Math.max(...seen)).toBeLessThanOrEqual(Math.ceil(Math.max(...inRedis)) + 1);
+    }
+  });
+
+  it('settles near each capacity, and finds the higher one again within a few seconds', () => {
+    PHASES.forEach((phase, i) => {
+      const { from, to } = settled(i);
+      const limits = fleet.estimates.filter((e) => e.at >= from && e.at < to).map((e) => e.limit);
+      const mean = limits.reduce((s, l) => s + l, 0) / limits.length;
+      expect(mean).toBeGreaterThan(phase.capacity * 0.6);
+      expect(mean).toBeLessThan(phase.capacity * 1.15);
+    });
+    const back = settled(2).from - CONVERGE_MS;
+    const found = fleet.estimates.find((e) => e.at >= back && e.limit >= PHASES[2].capacity * 0.9);
+    expect(found).toBeDefined();
+    expect(found!.at - back).toBeLessThan(3_000);
+  });
+
+  it('a frozen Redis and a Redis restarted empty never raise the limit', () => {
+    for (const fault of [fleet.stall, fleet.restart]) {
+      const before = fleet.estimates.filter((e) => e.at < fault.from);
+      const after = fleet.estimates.find((e) => e.at > fault.to);
+      expect(before.length).toBeGreaterThan(10);
+      expect(after).toBeDefined();
+      expect(after!.limit).toBeLessThanOrEqual(before.at(-1)!.limit + 1);
+    }
+  });
+});
