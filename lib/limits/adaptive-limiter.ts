@@ -19,7 +19,12 @@ export type CallVerdict =
 
 /** Options of {@link AdaptiveLimiter}. */
 export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'wait'> {
-  /** The algorithm and its bounds. Default `{ algorithm: 'aimd', min: 1, max: 1000, initial: 10 }`. */
+  /**
+   * The algorithm and its bounds. Default `{ algorithm: 'vegas', min: 1, max: 1000, initial: 10 }`:
+   * it cuts on overload (429, 503, a timeout) and pauses for a Retry-After as every algorithm
+   * does, and also keeps the queue at the backend short, so it stops before a backend slows
+   * down, not only once it refuses (see docs/limits.md for the simulation behind the choice).
+   */
   adaptive?: AdaptiveAlgorithmOptions;
   /** Tells overload from success from an error that says nothing about capacity. Default {@link classifyCall}. */
   classify?: (result: CallResult) => CallVerdict;
@@ -31,6 +36,9 @@ export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'w
 }
 
 const CHANGES = 20;
+
+/** The algorithm an adaptive limiter uses unless told otherwise (the simulation in test/qos gates it). */
+export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
 const kLearn = Symbol('learn');
 
 /** An admission of an {@link AdaptiveLimiter}: the inner one, and when and at what load it began. One small object, no closure. */
@@ -65,8 +73,9 @@ class TrackedAdmission implements Admission {
 
 /**
  * A global admission limit that finds itself: it learns from how calls end (`pool.use()` and
- * `@UsePooled` tell it) and moves between bounds with its algorithm (AIMD by default: it grows
- * while calls succeed and cuts on overload, such as a 429 or a timeout). A `Retry-After` from the
+ * `@UsePooled` tell it) and moves between bounds with its algorithm (Vegas by default: it grows
+ * while the backend's latency shows no queue, and cuts when a queue builds or on overload, such
+ * as a 429 or a timeout). A `Retry-After` from the
  * upstream pauses admissions for that long. The per-key limit works as in `LocalLimiter`.
  * With `redis`, one limit is shared by every instance (see `SharedLimit`): each reports what its
  * calls found with the Redis calls it makes anyway, and the limit moves once, in Redis; the
@@ -91,7 +100,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #classifierFailed = false;
 
   constructor(options: AdaptiveLimiterOptions = {}) {
-    const { adaptive = { algorithm: 'aimd' }, classify, redis, ...limits } = options;
+    const { adaptive = DEFAULT_ADAPTIVE, classify, redis, ...limits } = options;
     const name = limits.name ?? 'limits';
     const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify } as { classify?: unknown });
     read.get('classify', is.function);

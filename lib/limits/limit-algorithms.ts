@@ -67,7 +67,7 @@ export interface AimdOptions extends LimitBounds {
 
 /** What the latency-based algorithms share: they move once per window of calls, on its mean latency. */
 export interface WindowOptions {
-  /** A window closes once it is this long, ms, and holds at least 10 successes. Default 1 000. */
+  /** A window closes once it is this long, ms, and holds at least 10 successes. Default 250. */
   windowMs?: number;
 }
 
@@ -114,7 +114,7 @@ export function limitAlgorithm(options: AdaptiveAlgorithmOptions, scope: OptionS
   if (initial < min || initial > max) read.fail('initial', `must be within min and max (${min}–${max}), got ${initial}`);
   const bounds: Bounds = { min, max, initial, backoff: read.get('backoff', is.from(0.1, 1), 0.7) as number };
   if (algorithm === 'aimd') return new AimdLimit(bounds);
-  const windowMs = read.get('windowMs', is.finiteAbove(0), 1_000) as number;
+  const windowMs = read.get('windowMs', is.finiteAbove(0), 250) as number;
   if (algorithm === 'gradient') {
     return new GradientLimit(bounds, windowMs, read.get('tolerance', is.finiteAtLeast(1), 1.5) as number, read.get('longWindow', is.whole(1), 600) as number, read.get('smoothing', is.fraction, 0.2) as number);
   }
@@ -213,6 +213,7 @@ abstract class WindowedLimit extends BoundedLimit {
   #start = NaN;
   #count = 0;
   #sum = 0;
+  #squares = 0;
   #inflight = 0;
 
   constructor(
@@ -226,25 +227,30 @@ abstract class WindowedLimit extends BoundedLimit {
     if (Number.isNaN(this.#start) || endedAt < this.#start) this.#start = endedAt; // a clock that went back starts a new window
     this.#count++;
     this.#sum += durationMs;
+    this.#squares += durationMs * durationMs;
     if (inflight > this.#inflight) this.#inflight = inflight;
     if (this.#count < 10 || endedAt - this.#start < this.windowMs) return this.estimate;
     const mean = this.#sum / this.#count;
+    // The standard error of the mean: how far it may be off by chance alone.
+    const error = Math.sqrt(Math.max(0, this.#squares / this.#count - mean * mean) / this.#count);
     const most = this.#inflight;
     this.#start = endedAt;
     this.#count = 0;
     this.#sum = 0;
+    this.#squares = 0;
     this.#inflight = 0;
-    return this.window(Math.max(mean, 0.001), most);
+    return this.window(Math.max(mean, 0.001), most, error);
   }
 
-  /** A window closed: the estimate after it. */
-  protected abstract window(meanMs: number, inflight: number): number;
+  /** A window closed: the estimate after it. `errorMs`: the standard error of its mean latency. */
+  protected abstract window(meanMs: number, inflight: number, errorMs: number): number;
 
   protected override cut(): void {
     // What the window held was measured at the old limit.
     this.#start = NaN;
     this.#count = 0;
     this.#sum = 0;
+    this.#squares = 0;
     this.#inflight = 0;
   }
 }
@@ -287,9 +293,20 @@ class GradientLimit extends WindowedLimit {
 
 class VegasLimit extends WindowedLimit {
   readonly name = 'vegas';
-  /** The shortest window latency seen since the last probe: the backend's latency with no queue. */
+  /**
+   * The shortest latency seen since the last probe: the backend's latency with no queue. Taken
+   * from window latencies smoothed over a few windows: the least of raw window means is biased
+   * low by their noise (long, varied calls, few per window), which would show a queue that is not
+   * there and hold the limit down.
+   */
   #noLoad = Infinity;
+  #smoothed = NaN;
   #sinceProbe = 0;
+  /**
+   * Windows still to skip at the start: the first ones hold only the calls that ended soonest,
+   * the shortest, so their latency is below the backend's true one.
+   */
+  #warmup = 2;
 
   constructor(
     bounds: Bounds,
@@ -300,24 +317,31 @@ class VegasLimit extends WindowedLimit {
     super(bounds, windowMs);
   }
 
-  protected window(rtt: number, inflight: number): number {
+  protected window(rtt: number, inflight: number, errorMs: number): number {
+    if (this.#warmup > 0) {
+      this.#warmup--;
+      return this.estimate;
+    }
+    this.#smoothed = Number.isNaN(this.#smoothed) ? rtt : this.#smoothed + (rtt - this.#smoothed) * 0.25;
     // Measure the no-load latency again now and then: the backend may have got faster or slower for good.
     if (++this.#sinceProbe >= this.probeEvery * this.limit) {
       this.#sinceProbe = 0;
-      this.#noLoad = rtt;
+      this.#noLoad = this.#smoothed = rtt;
       return this.estimate;
     }
-    if (rtt < this.#noLoad) {
-      this.#noLoad = rtt;
+    if (this.#smoothed < this.#noLoad) {
+      this.#noLoad = this.#smoothed;
       return this.estimate;
     }
     if (this.appLimited(inflight)) return this.estimate;
     const limit = this.estimate;
-    const queue = limit * (1 - this.#noLoad / rtt);
+    // Latency above the floor by less than chance explains (its standard error) is no queue.
+    const queue = limit * Math.max(0, 1 - this.#noLoad / Math.max(this.#noLoad, rtt - errorMs));
     const log = Math.max(1, Math.log10(limit));
     let target: number;
     if (queue <= log) target = limit + 6 * log; // no queue: grow fast
     else if (queue < 3 * log) target = limit + log;
+    else if (queue > 12 * log) target = limit - queue + 3 * log; // far past the knee (capacity fell): straight back to a short queue
     else if (queue > 6 * log) target = limit - log;
     else return this.estimate; // between α and β: hold
     return limit * (1 - this.smoothing) + target * this.smoothing;

@@ -4,6 +4,11 @@
 // which both change. Callers arrive at random (Poisson) and pass a limit first: admitted while
 // fewer than the limit are in flight, refused otherwise. A call that outruns its timeout is given
 // up (its work stops). Everything is deterministic for a seed.
+// Two costs of overload that real backends have, each optional: contention (past the knee the
+// backend does less work in all, as a database thrashing on locks and context switches does:
+// the Universal Scalability Law's coherence cost) and a rate limit that counts refused calls too
+// (OpenAI's documentation: "unsuccessful requests contribute to your per-minute limit"), so a
+// client that keeps calling through 429s keeps itself limited.
 import { Random } from './random.js';
 
 /** One stretch of the run: until `untilMs`, the backend has this capacity and rate limit. */
@@ -13,6 +18,18 @@ export interface BackendPhase {
   readonly capacity: number;
   /** Calls per second the backend answers; past it, 429 with Retry-After. Default: none. */
   readonly ratePerSec?: number;
+}
+
+/** What overload costs the backend, beyond waiting. */
+export interface OverloadCost {
+  /**
+   * Past the knee, the backend's total work rate falls by this share of its capacity per
+   * capacity's worth of calls over it (0.5: at twice the capacity in flight, half the work gets
+   * done), down to a tenth. Default 0: processor sharing, the total rate stays flat.
+   */
+  readonly contention?: number;
+  /** A 429 uses up a call of the rate limit too (the bucket goes into debt, down to one second's calls). Default false. */
+  readonly refusedCount?: boolean;
 }
 
 export interface AdaptiveScenario {
@@ -25,6 +42,7 @@ export interface AdaptiveScenario {
   /** A call not answered within this long is given up, ms. */
   readonly timeoutMs: number;
   readonly phases: readonly BackendPhase[];
+  readonly overload?: OverloadCost;
 }
 
 /** How a call ended, as the limit in front hears of it. */
@@ -64,6 +82,8 @@ export interface AdaptiveRun {
   readonly goodput: number;
   /** The gate's limit, sampled every 100 ms: [ms, limit]. */
   readonly trace: [number, number][];
+  /** When each successful call ended, ms, in order. */
+  readonly served: number[];
 }
 
 interface Job {
@@ -81,6 +101,7 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
   const latencies: number[][] = scenario.phases.map(() => []);
   const counts = scenario.phases.map(() => ({ tooMany: 0, timeouts: 0, refused: 0 }));
   const trace: [number, number][] = [];
+  const served: number[] = [];
   let phase = 0;
   let now = 0;
   let nextArrival = exp(1_000 / scenario.arrivalsPerSec);
@@ -88,6 +109,8 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
   // The rate limit: a bucket of one second's calls.
   let tokens = scenario.phases[0]!.ratePerSec ?? Infinity;
   let tokensAt = 0;
+  const contention = scenario.overload?.contention ?? 0;
+  const refusedCount = scenario.overload?.refusedCount ?? false;
 
   const finish = (job: Job, outcome: 'success' | 'overload', retryAfterMs?: number) => {
     const durationMs = now - job.startedAt;
@@ -96,7 +119,9 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
 
   while (now < end) {
     const p = scenario.phases[phase]!;
-    const rate = jobs.length <= p.capacity ? 1 : p.capacity / jobs.length;
+    const over = jobs.length - p.capacity;
+    const total = over <= 0 ? jobs.length : p.capacity * Math.max(0.1, 1 - (contention * over) / p.capacity);
+    const rate = jobs.length === 0 ? 1 : total / jobs.length;
     // The next event: an arrival, the first call done, the first call past its timeout, a trace point, the phase's end.
     let first: Job | undefined;
     let firstDone = Infinity;
@@ -119,6 +144,7 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
     } else if (now === firstDone && first !== undefined) {
       jobs.splice(jobs.indexOf(first), 1);
       latencies[phase]!.push(now - first.startedAt);
+      served.push(now);
       finish(first, 'success');
     } else if (now === firstTimeout && late !== undefined) {
       jobs.splice(jobs.indexOf(late), 1);
@@ -135,6 +161,7 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
       tokensAt = now;
       if (tokens < 1) {
         counts[phase]!.tooMany++;
+        if (refusedCount) tokens = Math.max(-perSec, tokens - 1);
         // Answered at once: 429, retry once a token is back.
         gate.ended?.({ startedAt: now, durationMs: 0, inflight: jobs.length + 1, outcome: 'overload', retryAfterMs: Math.ceil(((1 - tokens) / perSec) * 1_000) }, now);
         continue;
@@ -152,8 +179,7 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
     start = p.untilMs;
     return result;
   });
-  const served = latencies.reduce((n, l) => n + l.length, 0);
-  return { gate: gate.name, phases, goodput: (served / end) * 1_000, trace };
+  return { gate: gate.name, phases, goodput: (served.length / end) * 1_000, trace, served };
 }
 
 /** A fixed limit. */
