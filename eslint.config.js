@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-all/', 'dist-bench/', 'dist-sample/', 'dist-test/', 'dist-chaos/', 'dist-qos/', 'qos-report/', 'coverage/', 'node_modules/'] },
+  { ignores: ['dist/', 'dist-all/', 'dist-bench/', 'dist-sample/', 'dist-test/', 'dist-test-fleet/', 'dist-chaos/', 'dist-qos/', 'qos-report/', 'coverage/', 'node_modules/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -14,6 +14,11 @@ export interface CloudUpstreamOptions {
   idleTimeoutMs?: number;
   /** Time to answer one request. Default 5. */
   responseDelayMs?: number;
+  /**
+   * Requests it serves at full speed at once; past it each answer slows in proportion (as a
+   * backend sharing its workers does), and past four times it answers 503. Default: no limit.
+   */
+  capacity?: number;
 }
 
 export interface CloudUpstream {
@@ -28,7 +33,8 @@ export interface CloudUpstream {
 }
 
 export async function startCloudUpstream(options: CloudUpstreamOptions = {}): Promise<CloudUpstream> {
-  const { handshakeDelayMs = 150, maxConcurrentStreams = 50, idleTimeoutMs = 30_000, responseDelayMs = 5 } = options;
+  const { handshakeDelayMs = 150, maxConcurrentStreams = 50, idleTimeoutMs = 30_000, responseDelayMs = 5, capacity = Infinity } = options;
+  let inflight = 0;
   const server = http2.createServer({ settings: { maxConcurrentStreams } });
   const sessions = new Set<http2.ServerHttp2Session>();
   let opened = 0;
@@ -46,11 +52,21 @@ export async function startCloudUpstream(options: CloudUpstreamOptions = {}): Pr
   server.on('stream', (stream, headers) => {
     stream.on('error', () => {});
     const path = String(headers[':path']);
-    setTimeout(() => {
-      if (stream.destroyed) return;
-      stream.respond({ ':status': 200, 'content-type': 'application/json' });
-      stream.end(JSON.stringify({ path, at: Date.now() }));
-    }, responseDelayMs);
+    if (inflight >= capacity * 4) {
+      stream.respond({ ':status': 503, 'content-type': 'application/json' });
+      stream.end(JSON.stringify({ path, error: 'overloaded' }));
+      return;
+    }
+    inflight++;
+    setTimeout(
+      () => {
+        inflight--;
+        if (stream.destroyed) return;
+        stream.respond({ ':status': 200, 'content-type': 'application/json' });
+        stream.end(JSON.stringify({ path, at: Date.now() }));
+      },
+      responseDelayMs * Math.max(1, inflight / capacity),
+    );
   });
 
   // The front socket waits before handing the connection to HTTP/2: the "handshake".

@@ -4,6 +4,7 @@
 import { bucketQuantile, parsePrometheus, valueOf, type PromSample } from './prometheus-text.js';
 interface PoolRow {
   counters: { opened: number; acquired: number };
+  admission: { limit: number; adaptive?: { algorithm: string; shared: boolean; changes: { from: number; to: number; reason: string }[] } } | null;
 }
 
 const url = process.argv[2] ?? process.env.SAMPLE_URL ?? 'http://127.0.0.1:3000';
@@ -110,6 +111,12 @@ async function main(): Promise<void> {
   const w = waits[0].map((_, c) => Math.max(...waits.map((r) => r[c].length)));
   console.log('\nfrom GET /metrics (OpenTelemetry, Prometheus format):');
   for (const r of waits) console.log(r.map((cell, c) => cell.padStart(w[c])).join('  '));
+  // The upstream pool's adaptive limit: where it started, where it settled, its last moves.
+  const adaptive = after.upstream?.admission?.adaptive;
+  if (adaptive !== undefined) {
+    const moves = adaptive.changes.slice(-8).map((c) => `${c.from}→${c.to}`).join(' ');
+    console.log(`\nthe upstream's adaptive limit (${adaptive.algorithm}${adaptive.shared ? ', one for every instance through Redis' : ''}): ${before.upstream.admission!.limit} before, ${after.upstream.admission!.limit} now; last moves ${moves || 'none'}`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -36,7 +36,8 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
     }
     let upstreamUrl = env.UPSTREAM_URL;
     if (upstreamUrl === undefined) {
-      const upstream = await startCloudUpstream({ handshakeDelayMs: 150, maxConcurrentStreams: 50, idleTimeoutMs: 30_000, ...options.upstream });
+      // A cloud API that slows past 8 requests at once: the adaptive limit of the upstream pool finds that.
+      const upstream = await startCloudUpstream({ handshakeDelayMs: 150, maxConcurrentStreams: 50, idleTimeoutMs: 30_000, responseDelayMs: 10, capacity: 8, ...options.upstream });
       stops.push(() => upstream.close());
       upstreamUrl = upstream.url;
     }

@@ -1,4 +1,5 @@
-import { LocalLimiter, RedisLimiter, type ConcurrencyLimiter } from '../limits/index.js';
+import { AdaptiveLimiter, LocalLimiter, RedisLimiter, type ConcurrencyLimiter } from '../limits/index.js';
+import { PoolConfigError } from '../core/index.js';
 import { NestPoolLogger } from './nest-pool-logger.js';
 import type { LimitsConfig, PoolModuleSettings } from './pool-module-options.js';
 
@@ -6,11 +7,15 @@ function isLimiter(config: LimitsConfig): config is ConcurrencyLimiter {
   return typeof (config as ConcurrencyLimiter).admit === 'function';
 }
 
-/** Builds a limiter from settings (Redis when `redis` is set); a limiter you made is used as is. */
+/** Builds a limiter from settings (Redis when `redis` is set, adaptive when `adaptive` is); a limiter you made is used as is. */
 export function makeLimiter(config: LimitsConfig, name: string): ConcurrencyLimiter {
   if (isLimiter(config)) return config;
-  const { redis, ...limits } = config;
+  const { redis, adaptive, classify, ...limits } = config;
   const logger = new NestPoolLogger(name);
+  if (adaptive !== undefined && (adaptive as unknown) !== false) {
+    return new AdaptiveLimiter({ ...limits, name, logger, ...(adaptive === true ? {} : { adaptive }), ...(classify === undefined ? {} : { classify }), ...(redis === undefined ? {} : { redis }) });
+  }
+  if (classify !== undefined) throw new PoolConfigError(name, 'limits.classify', 'is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too', 'limiter');
   return redis === undefined ? new LocalLimiter({ ...limits, name, logger }) : new RedisLimiter({ ...limits, name, logger, redis });
 }
 

@@ -33,8 +33,17 @@ export interface PoolHealthDetails {
   lastError: string | null;
   /** For a pool group: its members now (its `size` and `maxSize` are then the group's connections and `maxTotal`). */
   members?: number;
-  /** The pool's admission limiter, when it has one. */
-  admission?: { mode: LimiterMode; used: number; limit: number | null; utilization: number };
+  /**
+   * The pool's admission limiter, when it has one. An adaptive one adds `adaptive`: its algorithm,
+   * whether the limit is shared through Redis, the pause an upstream asked for (ms left), and its last change.
+   */
+  admission?: {
+    mode: LimiterMode;
+    used: number;
+    limit: number | null;
+    utilization: number;
+    adaptive?: { algorithm: string; shared: boolean; pausedMs: number; lastChange: { from: number; to: number; reason: string } | null };
+  };
 }
 
 /** The status of a check, as Terminus reads it. */
@@ -101,7 +110,11 @@ function checkDownOn(states: readonly DownState[]): readonly DownState[] {
 
 function report(s: PoolStats): PoolHealthDetails {
   const a = s.admission;
-  const admission = a === undefined ? {} : { admission: { mode: a.mode, used: a.used, limit: a.limit === Infinity ? null : a.limit, utilization: round(a.utilization) } };
+  const adaptive =
+    a?.adaptive === undefined
+      ? {}
+      : { adaptive: { algorithm: a.adaptive.algorithm, shared: a.adaptive.shared, pausedMs: Math.ceil(a.adaptive.pausedMs), lastChange: lastChangeOf(a.adaptive.changes) } };
+  const admission = a === undefined ? {} : { admission: { mode: a.mode, used: a.used, limit: a.limit === Infinity ? null : a.limit, utilization: round(a.utilization), ...adaptive } };
   return {
     health: s.health,
     size: s.size,
@@ -138,4 +151,9 @@ const round = (u: number) => Math.round(u * 1e4) / 1e4;
 function missing(why: string): PoolHealthDetails {
   const zero = { size: 0, ready: 0, maxSize: 0, clients: 0, clientLimit: 0, utilization: 0, waiting: 0 };
   return { health: 'missing', ...zero, lastError: why };
+}
+
+function lastChangeOf(changes: readonly { from: number; to: number; reason: string }[]): { from: number; to: number; reason: string } | null {
+  const last = changes.at(-1);
+  return last === undefined ? null : { from: last.from, to: last.to, reason: last.reason };
 }

@@ -37,8 +37,10 @@ export class SampleModule {
           minSize: 1,
           maxIdleMs: 20_000, // below the upstream's idle timeout
           metrics, // the app's OpenTelemetry meter (see Metrics)
+          // One limit for every instance of the app (shared through Redis when there is one), found
+          // by itself from how the upstream's answers come back; at most perKey per user.
           limits: {
-            global: 400,
+            adaptive: { algorithm: 'vegas', min: 4, max: 400, initial: 20 },
             perKey: config.perUserLimit,
             ...(config.redisUrl === undefined ? {} : { redis: { url: config.redisUrl, namespace: 'sample-upstream', leaseTtlMs: 3_000 } }),
           },

@@ -113,7 +113,7 @@ describe('the sample app on real services', () => {
     const stats = (await call('/pools')).body as Record<string, { clients: number; admission: { mode: string } | null; clientLimit: number }>;
     expect(Object.keys(stats)).toEqual(['blob', 'upstream', 'redis', 'pg']);
     expect(stats.pg.clientLimit).toBe(1);
-    expect(stats.upstream.admission).toMatchObject({ mode: 'redis', limit: 400, perKey: 3 });
+    expect(stats.upstream.admission).toMatchObject({ mode: 'redis', perKey: 3, adaptive: { algorithm: 'vegas', shared: true, min: 4, max: 400 } });
     expect(Object.values(stats).every((s) => s.clients === 0)).toBe(true);
   });
 

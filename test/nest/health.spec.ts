@@ -68,4 +68,19 @@ describe('PoolHealthIndicator', () => {
     for (const lease of leases) lease.release();
     expect(indicator.isHealthy('live', { downOn: ['failing'] }).live.status).toBe('up');
   });
+
+  it('reports an adaptive limit: its algorithm, whether it is shared, the pause asked for and its last change', async () => {
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ limits: { adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }, pools: [{ name: 'llm', connector: new FakeConnector(), options: { clientLimit: 10 } }] })],
+    });
+    const indicator = moduleRef.get(PoolHealthIndicator);
+    const llm = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('llm'));
+    expect(indicator.isHealthy('pools').pools.llm).toMatchObject({ admission: { mode: 'local', used: 0, limit: 8, adaptive: { algorithm: 'aimd', shared: false, pausedMs: 0, lastChange: null } } });
+    await llm.use(async () => ({ status: 429, headers: { 'retry-after': '3' } }));
+    const { admission } = indicator.isHealthy('pools').pools.llm as { admission: { limit: number; adaptive: { pausedMs: number; lastChange: unknown } } };
+    expect(admission.limit).toBe(4);
+    expect(admission.adaptive.lastChange).toEqual({ from: 8, to: 4, reason: 'overload' });
+    expect(admission.adaptive.pausedMs).toBeGreaterThan(2_900);
+    expect(admission.adaptive.pausedMs).toBeLessThanOrEqual(3_000);
+  });
 });

@@ -374,7 +374,22 @@ describe('PoolModule limits', () => {
     const connector = new FakeConnector();
     expect(() => PoolModule.forRoot({ limits: { global: 0 }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
     expect(() => PoolModule.forRoot({ limits: { redis: { url: 'nope' } }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
-    expect(() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { limits: 5 as never } }] })).toThrow('option "pools.db.limits" must be { global?, perKey?, wait?, redis? } or a limiter');
+    expect(() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { limits: 5 as never } }] })).toThrow('option "pools.db.limits" must be { global?, perKey?, wait?, redis?, adaptive? } or a limiter');
+    expect(() => PoolModule.forRoot({ limits: { adaptive: true, global: 5 }, pools: [{ name: 'db', connector }] })).toThrow('"limits.global" is what the adaptive limit sets');
+    expect(() => PoolModule.forRoot({ limits: { classify: () => 'success' }, pools: [{ name: 'db', connector }] })).toThrow(
+      'option "limits.classify" is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too',
+    );
+    expect(() => PoolModule.forRoot({ limits: { adaptive: { algorithm: 'vegas', max: 2 }, perKey: 3 }, pools: [{ name: 'db', connector }] })).toThrow('must not exceed limits.adaptive.max (2)');
+  });
+
+  it('makes an adaptive limit from { adaptive }: the default algorithm for true, learning from use()', async () => {
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ limits: { adaptive: true, perKey: 2 }, pools: [{ name: 'a', connector: new FakeConnector() }, { name: 'b', connector: new FakeConnector(), options: { limits: { adaptive: { algorithm: 'aimd', initial: 6, backoff: 0.5 } } } }] })],
+    });
+    const [a, b] = ['a', 'b'].map((n) => moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken(n)));
+    expect(a.stats().admission).toMatchObject({ mode: 'local', limit: 10, perKey: 2, adaptive: { algorithm: 'vegas', shared: false, limit: 10 } });
+    await b.use(async () => ({ status: 429 }));
+    expect(b.stats().admission).toMatchObject({ limit: 3, adaptive: { algorithm: 'aimd', overloads: 1, changes: [{ from: 6, to: 3, reason: 'overload' }] } });
   });
 });
 

@@ -3,8 +3,11 @@
 // limit over the whole run, and keeps p99 within twice the best fixed limit's. A fixed limit is
 // best in one phase at most: each scenario's backend changes under it.
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive-limiter.js';
 import { fixedGate, runAdaptive, type AdaptiveRun, type AdaptiveScenario } from './adaptive-backend.js';
+import { adaptivePlot } from './adaptive-plot.js';
 import { ADAPTIVE_SCENARIOS, adaptiveGate, FIXED_LIMITS, judge } from './adaptive-scenarios.js';
 
 /** Every fixed limit's run of a scenario, run once. */
@@ -38,5 +41,12 @@ describe('the default adaptive limit against every fixed limit, on the simulated
     const verdict = judge(scenario, runAdaptive(scenario, adaptiveGate({ algorithm: 'aimd', max: 1_000 })), fixed);
     expect(verdict.passes).toBe(false);
     expect(Math.min(...verdict.goodput)).toBeLessThan(0.6);
+  });
+});
+
+describe('the README’s plot of the adaptive limit', () => {
+  it('is what the simulation gives now (npm run qos:adaptive:plot draws it again)', () => {
+    const committed = readFileSync(fileURLToPath(new URL('../../docs/adaptive-limit.svg', import.meta.url)), 'utf8');
+    expect(committed).toBe(adaptivePlot().svg);
   });
 });
