@@ -301,6 +301,22 @@ async function limiterBench() {
     await counted.close();
     const roundTrips = { perAdmit: (afterAdmit - before) / n, perRelease: (afterRelease - afterAdmit) / n };
 
+    // The same with one adaptive limit shared through Redis, each call ending well (its report rides on the next admission).
+    const adaptive = new AdaptiveLimiter({ perKey: 1_000, adaptive: { algorithm: 'aimd', initial: 100_000, max: 100_000 }, redis: { url, namespace: 'bench-adaptive-calls', leaseTtlMs: 60_000, restartProtection: false } });
+    await adaptive.start();
+    const adaptiveBefore = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    const adaptiveHeld = [];
+    for (let i = 0; i < n; i++) adaptiveHeld.push(await adaptive.admit({ pool: 'bench', key: `user-${i % 100}`, timeoutMs: 0 }));
+    const adaptiveAfterAdmit = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    for (const [i, a] of adaptiveHeld.entries()) {
+      a.ended!({ ok: true, value: { status: 200 } });
+      a.release();
+      while (adaptive.stats().used > n - i - 1) await sleep(0);
+    }
+    const adaptiveAfterRelease = total(await commandStats(redis), TOP_LEVEL, 'calls');
+    await adaptive.close();
+    const adaptiveRoundTrips = { perAdmit: (adaptiveAfterAdmit - adaptiveBefore) / n, perRelease: (adaptiveAfterRelease - adaptiveAfterAdmit) / n };
+
     // Rate, latency and Redis CPU with the defaults (restart protection on), heartbeats included.
     const leases = 50_000;
     const limiter = new RedisLimiter({ global: 100_000, perKey: 1_000, redis: { url, namespace: 'bench-rate', leaseTtlMs: 1_000 } });
@@ -350,7 +366,7 @@ async function limiterBench() {
 
     const local = new LocalLimiter({ global: 100_000, perKey: 1_000 });
     const localRun = await admissions(local, 50, 1_000_000);
-    return { roundTrips, redis: { ...redisRun, cpuPerLeaseUs, naiveCpuPerLeaseUs }, heartbeat, local: localRun };
+    return { roundTrips, adaptiveRoundTrips, redis: { ...redisRun, cpuPerLeaseUs, naiveCpuPerLeaseUs }, heartbeat, local: localRun };
   } finally {
     redis.disconnect();
     await server.stop();
@@ -736,6 +752,7 @@ async function main() {
   const lim = await limiterBench();
   results.limiters = lim;
   rows.push(['RedisLimiter, loopback', 'calls (one round trip each) per admission / release', `${lim.roundTrips.perAdmit.toFixed(2)} / ${lim.roundTrips.perRelease.toFixed(2)}`, 'target 1 / 1']);
+  rows.push(['AdaptiveLimiter shared through Redis, loopback', 'calls per admission / release, each call ending well', `${lim.adaptiveRoundTrips.perAdmit.toFixed(2)} / ${lim.adaptiveRoundTrips.perRelease.toFixed(2)}`, 'target 1 / 1 (its reports ride on them)']);
   rows.push(['RedisLimiter, loopback, 50 workers', 'leases per second', fmt(lim.redis.rate), `p50 ${lim.redis.p50us.toFixed(0)} µs, p99 ${lim.redis.p99us.toFixed(0)} µs`]);
   rows.push(['RedisLimiter, loopback, 50 workers', 'Redis CPU per lease (INFO commandstats)', `${lim.redis.cpuPerLeaseUs.toFixed(1)} µs`, `target ≤ 8 µs; naive INCR/DECR ${lim.redis.naiveCpuPerLeaseUs.toFixed(1)} µs (${(lim.redis.cpuPerLeaseUs / lim.redis.naiveCpuPerLeaseUs).toFixed(1)}×)`]);
   const beat = (h: typeof lim.heartbeat.control) => `${h.medianCallMs.toFixed(2)} / ${h.p99CallMs.toFixed(2)} / ${h.longestCallMs.toFixed(2)} ms`;

@@ -4,7 +4,7 @@ import { events } from '../core/pool-events.js';
 import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
 import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
-import { kSetGlobal, kUsed, LocalLimiter } from './local-limiter.js';
+import { kLearner, kSetGlobal, kUsed, LocalLimiter } from './local-limiter.js';
 import { kInstances, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';
 import { SharedLimit } from './shared-limit.js';
 
@@ -41,7 +41,7 @@ const CHANGES = 20;
 export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
 const kLearn = Symbol('learn');
 
-/** An admission of an {@link AdaptiveLimiter}: the inner one, and when and at what load it began. One small object, no closure. */
+/** An admission of an {@link AdaptiveLimiter} shared through Redis: the inner one, and when and at what load it began. One small object, no closure. */
 class TrackedAdmission implements Admission {
   #told = false;
 
@@ -58,6 +58,14 @@ class TrackedAdmission implements Admission {
 
   get signal(): AbortSignal {
     return this.inner.signal;
+  }
+
+  get fence(): number | undefined {
+    return this.inner.fence;
+  }
+
+  expire(why: string): void {
+    this.inner.expire?.(why);
   }
 
   release(): void {
@@ -114,6 +122,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (redis === undefined) {
       this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
       this.#local[kSetGlobal](this.#algorithm.limit);
+      // Its admissions learn by themselves: no wrapper, no promise of this limiter's own.
+      const clock = this.#clock;
+      this.#local[kLearner] = { now: () => clock.now(), learn: (result, startedAt, inflight, fence) => this.#learn(result, startedAt, inflight, fence) };
     } else {
       this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
       this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
@@ -132,14 +143,14 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /** A slot now, in this process (shared through Redis, there is none without a call: undefined). */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
     if (this.#local === undefined || this.#paused() > 0) return undefined;
-    const admission = this.#local.tryAdmit(request);
-    return admission === undefined ? undefined : this.#tracked(admission);
+    return this.#local.tryAdmit(request);
   }
 
   admit(request: AdmissionRequest): Promise<Admission> {
     const paused = this.#paused();
     if (paused > 0) return Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
-    return (this.#local ?? this.#redis!).admit(request).then((admission) => this.#tracked(admission));
+    if (this.#local !== undefined) return this.#local.admit(request);
+    return this.#redis!.admit(request).then((admission) => this.#tracked(admission));
   }
 
   stats(): LimiterStats {
@@ -177,9 +188,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return 0;
   }
 
-  /** The admission, timed from now, that learns from the call's end. */
+  /** A Redis admission, timed from now, that learns from the call's end. */
   #tracked(admission: Admission): Admission {
-    return new TrackedAdmission(admission, this, this.#clock.now(), (this.#local ?? this.#redis!)[kUsed]);
+    return new TrackedAdmission(admission, this, this.#clock.now(), this.#redis![kUsed]);
   }
 
   /** @internal Called once by each {@link TrackedAdmission} whose call ended. */

@@ -1,4 +1,4 @@
-import { systemClock, utilizationHealth, type Admission, type AdmissionRequest } from '../core/index.js';
+import { systemClock, utilizationHealth, type Admission, type AdmissionRequest, type CallResult } from '../core/index.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
@@ -10,6 +10,15 @@ const kGiveBack = Symbol('giveBack');
 export const kSetGlobal = Symbol('setGlobal');
 /** @internal Leases held now, without building a report. */
 export const kUsed = Symbol('used');
+
+/** @internal Makes every admission tell how its call ended (an adaptive limiter's). */
+export const kLearner = Symbol('learner');
+
+/** @internal What learns from each call's end: its clock, and the lesson. */
+export interface Learner {
+  now(): number;
+  learn(result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void;
+}
 
 /** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
 class LocalAdmission implements Admission {
@@ -39,12 +48,38 @@ class LocalAdmission implements Admission {
   }
 }
 
+/** A slot that learns: when and at what load it began, and whom to tell how its call ended. Still one object. */
+class LearningAdmission extends LocalAdmission {
+  #learner: Learner | undefined;
+
+  constructor(
+    limiter: LocalLimiter,
+    key: string | undefined,
+    number: number,
+    learner: Learner,
+    readonly startedAt: number,
+    readonly inflight: number,
+  ) {
+    super(limiter, key, number);
+    this.#learner = learner;
+  }
+
+  ended(result: CallResult): void {
+    const learner = this.#learner;
+    if (learner === undefined) return;
+    this.#learner = undefined;
+    learner.learn(result, this.startedAt, this.inflight, undefined);
+  }
+}
+
 /** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
 export class LocalLimiter implements ConcurrencyLimiter {
   #limits: ResolvedLimits;
   readonly #counts = new SlotCounts();
   readonly #waiters: SlotWaiters<Admission>;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+  /** @internal Set by an adaptive limiter: its admissions learn. */
+  [kLearner]: Learner | undefined;
 
   constructor(options: LimitOptions = {}) {
     this.#limits = resolveLimits(options);
@@ -117,7 +152,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {}
 
   #admitted(key: string | undefined): Admission {
-    return new LocalAdmission(this, key, ++this.#counters.admitted);
+    const learner = this[kLearner];
+    if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted);
+    return new LearningAdmission(this, key, ++this.#counters.admitted, learner, learner.now(), this.#counts.used);
   }
 
   /** @internal Called once by each {@link LocalAdmission}'s release. */
