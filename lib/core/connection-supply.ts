@@ -109,10 +109,30 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     return this.options.name;
   }
 
+  /**
+   * Most connections now: `maxSize`, or more (up to `growMaxSizeTo`) while the ready ones take
+   * fewer callers than `clientLimit`, enough to carry `maxSize × clientLimit` callers.
+   */
+  get maxSizeNow(): number {
+    const o = this.options;
+    if (o.growMaxSizeTo === o.maxSize) return o.maxSize;
+    const perConnection = this.perConnection;
+    if (perConnection >= o.clientLimit) return o.maxSize;
+    return Math.min(o.growMaxSizeTo, Math.max(o.maxSize, Math.ceil((o.maxSize * o.clientLimit) / perConnection)));
+  }
+
+  /** Callers a connection takes: `clientLimit`, or, for a pool that may grow, what its ready connections take on average. */
+  get perConnection(): number {
+    const o = this.options;
+    const set = this.set;
+    if (o.growMaxSizeTo === o.maxSize || set.ready === 0) return o.clientLimit;
+    return Math.max(1, set.capacity / set.ready);
+  }
+
   #canCreate(): boolean {
     const set = this.set;
     // The counts first: a saturated pool answers without a call.
-    return set.size < this.options.maxSize && set.opening < this.options.maxConcurrentCreates && !this.host.isClosed();
+    return set.size < this.maxSizeNow && set.opening < this.options.maxConcurrentCreates && !this.host.isClosed();
   }
 
   /**
@@ -122,10 +142,11 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   fill(): void {
     const o = this.options;
     const set = this.set;
-    while (this.#canCreate() && (this.host.waiting() > set.opening * o.clientLimit || set.size < o.minSize)) {
+    const perConnection = this.perConnection;
+    while (this.#canCreate() && (this.host.waiting() > set.opening * perConnection || set.size < o.minSize)) {
       if (!this.backoff.mayStart(set.opening)) return;
       if (this.budget !== undefined && !this.budget.mayOpen(this)) {
-        if (this.host.waiting() > set.opening * o.clientLimit) this.budget.starved(this);
+        if (this.host.waiting() > set.opening * perConnection) this.budget.starved(this);
         return;
       }
       void this.#create(null).catch(noop);

@@ -16,6 +16,13 @@ export interface PoolOptions {
   name?: string;
   /** Most connections open or opening (draining ones excepted). Default 10. */
   maxSize?: number;
+  /**
+   * When its connections take fewer callers than `clientLimit` (an HTTP/2 peer lowered its
+   * SETTINGS_MAX_CONCURRENT_STREAMS, say), the pool may open more of them, up to this many, so
+   * that it still carries `maxSize × clientLimit` callers; back to `maxSize` when they take more
+   * again (the extra ones close once idle). Default `maxSize`: never more.
+   */
+  growMaxSizeTo?: number;
   /** Connections kept open: opened by `warmup()` and topped up after every close. Default 0. */
   minSize?: number;
   /**
@@ -121,6 +128,7 @@ export interface PoolOptions {
 export interface ResolvedOptions {
   readonly name: string;
   readonly maxSize: number;
+  readonly growMaxSizeTo: number;
   readonly minSize: number;
   readonly clientLimit: number;
   readonly maxIdleMs: number;
@@ -174,7 +182,7 @@ export function validateConnector(pool: string, connector: unknown): void {
 }
 
 /** Every key of {@link PoolOptions}: any other is refused. */
-export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
+export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, growMaxSizeTo: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
 export function resolveOptions(options: PoolOptions = {}, connector?: Connector<unknown>): ResolvedOptions {
@@ -190,6 +198,8 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   const maxSize = read.get('maxSize', is.whole(1), 10);
   const minSize = read.get('minSize', is.whole(0), 0);
   if (minSize > maxSize) read.fail('minSize', `(${minSize}) must not exceed maxSize (${maxSize})`);
+  const growMaxSizeTo = read.get('growMaxSizeTo', is.whole(1), maxSize);
+  if (growMaxSizeTo < maxSize) read.fail('growMaxSizeTo', `(${growMaxSizeTo}) must be at least maxSize (${maxSize}): it is how far maxSize may grow`);
   const createBackoffMs = read.get('createBackoffMs', is.finiteAbove(0), 10);
   const maxCreateBackoffMs = read.get('maxCreateBackoffMs', is.finiteAbove(0), 5_000);
   if (maxCreateBackoffMs < createBackoffMs) {
@@ -213,6 +223,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   return {
     name,
     maxSize,
+    growMaxSizeTo,
     minSize,
     clientLimit: read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1),
     maxIdleMs: read.get('maxIdleMs', is.above(0), 300_000),

@@ -72,7 +72,7 @@ export function healthFigures(pool: ReportedPool): HealthFigures {
     waiting: pool.waiting(),
     clients: set.clients,
     ready: set.ready,
-    maxSize: pool.options.maxSize,
+    maxSize: pool.supply.maxSizeNow,
     lastError: lastError === undefined ? undefined : messageOf(lastError),
   };
 }
@@ -89,7 +89,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     name: o.name,
     health: healthAt(pool, utilization),
     utilization,
-    maxSize: o.maxSize,
+    maxSize: supply.maxSizeNow,
     minSize: o.minSize,
     clientLimit: o.clientLimit,
     size: set.size,

@@ -21,11 +21,12 @@ export function queueRefusal(pool: ReportedPool & { readonly pool: object }, sco
     return backoff.failFast(set.opening);
   }
   // Callers may also wait for the slots that connections opening or still to open will bring.
-  const slotsToCome = (set.opening + Math.max(0, o.maxSize - set.size)) * o.clientLimit;
+  const maxSize = pool.supply.maxSizeNow;
+  const slotsToCome = (set.opening + Math.max(0, maxSize - set.size)) * pool.supply.perConnection;
   if (o.maxWaiting !== Infinity && pool.waiting() >= o.maxWaiting + slotsToCome) return new QueueFullError(o.name, o.maxWaiting);
-  if (scopesLive > 0 && set.clients > 0 && set.opening === 0 && set.validating === 0 && set.size >= o.maxSize) {
+  if (scopesLive > 0 && set.clients > 0 && set.opening === 0 && set.validating === 0 && set.size >= maxSize) {
     const own = scopeLeases(pool.pool);
-    if (own > 0 && own >= set.clients) return new SelfDeadlockError(o.name, own, o.maxSize, o.clientLimit);
+    if (own > 0 && own >= set.clients) return new SelfDeadlockError(o.name, own, maxSize, o.clientLimit);
   }
   return undefined;
 }

@@ -64,6 +64,7 @@ export interface PoolStats {
   health: PoolHealth;
   /** Clients in use / (maxSize × clientLimit), or the admission limiter's utilization if higher. */
   utilization: number;
+  /** Most connections now: `maxSize`, or more (up to `growMaxSizeTo`) while connections take fewer callers than `clientLimit`. */
   maxSize: number;
   minSize: number;
   clientLimit: number;

@@ -33,6 +33,35 @@ describe('Http2SessionConnector', () => {
     expect(upstream.sessionsOpened).toBe(stats.counters.opened);
   });
 
+  it.each([
+    ['grows past maxSize, up to growMaxSizeTo, to carry maxSize × clientLimit callers', { growMaxSizeTo: 8 }, 8],
+    ['without growMaxSizeTo keeps maxSize, and so carries fewer callers', {}, 2],
+  ] as const)('when the peer allows fewer streams than clientLimit, the pool %s', async (_what, grow, sessions) => {
+    const { pool, get, upstream } = await setup({ maxConcurrentStreams: 5, responseDelayMs: 100 }, { maxSize: 2, clientLimit: 20, ...grow });
+    let most = 0;
+    let widest = 0;
+    const sample = setInterval(() => {
+      most = Math.max(most, pool.stats().clients);
+      widest = Math.max(widest, pool.stats().maxSize);
+    }, 5);
+    try {
+      await Promise.all(Array.from({ length: 40 }, (_, i) => get(`/r/${i}`)));
+    } finally {
+      clearInterval(sample);
+    }
+    expect(upstream.sessionsOpened).toBe(sessions);
+    expect(widest).toBe(sessions); // stats().maxSize shows the size it may reach now
+    expect(most).toBeGreaterThan(sessions * 5 - 5); // each session as full as its peer allows
+    expect(most).toBeLessThanOrEqual(sessions * 5);
+    expect(pool.stats().connections.every((c) => c.clientLimit === 5)).toBe(true);
+  });
+
+  it('refuses a growMaxSizeTo below maxSize, saying what it is for', () => {
+    expect(() => new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'p', maxSize: 4, growMaxSizeTo: 2 })).toThrow(
+      'pool "p": option "growMaxSizeTo" (2) must be at least maxSize (4): it is how far maxSize may grow',
+    );
+  });
+
   it('retires sessions on GOAWAY: requests in flight finish, the next ones open a new session', async () => {
     const { pool, get, upstream } = await setup({ responseDelayMs: 50 });
     await get('/warm');
