@@ -392,6 +392,16 @@ async function deepQueue(results: Record<string, unknown>, rows: string[][], fmt
   rows.push([shape, 'ratio vs bare semaphore, in one process', `${ratio.toFixed(2)}×`, 'see the fresh-process row']);
 }
 
+/** A LocalLimiter that reads the clock once per admission: the floor of any limiter that times its calls. */
+class ClockedLocalLimiter extends LocalLimiter {
+  stamp = 0;
+
+  override tryAdmit(request: Parameters<LocalLimiter['tryAdmit']>[0]) {
+    this.stamp = performance.now();
+    return super.tryAdmit(request);
+  }
+}
+
 /** Warm exclusive acquire+release with 1 and 100 callers, beside generic-pool, tarn and the bare-await ceiling. */
 async function exclusiveBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const exclusive: Record<string, unknown> = {};
@@ -403,6 +413,10 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
         'nestjs-shared-pool + LocalLimiter': () => ours(1, 10, new LocalLimiter({ global: 1_000_000 })),
         // An adaptive limit with room (a lease by hand tells it nothing, so this is its admission's cost).
         'nestjs-shared-pool + AdaptiveLimiter': () => ours(1, 10, new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 1_000_000, max: 1_000_000 } })),
+        // The default algorithm (Vegas), which needs each call's duration.
+        'nestjs-shared-pool + AdaptiveLimiter (vegas)': () => ours(1, 10, new AdaptiveLimiter({ adaptive: { algorithm: 'vegas', initial: 1_000_000, max: 1_000_000 } })),
+        // Control: a LocalLimiter that reads the clock once per admission, as timing a call needs.
+        'nestjs-shared-pool + LocalLimiter reading the clock': () => ours(1, 10, new ClockedLocalLimiter({ global: 1_000_000 })),
         'generic-pool': () => generic(10),
         tarn: () => tarnPool(10),
         // The floor of any FIFO pool's cost: what the share of the ceiling can be compared with.
@@ -433,7 +447,10 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
     rows.push([`exclusive, ${concurrency} caller(s)`, 'a LocalLimiter in front / no limiter', `${limiterCost.toFixed(2)}×`, 'target ≥ 0.80×']);
     const adaptiveCost = best['nestjs-shared-pool + AdaptiveLimiter']! / best['nestjs-shared-pool + LocalLimiter']!;
     exclusive[`c${concurrency}`] = { ...(exclusive[`c${concurrency}`] as object), adaptiveVsLocalLimiter: adaptiveCost };
-    rows.push([`exclusive, ${concurrency} caller(s)`, 'an AdaptiveLimiter in front / a LocalLimiter', `${adaptiveCost.toFixed(2)}×`, 'target ≥ 0.90×']);
+    const clockCost = best['nestjs-shared-pool + LocalLimiter reading the clock']! / best['nestjs-shared-pool + LocalLimiter']!;
+    const vegasCost = best['nestjs-shared-pool + AdaptiveLimiter (vegas)']! / best['nestjs-shared-pool + LocalLimiter']!;
+    exclusive[`c${concurrency}`] = { ...(exclusive[`c${concurrency}`] as object), adaptiveVegasVsLocalLimiter: vegasCost, clockReadVsLocalLimiter: clockCost };
+    rows.push([`exclusive, ${concurrency} caller(s)`, 'an AdaptiveLimiter in front / a LocalLimiter (aimd, vegas)', `${adaptiveCost.toFixed(2)}×, ${vegasCost.toFixed(2)}×`, `target ≥ 0.90×; one clock read per admission alone: ${clockCost.toFixed(2)}×`]);
   }
   results.exclusive = exclusive;
 }
