@@ -47,6 +47,7 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
       redisUrl: env.REDIS_URL,
       databaseUrl: env.DATABASE_URL,
       perUserLimit: Number(env.PER_USER_LIMIT ?? 5),
+      jobsKey: env.JOBS_KEY ?? 'sample:jobs',
       production: env.NODE_ENV === 'production',
       dashboardPassword: env.DASHBOARD_PASSWORD,
     };

@@ -12,6 +12,8 @@ export interface SampleConfig {
   databaseUrl: string | undefined;
   /** Concurrent upstream calls per user (`x-user-id`). */
   perUserLimit: number;
+  /** The Redis list of the job queue (`JOBS_KEY`): one per app, so apps sharing a Redis do not take each other's jobs. Default `sample:jobs`. */
+  jobsKey: string;
   /** NODE_ENV is 'production': the dashboard asks for DASHBOARD_PASSWORD. */
   production: boolean;
   /** The dashboard's password in production (user `ops`); none: the dashboard refuses everyone there. */

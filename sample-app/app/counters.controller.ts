@@ -1,10 +1,11 @@
-import { BadRequestException, Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { BadRequestException, Body, Controller, Get, Inject, Param, Post, Query } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { InjectPool, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
 import { SharedRedis } from './redis.js';
 
 const counter = (name: string) => `sample:counter:${name}`;
-const JOBS = 'sample:jobs';
+/** The token of the job queue's Redis list (see SampleConfig.jobsKey). */
+export const JOBS_KEY = Symbol('JOBS_KEY');
 
 /** Counters on Redis: plain commands on the shared client, a compare-and-reset on a pooled connection. */
 @Controller('counters')
@@ -51,12 +52,13 @@ export class JobsController {
   constructor(
     private readonly shared: SharedRedis,
     @InjectPool('redis') private readonly redis: ConnectionPool<Redis>,
+    @Inject(JOBS_KEY) private readonly jobs: string,
   ) {}
 
   @Post()
   async push(@Body() body: { job?: unknown }) {
     if (typeof body?.job !== 'string' || body.job.length === 0) throw new BadRequestException('job must be a non-empty string: { "job": "resize 42" }');
-    return { queued: await this.shared.client.rpush(JOBS, body.job) };
+    return { queued: await this.shared.client.rpush(this.jobs, body.job) };
   }
 
   /** Waits up to `waitMs` for a job. BLPOP blocks its connection that long: on the shared client it would stall every other caller. */
@@ -69,7 +71,7 @@ export class JobsController {
 
   @UsePooled('redis')
   private async pop(ms: number): Promise<string | null> {
-    const popped = await this.redis.current.blpop(JOBS, ms / 1000);
+    const popped = await this.redis.current.blpop(this.jobs, ms / 1000);
     return popped?.[1] ?? null;
   }
 }

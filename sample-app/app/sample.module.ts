@@ -4,7 +4,7 @@ import { Http2SessionConnector, PoolModule, type GroupDefinition, type PoolDefin
 import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
 import type { SampleConfig } from './config.js';
 import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
-import { CountersController, JobsController } from './counters.controller.js';
+import { CountersController, JOBS_KEY, JobsController } from './counters.controller.js';
 import { DashboardGuard } from './dashboard.js';
 import { FilesController } from './files.controller.js';
 import { HealthController } from '../quick-start/health.controller.js';
@@ -61,7 +61,7 @@ export class SampleModule {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
       pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, metrics } }); // exclusive: the connector says clientLimit 1
       const url = config.redisUrl;
-      providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) });
+      providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) }, { provide: JOBS_KEY, useValue: config.jobsKey });
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {

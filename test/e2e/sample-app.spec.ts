@@ -22,7 +22,7 @@ describe('the sample app on real services', () => {
 
   beforeAll(async () => {
     handlesBefore = netHandles();
-    sample = await startSample({ port: 0, logger: false, env: { REDIS_URL, DATABASE_URL, PER_USER_LIMIT: '3' }, upstream: { idleTimeoutMs: 400, handshakeDelayMs: 30 } });
+    sample = await startSample({ port: 0, logger: false, env: { REDIS_URL, DATABASE_URL, PER_USER_LIMIT: '3', JOBS_KEY: `sample:jobs:test-${process.pid}-${Date.now()}` }, upstream: { idleTimeoutMs: 400, handshakeDelayMs: 30 } });
     // A namespace the limiter never used starts with one TTL of quarantine.
     for (let i = 0; i < 100; i++) {
       const pools = (await call('/pools')).body as { upstream: { admission: { mode: string } } };
