@@ -42,7 +42,7 @@ class Upstream {
   /** Each request served: when it ended. */
   readonly served: number[] = [];
   readonly #server = http2.createServer();
-  readonly #start = performance.now();
+  #start = performance.now();
 
   constructor() {
     this.#server.on('stream', (stream) => {
@@ -69,6 +69,13 @@ class Upstream {
     return performance.now() - this.#start;
   }
 
+  /** The run starts now (every instance is up): the clock from zero, nothing recorded before. */
+  startRun(): void {
+    this.#start = performance.now();
+    this.arrivals.length = 0;
+    this.served.length = 0;
+  }
+
   async listen(): Promise<string> {
     this.#server.listen(0, '127.0.0.1');
     await once(this.#server, 'listening');
@@ -87,8 +94,9 @@ interface Fleet {
   estimates: { at: number; limit: number }[];
   /** Each instance's own view of the limit, every 100 ms. */
   views: { at: number; proc: number; limit: number; mode: string }[];
-  stall: { from: number; to: number };
-  restart: { from: number; to: number };
+  /** When each fault began and ended, and the estimate in Redis read the moment before it began. */
+  stall: { from: number; to: number; before: number };
+  restart: { from: number; to: number; before: number };
 }
 
 async function runFleet(redis: RedisServer): Promise<Fleet> {
@@ -98,7 +106,7 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
   const estimates: Fleet['estimates'] = [];
   const views: Fleet['views'] = [];
   const procs: ChildProcess[] = [];
-  const inspector = new Redis(redis.url, { maxRetriesPerRequest: 0, commandTimeout: 500, retryStrategy: () => 50 });
+  const inspector = new Redis(redis.url, { maxRetriesPerRequest: 0, commandTimeout: 1_000, retryStrategy: () => 50 });
   inspector.on('error', () => {});
   try {
     for (let p = 0; p < PROCESSES; p++) {
@@ -111,6 +119,9 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
       });
       await once(lines, 'line'); // ready
     }
+    // Starting four processes may take seconds on a busy machine: the phases count from when all are up.
+    upstream.startRun();
+    views.length = 0;
     const poll = setInterval(() => {
       const at = upstream.now();
       inspector.hget(`{${namespace}}:meta`, 'alimit').then(
@@ -125,7 +136,8 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
     upstream.capacity = PHASES[1].capacity;
     // Redis frozen in the middle of the low phase, past the command timeout and the fallback delay.
     await until(phaseStart(1) + 3_500);
-    const stall = { from: upstream.now(), to: 0 };
+    const estimateNow = async () => Number(await inspector.hget(`{${namespace}}:meta`, 'alimit'));
+    const stall = { before: await estimateNow(), from: upstream.now(), to: 0 };
     redis.pause();
     await sleep(1_200);
     redis.resume();
@@ -135,7 +147,7 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
     upstream.capacity = PHASES[2].capacity;
     // Redis killed and started again empty, once the capacity is found again.
     await until(phaseStart(2) + 3_500);
-    const restart = { from: upstream.now(), to: 0 };
+    const restart = { before: await estimateNow(), from: upstream.now(), to: 0 };
     await redis.stop();
     await sleep(300);
     await redis.start();
@@ -240,11 +252,15 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
 
   it('a frozen Redis and a Redis restarted empty never raise the limit', () => {
     for (const fault of [fleet.stall, fleet.restart]) {
-      const before = fleet.estimates.filter((e) => e.at < fault.from);
       const after = fleet.estimates.find((e) => e.at > fault.to);
-      expect(before.length).toBeGreaterThan(10);
+      expect(fault.before).toBeGreaterThan(10);
       expect(after).toBeDefined();
-      expect(after!.limit).toBeLessThanOrEqual(before.at(-1)!.limit + 1);
+      // The first reading after the fault comes within a poll (50 ms) and a reconnect of it, in
+      // which the fleet may grow the limit by what its calls since have earned: about one a round
+      // trip near capacity. Growth through the fault (a late call's, or one counted while Redis
+      // was away) would show as more. (That a restart starts again from the last value seen, not
+      // from `initial`, adaptive-shared.spec.ts checks: here `initial` is below.)
+      expect(after!.limit).toBeLessThanOrEqual(fault.before + 2);
     }
   });
 });
