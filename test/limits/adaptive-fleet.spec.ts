@@ -225,13 +225,25 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
   });
 
   it('is one limit: every instance sees the one Redis keeps', () => {
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     for (let i = 0; i < PHASES.length; i++) {
       const end = settled(i).to;
       const inRedis = fleet.estimates.filter((e) => e.at > end - 1_000 && e.at < end).map((e) => e.limit);
-      const seen = fleet.views.filter((v) => v.at > end - 1_000 && v.at < end && v.mode === 'redis').map((v) => v.limit);
-      expect(seen.length).toBeGreaterThan(PROCESSES * 5);
-      // Four instances finding "their" limit each would sit near capacity / 4.
-      expect(Math.min(...seen)).toBeGreaterThanOrEqual(Math.floor(Math.min(...inRedis) * 0.8));
+      const views = fleet.views.filter((v) => v.at > end - 1_000 && v.at < end && v.mode === 'redis');
+      expect(views.length).toBeGreaterThan(PROCESSES * 5);
+      // Four instances finding "their" limit each would sit near capacity / 4: each instance's
+      // typical view is the one in Redis.
+      for (let p = 0; p < PROCESSES; p++) {
+        const seen = views.filter((v) => v.proc === p).map((v) => v.limit);
+        expect(seen.length).toBeGreaterThan(3);
+        expect(median(seen)).toBeGreaterThanOrEqual(Math.floor(median(inRedis) * 0.8));
+        expect(median(seen)).toBeLessThanOrEqual(Math.ceil(median(inRedis) * 1.2));
+      }
+      // Between two answers an instance follows its own reports: an overload cuts its view at
+      // once (by the algorithm's backoff, 0.7), though Redis may take only one cut that round.
+      // So a single view may sit one cut below the estimate Redis kept, never further.
+      const seen = views.map((v) => v.limit);
+      expect(Math.min(...seen)).toBeGreaterThanOrEqual(Math.floor(Math.min(...inRedis) * 0.7 * 0.9));
       expect(Math.max(...seen)).toBeLessThanOrEqual(Math.ceil(Math.max(...inRedis)) + 1);
     }
   });
