@@ -20,6 +20,8 @@ export interface Http2SessionConnectorOptions {
 }
 
 const FATAL_CODES = new Set(['ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_SESSION_ERROR', 'ECONNRESET', 'EPIPE']);
+/** Node's message for a stream the peer closed with REFUSED_STREAM ("Stream closed with error code NGHTTP2_REFUSED_STREAM"). */
+const REFUSED = /\bNGHTTP2_REFUSED_STREAM\b/;
 
 /**
  * HTTP/2 sessions, each shared by many callers: one stream each. The session is ready once the
@@ -105,9 +107,16 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     clearTimeout(timer);
   }
 
-  /** Errors that mean the session is unusable: `use()` retires it (and retries, if asked). */
+  /**
+   * Errors that mean the session is unusable: `use()` retires it (and retries, if asked). A
+   * stream the peer refused (REFUSED_STREAM) counts: the peer did not process it, so another
+   * session may safely take it again (RFC 9113, 8.7), and this one never carries more streams
+   * than the peer allows, so a refusal means the peer is going away (a GOAWAY that crossed the
+   * request on the wire) or misbehaving.
+   */
   isFatal(err: unknown): boolean {
-    return FATAL_CODES.has((err as NodeJS.ErrnoException)?.code ?? '');
+    const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
+    return FATAL_CODES.has(code) || (code === 'ERR_HTTP2_STREAM_ERROR' && REFUSED.test((err as Error).message));
   }
 }
 

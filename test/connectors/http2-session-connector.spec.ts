@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { ClientHttp2Session } from 'node:http2';
+import { once } from 'node:events';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { ConnectionPool, Http2SessionConnector, http2Request } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { RecordingLogger } from '../support/harness.js';
@@ -71,6 +73,47 @@ describe('Http2SessionConnector', () => {
     await expect(inFlight).resolves.toHaveLength(2);
     await expect(get('/after')).resolves.toEqual(expect.objectContaining({ path: '/after' }));
     expect(pool.stats().counters).toMatchObject({ opened: 2, retired: 1 });
+  });
+
+  it('retries a request the peer refused as its GOAWAY crossed it (REFUSED_STREAM) on another session', async () => {
+    // The first stream of the first two sessions is refused with a GOAWAY that does not cover it:
+    // the race of a request sent just as the peer closes an idle session (the sample app answered
+    // it with a 500).
+    const server = http2.createServer();
+    let refusals = 2;
+    server.on('session', (session) => session.on('error', () => {}));
+    server.on('stream', (stream) => {
+      stream.on('error', () => {});
+      const session = stream.session!;
+      if (refusals > 0) {
+        refusals--;
+        stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+        session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0);
+        session.close();
+        return;
+      }
+      stream.respond({ ':status': 200 });
+      stream.end('served');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    open.push({ close: () => new Promise((r) => server.close(r)) });
+    const connector = new Http2SessionConnector(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const pool = new ConnectionPool(connector, { name: 'refusing', maxSize: 2 });
+    open.push({ close: () => pool.close({ graceMs: 1_000 }) });
+    const request = (session: ClientHttp2Session) => http2Request(session, { ':path': '/x' });
+
+    // Without retry the caller sees the refusal, and the session is retired, not reused.
+    const refused = (await pool.use(request).catch((err: unknown) => err)) as Error;
+    expect(refused).toMatchObject({ code: 'ERR_HTTP2_STREAM_ERROR' });
+    expect(connector.isFatal(refused)).toBe(true);
+    expect(pool.stats().counters.retired).toBe(1);
+    // With retry, the caller never sees it: the next session serves the request.
+    const answer = await pool.use(request, { retry: { attempts: 2 } });
+    expect(answer.body.toString()).toBe('served');
+    expect(pool.stats().counters).toMatchObject({ opened: 3, retired: 2 });
+    // Any other stream error (a cancel, a reset by the peer mid-answer) may have been processed: not retried.
+    expect(connector.isFatal(Object.assign(new Error('Stream closed with error code NGHTTP2_CANCEL'), { code: 'ERR_HTTP2_STREAM_ERROR' }))).toBe(false);
   });
 
   it('reopens transparently after the peer drops idle sessions', async () => {
