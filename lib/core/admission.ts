@@ -118,6 +118,12 @@ export interface AdaptiveStats {
   readonly successes: number;
   /** Calls whose end said nothing about capacity, or whose classifier threw. */
   readonly ignored: number;
+  /**
+   * About one call in this many is timed: 1 unless calls in this process come more often than
+   * one every 20 µs, when a random sample of them is (every call still counts as a success or
+   * an overload). Always 1 for a limit shared through Redis.
+   */
+  readonly timedOneIn: number;
   /** The last changes of the limit, oldest first (at most 20). */
   readonly changes: readonly LimitChange[];
 }

@@ -4,7 +4,8 @@ import { events } from '../core/pool-events.js';
 import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
 import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
-import { kLearner, kSetGlobal, kUsed, LocalLimiter } from './local-limiter.js';
+import { CallTimer } from './call-timer.js';
+import { kLearner, kSetGlobal, kUsed, LocalLimiter, type Learner } from './local-limiter.js';
 import { kInstances, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';
 import { SharedLimit } from './shared-limit.js';
 
@@ -39,7 +40,6 @@ const CHANGES = 20;
 
 /** The algorithm an adaptive limiter uses unless told otherwise (the simulation in test/qos gates it). */
 export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
-const kLearn = Symbol('learn');
 
 /** An admission of an {@link AdaptiveLimiter} shared through Redis: the inner one, and when and at what load it began. One small object, no closure. */
 class TrackedAdmission implements Admission {
@@ -47,7 +47,7 @@ class TrackedAdmission implements Admission {
 
   constructor(
     readonly inner: Admission,
-    readonly limiter: AdaptiveLimiter,
+    readonly learner: Learner,
     readonly startedAt: number,
     readonly inflight: number,
   ) {}
@@ -75,7 +75,7 @@ class TrackedAdmission implements Admission {
   ended(result: CallResult): void {
     if (this.#told) return;
     this.#told = true;
-    this.limiter[kLearn](result, this.startedAt, this.inflight, this.inner.fence);
+    this.learner.learn(result, this.startedAt, true, this.inflight, this.inner.fence);
   }
 }
 
@@ -106,6 +106,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #successes = 0;
   #ignored = 0;
   #classifierFailed = false;
+  /** What each admission tells how its call ended, and the timer of in-process calls. */
+  readonly #learner: Learner;
 
   constructor(options: AdaptiveLimiterOptions = {}) {
     const { adaptive = DEFAULT_ADAPTIVE, classify, redis, ...limits } = options;
@@ -119,12 +121,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (typeof perKey === 'number' && perKey > this.#algorithm.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#algorithm.max}): no key could ever use more than the limit can reach`);
     // Checked against the highest the limit may reach (a perKey above the first limit is fine), then set to the first.
     this.#clock = limits.clock ?? systemClock;
+    this.#learner = { timer: new CallTimer(this.#clock), learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence) };
     if (redis === undefined) {
       this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
       this.#local[kSetGlobal](this.#algorithm.limit);
       // Its admissions learn by themselves: no wrapper, no promise of this limiter's own.
-      const clock = this.#clock;
-      this.#local[kLearner] = { now: () => clock.now(), learn: (result, startedAt, inflight, fence) => this.#learn(result, startedAt, inflight, fence) };
+      this.#local[kLearner] = this.#learner;
     } else {
       this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
       this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
@@ -166,6 +168,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         overloads: this.#overloads,
         successes: this.#successes,
         ignored: this.#ignored,
+        timedOneIn: this.#shared === undefined ? this.#learner.timer.every : 1,
         changes: [...this.#changes],
       },
     };
@@ -188,17 +191,13 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return 0;
   }
 
-  /** A Redis admission, timed from now, that learns from the call's end. */
+  /** A Redis admission, timed from now (a round trip dwarfs the clock read), that learns from the call's end. */
   #tracked(admission: Admission): Admission {
-    return new TrackedAdmission(admission, this, this.#clock.now(), this.#redis![kUsed]);
+    return new TrackedAdmission(admission, this.#learner, this.#clock.now(), this.#redis![kUsed]);
   }
 
-  /** @internal Called once by each {@link TrackedAdmission} whose call ended. */
-  [kLearn](result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void {
-    this.#learn(result, startedAt, inflight, fence);
-  }
-
-  #learn(result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void {
+  /** A call ended. `timed`: `startedAt` was read for it; else it is an earlier reading, and only an overload reads the clock. */
+  #learn(result: CallResult, startedAt: number, timed: boolean, inflight: number, fence: number | undefined): void {
     let verdict: CallVerdict;
     try {
       verdict = this.#classify(result);
@@ -215,7 +214,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       this.#ignored++;
       return;
     }
-    const now = this.#clock.now();
+    const now = timed || overload ? this.#learner.timer.read() : startedAt;
     let pause: number | undefined;
     if (overload) {
       this.#overloads++;
@@ -225,7 +224,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
       }
     } else this.#successes++;
-    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' } as const;
+    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success', timed } as const;
     const shared = this.#shared;
     if (shared !== undefined) {
       if (overload) {

@@ -19,6 +19,12 @@ export interface LimitSample {
   readonly inflight: number;
   /** `overload`: the backend said it was at capacity (429, 503, a timeout); `success`: it answered. */
   readonly outcome: 'success' | 'overload';
+  /**
+   * `false`: the call was not timed (calls that come many a millisecond are timed in a sample):
+   * `startedAt` is a reading from a little before it began, and `durationMs` says nothing. A
+   * latency-based algorithm skips such a success; AIMD counts it. Default true.
+   */
+  readonly timed?: boolean;
 }
 
 /** An algorithm that moves a concurrency limit. */
@@ -172,8 +178,13 @@ abstract class BoundedLimit implements LimitAlgorithm {
       }
       return this.limit;
     }
-    this.#set(this.next(duration, s.inflight, s.startedAt + duration));
+    this.#set(s.timed === false ? this.untimed(s.inflight) : this.next(duration, s.inflight, s.startedAt + duration));
     return this.limit;
+  }
+
+  /** The estimate after a success that was not timed: by default, as it was (nothing to learn from). */
+  protected untimed(_inflight: number): number {
+    return this.estimate;
   }
 
   /** The estimate after a success that took `durationMs` with `inflight` calls in flight, ended at `endedAt`. */
@@ -201,6 +212,11 @@ class AimdLimit extends BoundedLimit {
     if (this.appLimited(inflight)) return this.estimate;
     // One more per limit's worth of successes, as TCP's congestion avoidance.
     return this.estimate + 1 / Math.max(1, this.limit);
+  }
+
+  /** A success counts whether it was timed or not: AIMD never reads its latency. */
+  protected override untimed(inflight: number): number {
+    return this.next(0, inflight);
   }
 }
 

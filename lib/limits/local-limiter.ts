@@ -1,4 +1,5 @@
 import { systemClock, utilizationHealth, type Admission, type AdmissionRequest, type CallResult } from '../core/index.js';
+import type { CallTimer } from './call-timer.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
 import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
@@ -14,10 +15,11 @@ export const kUsed = Symbol('used');
 /** @internal Makes every admission tell how its call ended (an adaptive limiter's). */
 export const kLearner = Symbol('learner');
 
-/** @internal What learns from each call's end: its clock, and the lesson. */
+/** @internal What learns from each call's end: when calls start, and the lesson. */
 export interface Learner {
-  now(): number;
-  learn(result: CallResult, startedAt: number, inflight: number, fence: number | undefined): void;
+  readonly timer: CallTimer;
+  /** `timed`: `startedAt` was read for this call (else it is the timer's last reading before it). */
+  learn(result: CallResult, startedAt: number, timed: boolean, inflight: number, fence: number | undefined): void;
 }
 
 /** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
@@ -58,6 +60,7 @@ class LearningAdmission extends LocalAdmission {
     number: number,
     learner: Learner,
     readonly startedAt: number,
+    readonly timed: boolean,
     readonly inflight: number,
   ) {
     super(limiter, key, number);
@@ -68,7 +71,7 @@ class LearningAdmission extends LocalAdmission {
     const learner = this.#learner;
     if (learner === undefined) return;
     this.#learner = undefined;
-    learner.learn(result, this.startedAt, this.inflight, undefined);
+    learner.learn(result, this.startedAt, this.timed, this.inflight, undefined);
   }
 }
 
@@ -154,7 +157,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
   #admitted(key: string | undefined): Admission {
     const learner = this[kLearner];
     if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted);
-    return new LearningAdmission(this, key, ++this.#counters.admitted, learner, learner.now(), this.#counts.used);
+    const timed = learner.timer.admit();
+    return new LearningAdmission(this, key, ++this.#counters.admitted, learner, learner.timer.last, timed, this.#counts.used);
   }
 
   /** @internal Called once by each {@link LocalAdmission}'s release. */
