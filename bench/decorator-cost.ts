@@ -14,7 +14,8 @@ import { NestFactory } from '@nestjs/core';
 import { ConnectionPool, getPoolToken, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
 import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
-export type DecoratorVariant = 'use' | 'decorated';
+/** `use again`: `use` measured a second time, the same code in processes of its own: the noise between two identical variants. */
+export type DecoratorVariant = 'use' | 'use again' | 'decorated';
 
 interface Conn {
   readonly id: number;
@@ -44,7 +45,7 @@ async function run(variant: DecoratorVariant, callers: number): Promise<number> 
   const service = app.get(Service);
   // The same body on both sides: an async function that reads the scope's connection
   // (`pool.current`, an AsyncLocalStorage read), as the decorated method does.
-  const call = variant === 'use' ? () => pool.use(async () => pool.current.id) : () => service.id();
+  const call = variant === 'decorated' ? () => service.id() : () => pool.use(async () => pool.current.id);
   const round = async (total: number) => {
     let left = total;
     const worker = async () => {

@@ -7,12 +7,18 @@
  * Run by `npm run bench`; `node dist-bench/bench/pg-cycles.js <variant> <callers>` prints one
  * measurement (queries per second) as JSON.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { ConnectionPool, type Connector } from '../lib/core/index.js';
 import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
-/** `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`: `pool.query()`. */
-export type PgVariant = 'use()' | 'acquire' | 'pg.Pool';
+/**
+ * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
+ * `pool.query()`; `pg.Pool, hook on`: the same, in a process where an AsyncLocalStorage is in use
+ * (as `use()`'s scope, nestjs-cls or OpenTelemetry's context make it), the control that shows
+ * what the promise hook costs any pool on Node 20.
+ */
+export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, hook on';
 
 export const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MAX = 10;
@@ -30,7 +36,9 @@ const clients: Connector<pg.Client> = {
 };
 
 async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unknown>; close: () => Promise<void> }> {
-  if (variant === 'pg.Pool') {
+  if (variant === 'pg.Pool' || variant === 'pg.Pool, hook on') {
+    // On Node 20 the first store an AsyncLocalStorage holds turns on a process-wide promise hook.
+    if (variant === 'pg.Pool, hook on') new AsyncLocalStorage<number>().enterWith(1);
     const pool = new pg.Pool({ connectionString: PG_URL, max: MAX });
     return { query: () => pool.query('SELECT 1'), close: () => pool.end() };
   }
