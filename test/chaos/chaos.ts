@@ -29,6 +29,7 @@ import {
   type TimerHandle,
   type UseOptions,
 } from '../../lib/core/index.js';
+import { AdaptiveLimiter } from '../../lib/limits/adaptive-limiter.js';
 import { LocalLimiter } from '../../lib/limits/local-limiter.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 
@@ -198,9 +199,14 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const limited = chance(0.3);
   const global = between(1, 8);
   const perKey = limited && chance(0.5) ? Math.min(global, between(1, 3)) : Infinity;
-  const limiter = limited
-    ? new LocalLimiter({ global, ...(perKey === Infinity ? {} : { perKey }), wait: chance(0.5), clock: base })
-    : undefined;
+  // A third of the limited pools have an adaptive limit (at most `global`) that learns from how
+  // their use() calls end; on the virtual clock many calls come at one instant, so it times a sample.
+  const keyed = perKey === Infinity ? {} : { perKey };
+  const limiter: LocalLimiter | AdaptiveLimiter | undefined = !limited
+    ? undefined
+    : chance(1 / 3)
+      ? new AdaptiveLimiter({ adaptive: { algorithm: pickOf(rnd, ['aimd', 'gradient', 'vegas'] as const), max: global, initial: global }, ...keyed, clock: base })
+      : new LocalLimiter({ global, ...keyed, wait: chance(0.5), clock: base });
   if (limiter && chance(0.5)) {
     // A limiter deaf to the caller's signal for a while, as a Redis round trip is: its answer may land after close().
     settings.limiter = {
