@@ -63,18 +63,34 @@ const poolCalls =
 const graceRule = is.noted(is.atLeast(0), 'Infinity: wait for every lease');
 const keyRule: Rule = { says: 'a non-empty string, or null for no key', ok: (v) => v === null || is.text.ok(v) };
 
+/** The error for a call's options that are not an object (`null`, a number): named after the call. */
+function notAnObject(scope: OptionScope, call: string, options: unknown): PoolConfigError {
+  return optionError({ subject: scope.subject, name: scope.name }, call, `options must be an object, got ${shown(options)}`);
+}
+
 /** The first problem with the options of `close()`, if any. */
 export function checkCloseOptions(pool: string, options: CloseOptions): PoolConfigError | undefined {
-  if (typeof options !== 'object' || options === null) return optionError({ subject: 'pool', name: pool }, 'close', `options must be an object, got ${shown(options)}`);
+  if (typeof options !== 'object' || options === null) return notAnObject({ subject: 'pool', name: pool }, 'close', options);
   return violation(poolCalls(pool)('close'), 'graceMs', options.graceMs, graceRule);
 }
 
+const timeoutRule = is.above(0);
+
+/** Whether one acquire's options are all valid: the common case, tested without making anything. */
+function validAcquire(options: AcquireOptions): boolean {
+  if (typeof options !== 'object' || options === null) return false;
+  const { timeoutMs, signal, key } = options;
+  return (signal === undefined || signal instanceof AbortSignal) && (timeoutMs === undefined || timeoutRule.ok(timeoutMs)) && (key === undefined || keyRule.ok(key));
+}
+
 /** The first problem with the options of one acquire, if any. */
-export function checkAcquireOptions(pool: string, options: AcquireOptions, scopeOf: CallScope = poolCalls(pool)): PoolConfigError | undefined {
-  const scope = scopeOf('acquire');
+export function checkAcquireOptions(pool: string, options: AcquireOptions, scopeOf?: CallScope): PoolConfigError | undefined {
+  if (validAcquire(options)) return undefined;
+  const scope = (scopeOf ?? poolCalls(pool))('acquire');
+  if (typeof options !== 'object' || options === null) return notAnObject(scope, 'acquire', options);
   const { timeoutMs, signal, key } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal)) return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
-  return violation(scope, 'timeoutMs', timeoutMs, is.above(0)) ?? violation(scope, 'key', key, keyRule);
+  return violation(scope, 'timeoutMs', timeoutMs, timeoutRule) ?? violation(scope, 'key', key, keyRule);
 }
 
 const retryRules = {
@@ -87,7 +103,11 @@ const RETRY_KEYS = Object.keys(retryRules);
 const propagationRule = is.oneOf('reuse', 'new', 'none');
 
 /** The first problem with the options of one use(), if any: its acquire options, retry and propagation. */
-export function checkUseOptions(pool: string, options: UseOptions, scopeOf: CallScope = poolCalls(pool)): PoolConfigError | undefined {
+export function checkUseOptions(pool: string, options: UseOptions, callScope?: CallScope): PoolConfigError | undefined {
+  // Checked on every call: the common case (no retry) makes nothing.
+  if (validAcquire(options) && options.retry === undefined && (options.propagation === undefined || propagationRule.ok(options.propagation))) return undefined;
+  const scopeOf = callScope ?? poolCalls(pool);
+  if (typeof options !== 'object' || options === null) return notAnObject(scopeOf('use'), 'use', options);
   const invalid = checkAcquireOptions(pool, options, scopeOf);
   if (invalid !== undefined) return invalid;
   // Named as in the options (`retry.attempts`): use() and @UsePooled share them.

@@ -192,11 +192,12 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
    * connection, and a nested `use()` of this pool reuses the lease unless `propagation: 'new'`
    * (or `'none'`: no scope at all, the connection is only `fn`'s argument).
    */
-  async use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
+  use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
     if (options !== undefined && !isCheckedOnce(options)) {
       const invalid = checkUseOptions(this.name, options);
-      if (invalid !== undefined) throw invalid;
+      if (invalid !== undefined) return Promise.reject(invalid);
     }
+    // runUse's own promise, not another one around it (an async method returning it adds one, and two turns).
     return runUse(this.#inside, fn, options);
   }
 

@@ -134,6 +134,21 @@ describe('use() and pool.current', () => {
   });
 });
 
+describe('options that are not an object', () => {
+  it('reject use() and acquire() with an error naming the call, never a TypeError or a synchronous throw, and take no connection', async () => {
+    const { pool } = makePool();
+    for (const options of [null, 5, 'fast']) {
+      const using = pool.use(() => 1, options as never);
+      const acquiring = pool.acquire(options as never);
+      await expect(using).rejects.toThrow(`pool "test": option "use" options must be an object, got ${options === null ? 'null' : typeof options === 'number' ? '5' : '"fast"'}`);
+      await expect(acquiring).rejects.toThrow(`pool "test": option "acquire" options must be an object`);
+    }
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 0 } });
+    expect(await pool.use((c) => c.id, { propagation: 'none' })).toBe(1);
+    await pool.close();
+  });
+});
+
 describe('options checked once', () => {
   it('are refused as use() would refuse them, and frozen, retry included', () => {
     expect(() => checkedOnce('db', { timeoutMs: 0 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got 0');
