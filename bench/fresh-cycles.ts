@@ -9,6 +9,7 @@
  * measurement (cycles per second) as JSON.
  */
 import { ConnectionPool } from '../lib/core/index.js';
+import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
 import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
 /** Acquire, hold for one microtask, release. */
@@ -20,7 +21,22 @@ export type Cycle = () => Promise<void>;
  * `acquire(): Promise<Lease>` must) whose `release()` gives the permit back: what the API's shape
  * costs before any pool bookkeeping.
  */
-export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases';
+export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | LimitedVariant;
+
+/**
+ * The pool through `use()` (a body that awaits once, no scope) with a limiter in front that has
+ * room: a `LocalLimiter`, or an `AdaptiveLimiter` that learns from each call's end. In one process
+ * the adaptive rows run after every other configuration has left its JIT feedback at the pool's
+ * call sites; here each runs alone.
+ */
+export type LimitedVariant = 'use(), LocalLimiter' | 'use(), AdaptiveLimiter (aimd)' | 'use(), AdaptiveLimiter (vegas)';
+export const LIMITED_VARIANTS: readonly LimitedVariant[] = ['use(), LocalLimiter', 'use(), AdaptiveLimiter (aimd)', 'use(), AdaptiveLimiter (vegas)'];
+
+function limiterOf(variant: LimitedVariant): ConcurrencyLimiter {
+  if (variant === 'use(), LocalLimiter') return new LocalLimiter({ global: 1_000_000 });
+  const algorithm = variant === 'use(), AdaptiveLimiter (aimd)' ? 'aimd' : 'vegas';
+  return new AdaptiveLimiter({ adaptive: { algorithm, initial: 1_000_000, max: 1_000_000 } });
+}
 
 /** Callers and connections: one caller, 100 callers on 10, and 10,000 on 1,000 (9,000 queued). */
 export const SHAPES = {
@@ -67,6 +83,17 @@ class PermitLease {
 }
 
 async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle: Cycle; close: () => Promise<void> }> {
+  if ((LIMITED_VARIANTS as readonly string[]).includes(variant)) {
+    let ids = 0;
+    const limiter = limiterOf(variant as LimitedVariant);
+    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, limiter });
+    await pool.warmup();
+    const body = async () => {
+      await undefined;
+    };
+    const options = { propagation: 'none' } as const;
+    return { cycle: () => pool.use(body, options), close: () => pool.close() };
+  }
   if (variant === 'pool') {
     let ids = 0;
     const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000 });

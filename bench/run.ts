@@ -22,7 +22,7 @@ import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js
 import { measurePgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
 import { dashboardLoadBench } from './dashboard-load.js';
-import { measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { LIMITED_VARIANTS, measureFreshCycles, type Cycle, type LimitedVariant, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -461,7 +461,7 @@ async function exclusiveBench(results: Record<string, unknown>, rows: string[][]
     const clockCost = best['nestjs-shared-pool + LocalLimiter reading the clock']! / best['nestjs-shared-pool + LocalLimiter']!;
     const vegasCost = best['nestjs-shared-pool + AdaptiveLimiter (vegas), use()']! / best['nestjs-shared-pool + LocalLimiter, use()']!;
     exclusive[`c${concurrency}`] = { ...(exclusive[`c${concurrency}`] as object), adaptiveVegasVsLocalLimiter: vegasCost, clockReadVsLocalLimiter: clockCost };
-    rows.push([`exclusive, ${concurrency} caller(s)`, 'an AdaptiveLimiter in front / a LocalLimiter, through use() (aimd, vegas)', `${adaptiveCost.toFixed(2)}×, ${vegasCost.toFixed(2)}×`, `target ≥ 0.90×; one clock read per admission alone: ${clockCost.toFixed(2)}× (calls this dense are timed in a sample)`]);
+    rows.push([`exclusive, ${concurrency} caller(s)`, 'an AdaptiveLimiter in front / a LocalLimiter, through use() (aimd, vegas), in one process', `${adaptiveCost.toFixed(2)}×, ${vegasCost.toFixed(2)}×`, `see the fresh-process row; one clock read per admission alone: ${clockCost.toFixed(2)}× (calls this dense are timed in a sample)`]);
   }
   results.exclusive = exclusive;
 }
@@ -625,10 +625,10 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
  */
 async function freshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const targets: Record<FreshShape, number> = { 'exclusive, 1 caller': 0.9, 'exclusive, 100 callers': 0.9, 'deep queue: 10,000 callers, maxSize 1,000': 0.7 };
-  const variants: FreshVariant[] = ['pool', 'semaphore', 'semaphore with leases'];
+  const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const best: Record<FreshVariant, number> = { pool: 0, semaphore: 0, 'semaphore with leases': 0 };
+    const best: Record<(typeof variants)[number], number> = { pool: 0, semaphore: 0, 'semaphore with leases': 0 };
     for (let round = 0; round < 3; round++) {
       for (const variant of variants) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
     }
@@ -641,6 +641,29 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
     rows.push([row, 'control: semaphore with leases / bare semaphore', `${floor.toFixed(2)}×`, 'what a Promise<Lease> API costs before any bookkeeping']);
   }
   results.freshCycles = fresh;
+}
+
+/**
+ * An adaptive limit's warm cost against a LocalLimiter's, both through use() (so each call's end
+ * is classified and learnt from), each variant in a process of its own, taken in turn four times:
+ * the best rate of each.
+ */
+async function adaptiveFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const adaptive: Record<string, unknown> = {};
+  for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
+    const best = Object.fromEntries(LIMITED_VARIANTS.map((v) => [v, 0])) as Record<LimitedVariant, number>;
+    for (let round = 0; round < 4; round++) {
+      for (const variant of LIMITED_VARIANTS) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
+    }
+    const local = best['use(), LocalLimiter'];
+    const aimd = best['use(), AdaptiveLimiter (aimd)'] / local;
+    const vegas = best['use(), AdaptiveLimiter (vegas)'] / local;
+    adaptive[shape] = { ...best, aimdVsLocalLimiter: aimd, vegasVsLocalLimiter: vegas };
+    const row = `${shape}, fresh processes`;
+    rows.push([row, 'use() with a LocalLimiter / an AdaptiveLimiter (aimd) / (vegas)', LIMITED_VARIANTS.map((v) => fmt(best[v])).join(' / '), '']);
+    rows.push([row, 'an AdaptiveLimiter in front / a LocalLimiter, through use() (aimd, vegas)', `${aimd.toFixed(2)}×, ${vegas.toFixed(2)}×`, 'target ≥ 0.90×']);
+  }
+  results.adaptiveFresh = adaptive;
 }
 
 /**
@@ -685,6 +708,7 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
   await hookBench(results, rows, fmt);
   await deepQueue(results, rows, fmt);
   await freshBench(results, rows, fmt);
+  await adaptiveFreshBench(results, rows, fmt);
   await pgBench(results, rows, fmt);
   await groupScaleBench(results, rows);
 
@@ -767,9 +791,12 @@ async function main() {
   const onlyGroups = process.argv.includes('--groups');
   // `npm run bench -- --dashboard`: only the sample app with and without dashboard pages open, printed, results.json left as it is.
   const onlyDashboard = process.argv.includes('--dashboard');
-  if (onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
+  // `npm run bench -- --adaptive`: only the adaptive limit against a LocalLimiter in fresh processes, printed, results.json left as it is.
+  const onlyAdaptive = process.argv.includes('--adaptive');
+  if (onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
+    if (onlyExclusive || onlyAdaptive) await adaptiveFreshBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
     if (onlyHook) await hookBench(results, rows, fmt);
     if (onlyDeep) await deepQueue(results, rows, fmt);

@@ -210,9 +210,14 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       return;
     }
     const overload = isOverload(verdict);
-    if (verdict !== 'success' && !overload) {
-      this.#ignored++;
-      return;
+    if (!overload) {
+      if (verdict !== 'success') {
+        this.#ignored++;
+        return;
+      }
+      this.#successes++;
+      // Most calls of a dense stream: counted, and nothing more to learn (a limit shared through Redis times every call).
+      if (!timed && !this.#algorithm.learnsUntimed) return;
     }
     const now = timed || overload ? this.#learner.timer.read() : startedAt;
     let pause: number | undefined;
@@ -223,7 +228,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         pause = asked;
         this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
       }
-    } else this.#successes++;
+    }
     const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success', timed } as const;
     const shared = this.#shared;
     if (shared !== undefined) {

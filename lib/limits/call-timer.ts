@@ -23,7 +23,9 @@ export class CallTimer {
   /** About one call in this many is timed (a power of two). */
   #every = 1;
   #countdown = 1;
-  /** Admissions since `#from`, and the reading then: the rate the sample follows. */
+  /** The countdown's start: the admissions from one timed call to the next. */
+  #span = 1;
+  /** Admissions since `#from` (up to the last timed one), and the reading then: the rate the sample follows. */
   #calls = 0;
   #from = NaN;
   #seed = 0x9e3779b9;
@@ -37,8 +39,13 @@ export class CallTimer {
 
   /** A call is admitted: whether it is timed (then `last` is its start, just read). */
   admit(): boolean {
-    this.#calls++;
-    if (--this.#countdown > 0) return false;
+    if (--this.#countdown > 0) return false; // the common case of a dense stream: one decrement
+    return this.#timed();
+  }
+
+  /** The call that ends a countdown: timed, and the sample made thinner or denser on the rate since `#from`. */
+  #timed(): true {
+    this.#calls += this.#span;
     const now = this.read();
     if (this.#calls >= SPAN) {
       const gap = ((now - this.#from) / this.#calls) * this.#every; // ms between timed calls
@@ -47,7 +54,7 @@ export class CallTimer {
       this.#calls = 0;
       this.#from = now;
     } else if (Number.isNaN(this.#from)) this.#from = now;
-    this.#countdown = this.#every === 1 ? 1 : 1 + (this.#random() % (2 * this.#every - 1));
+    this.#countdown = this.#span = this.#every === 1 ? 1 : 1 + (this.#random() % (2 * this.#every - 1));
     return true;
   }
 

@@ -45,6 +45,8 @@ export interface LimitAlgorithm {
    * (each instance's window proposes a step: shared, the step is split among the instances).
    */
   readonly growth: 'call' | 'window';
+  /** Whether a success that was not timed moves it (AIMD's does; a latency-based one skips it). */
+  readonly learnsUntimed: boolean;
   /** A call ended: the limit after it. */
   sample(sample: LimitSample): number;
   /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
@@ -138,6 +140,7 @@ interface Bounds {
 abstract class BoundedLimit implements LimitAlgorithm {
   abstract readonly name: string;
   abstract readonly growth: 'call' | 'window';
+  readonly learnsUntimed: boolean = false;
   /** The estimate, fractional; the limit is its whole part. */
   estimate: number;
   /** When the limit was last cut: overloads of calls admitted before it are of the same round. */
@@ -207,6 +210,7 @@ abstract class BoundedLimit implements LimitAlgorithm {
 class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
   readonly growth = 'call';
+  override readonly learnsUntimed = true;
 
   protected next(_durationMs: number, inflight: number): number {
     if (this.appLimited(inflight)) return this.estimate;
