@@ -8,7 +8,8 @@
  * Run by `npm run bench`; `node dist-bench/bench/fresh-cycles.js <variant> <shape>` prints one
  * measurement (cycles per second) as JSON.
  */
-import { ConnectionPool } from '../lib/core/index.js';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { ConnectionPool, poolMetricProducer } from '../lib/core/index.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
 import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
@@ -21,7 +22,23 @@ export type Cycle = () => Promise<void>;
  * `acquire(): Promise<Lease>` must) whose `release()` gives the permit back: what the API's shape
  * costs before any pool bookkeeping.
  */
-export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | LimitedVariant;
+export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | LimitedVariant | MetricsVariant;
+
+/**
+ * The pool's warm acquire + release with its timing histograms on through `poolMetricProducer()`
+ * (a real SDK MeterProvider and reader), and metrics off reading the clock twice per cycle, as
+ * any timing of a lease must (the control). Against `pool`: metrics off.
+ */
+export type MetricsVariant = 'metrics through the producer' | 'two clock reads per cycle';
+export const METRICS_VARIANTS: readonly MetricsVariant[] = ['metrics through the producer', 'two clock reads per cycle'];
+
+/** A reader that collects only when asked: what is measured is the recording. */
+class QuietReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
+let clockSink = 0;
 
 /**
  * The pool through `use()` (a body that awaits once, no scope) with a limiter in front that has
@@ -94,9 +111,10 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
     const options = { propagation: 'none' } as const;
     return { cycle: () => pool.use(body, options), close: () => pool.close() };
   }
-  if (variant === 'pool') {
+  if (variant === 'pool' || variant === 'metrics through the producer') {
     let ids = 0;
-    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000 });
+    const metrics = variant === 'pool' ? false : new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench');
+    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, metrics, metricTimings: true });
     await pool.warmup();
     return {
       cycle: async () => {
@@ -105,6 +123,24 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
         lease.release();
       },
       close: () => pool.close(),
+    };
+  }
+  if (variant === 'two clock reads per cycle') {
+    let ids = 0;
+    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000 });
+    await pool.warmup();
+    return {
+      cycle: async () => {
+        const at = performance.now();
+        const lease = await pool.acquire();
+        await undefined;
+        lease.release();
+        clockSink += performance.now() - at;
+      },
+      close: async () => {
+        await pool.close();
+        if (clockSink < 0) console.error(clockSink); // read, so the reads are not optimised away
+      },
     };
   }
   const permits = semaphore(maxSize);

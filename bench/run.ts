@@ -22,7 +22,7 @@ import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js
 import { measurePgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
 import { dashboardLoadBench } from './dashboard-load.js';
-import { LIMITED_VARIANTS, measureFreshCycles, type Cycle, type LimitedVariant, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { LIMITED_VARIANTS, METRICS_VARIANTS, measureFreshCycles, type Cycle, type LimitedVariant, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -644,6 +644,30 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
 }
 
 /**
+ * The timing histograms through `poolMetricProducer()` against metrics off, and the control (two
+ * clock reads per cycle, metrics off), each variant in a process of its own, taken in turn four
+ * times: the best rate of each. In one process these rows run after the SDK path has left its
+ * JIT feedback at the pool's call sites.
+ */
+async function metricsFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
+  const out: Record<string, unknown> = {};
+  const variants = ['pool', ...METRICS_VARIANTS] as const;
+  for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
+    const best = Object.fromEntries(variants.map((v) => [v, 0])) as Record<(typeof variants)[number], number>;
+    for (let round = 0; round < 4; round++) {
+      for (const variant of variants) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
+    }
+    const produced = best['metrics through the producer'] / best.pool;
+    const clocked = best['two clock reads per cycle'] / best.pool;
+    out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], producerOverOff: produced, clockReadsOverOff: clocked };
+    const row = `metrics, ${shape}, fresh processes`;
+    rows.push([row, 'metrics off / timings through the producer / off with two clock reads', `${fmt(best.pool)} / ${fmt(best['metrics through the producer'])} / ${fmt(best['two clock reads per cycle'])}`, '']);
+    rows.push([row, 'with the timings through the producer / off', `${produced.toFixed(2)}×`, `target ≥ 0.90×; two clock reads alone: ${clocked.toFixed(2)}× (${((1 / best['two clock reads per cycle'] - 1 / best.pool) * 1e9).toFixed(0)} ns), the producer ${((1 / best['metrics through the producer'] - 1 / best.pool) * 1e9).toFixed(0)} ns`]);
+  }
+  results.metricsFresh = out;
+}
+
+/**
  * An adaptive limit's warm cost against a LocalLimiter's, both through use() (so each call's end
  * is classified and learnt from), each variant in a process of its own, taken in turn four times:
  * the best rate of each.
@@ -709,6 +733,7 @@ async function poolBench(results: Record<string, unknown>, rows: string[][], fmt
   await deepQueue(results, rows, fmt);
   await freshBench(results, rows, fmt);
   await adaptiveFreshBench(results, rows, fmt);
+  await metricsFreshBench(results, rows, fmt);
   await pgBench(results, rows, fmt);
   await groupScaleBench(results, rows);
 
@@ -795,6 +820,7 @@ async function main() {
   const onlyAdaptive = process.argv.includes('--adaptive');
   if (onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
+    if (onlyMetrics) await metricsFreshBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyExclusive || onlyAdaptive) await adaptiveFreshBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
