@@ -6,6 +6,7 @@ import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError } from './errors.js';
 import { messageOf } from './message-of.js';
+import { shown } from './option-rules.js';
 import { events } from './pool-events.js';
 import { PoolObservers } from './pool-observers.js';
 import type { Admission, AdmissionLimiter } from './admission.js';
@@ -193,6 +194,7 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
    * (or `'none'`: no scope at all, the connection is only `fn`'s argument).
    */
   use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
+    if (typeof fn !== 'function') return Promise.reject(new TypeError(`pool "${this.name}": use() takes the function to run with a connection first, got ${shown(fn)}`));
     if (options !== undefined && !isCheckedOnce(options)) {
       const invalid = checkUseOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);

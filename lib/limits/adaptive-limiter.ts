@@ -216,8 +216,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         return;
       }
       this.#successes++;
-      // Most calls of a dense stream: counted, and nothing more to learn (a limit shared through Redis times every call).
-      if (!timed && !this.#algorithm.learnsUntimed) return;
+      // Most calls of a dense stream: counted, and (AIMD) a step, with no sample to make. A limit shared through Redis times every call.
+      if (!timed) {
+        if (this.#algorithm.learnsUntimed) this.#follow(this.#algorithm.limit, this.#algorithm.untimedSuccess(inflight), 'success');
+        return;
+      }
     }
     const now = timed || overload ? this.#learner.timer.read() : startedAt;
     let pause: number | undefined;
@@ -241,10 +244,14 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       return;
     }
     const from = this.#algorithm.limit;
-    const to = this.#algorithm.sample(sample);
+    this.#follow(from, this.#algorithm.sample(sample), overload ? 'overload' : 'success');
+  }
+
+  /** The in-process limit after a call: set, if the algorithm moved it. */
+  #follow(from: number, to: number, reason: LimitChange['reason']): void {
     if (to === from) return;
     this.#local![kSetGlobal](to);
-    this.#moved(from, to, overload ? 'overload' : 'success');
+    this.#moved(from, to, reason);
   }
 
   /** The limit moved: recorded, and told on the diagnostics channel. */

@@ -49,6 +49,8 @@ export interface LimitAlgorithm {
   readonly learnsUntimed: boolean;
   /** A call ended: the limit after it. */
   sample(sample: LimitSample): number;
+  /** A success that was not timed, begun with `inflight` calls in flight: the limit after it (as `sample()` with `timed: false`, with no sample to make). */
+  untimedSuccess(inflight: number): number;
   /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
   follow(estimate: number): void;
 }
@@ -182,6 +184,11 @@ abstract class BoundedLimit implements LimitAlgorithm {
       return this.limit;
     }
     this.#set(s.timed === false ? this.untimed(s.inflight) : this.next(duration, s.inflight, s.startedAt + duration));
+    return this.limit;
+  }
+
+  untimedSuccess(inflight: number): number {
+    if (inflight >= 0) this.#set(this.untimed(inflight));
     return this.limit;
   }
 

@@ -134,8 +134,8 @@ describe('use() and pool.current', () => {
   });
 });
 
-describe('options that are not an object', () => {
-  it('reject use() and acquire() with an error naming the call, never a TypeError or a synchronous throw, and take no connection', async () => {
+describe('arguments of the wrong type', () => {
+  it('reject use() and acquire() with an error naming the call and what it got, never a synchronous throw, and take no connection', async () => {
     const { pool } = makePool();
     for (const options of [null, 5, 'fast']) {
       const using = pool.use(() => 1, options as never);
@@ -143,6 +143,8 @@ describe('options that are not an object', () => {
       await expect(using).rejects.toThrow(`pool "test": option "use" options must be an object, got ${options === null ? 'null' : typeof options === 'number' ? '5' : '"fast"'}`);
       await expect(acquiring).rejects.toThrow(`pool "test": option "acquire" options must be an object`);
     }
+    await expect(pool.use(undefined as never)).rejects.toThrow('pool "test": use() takes the function to run with a connection first, got undefined');
+    await expect(pool.use({ propagation: 'none' } as never)).rejects.toThrow(TypeError);
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 0 } });
     expect(await pool.use((c) => c.id, { propagation: 'none' })).toBe(1);
     await pool.close();

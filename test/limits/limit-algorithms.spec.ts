@@ -44,6 +44,28 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
     );
   });
 
+  it('moves on an untimed success as on the same success given as a sample with timed: false, and learns from it only if AIMD', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(sample, fc.boolean()), { maxLength: 300 }), (steps) => {
+        const bySample = make();
+        const direct = make();
+        for (const [s, untimed] of steps) {
+          // Untimed successes (as a dense stream's) between ordinary samples, fed each way.
+          const a = untimed && s.outcome === 'success' ? bySample.sample({ startedAt: 5, durationMs: 0, inflight: s.inflight, outcome: 'success', timed: false }) : bySample.sample(s);
+          const b = untimed && s.outcome === 'success' ? direct.untimedSuccess(s.inflight) : direct.sample(s);
+          expect(b).toBe(a);
+          expect(direct.estimate).toBe(bySample.estimate);
+        }
+      }),
+      { numRuns: 200 },
+    );
+    const algorithm = make();
+    const before = algorithm.estimate;
+    for (let i = 0; i < 100; i++) algorithm.untimedSuccess(200); // at full load
+    if (name === 'aimd') expect(algorithm.estimate).toBeGreaterThan(before);
+    else expect(algorithm.estimate).toBe(before);
+  });
+
   it('never grows without a success', () => {
     fc.assert(
       fc.property(fc.array(sample.map((s) => ({ ...s, outcome: 'overload' as const })), { maxLength: 200 }), (samples) => {
