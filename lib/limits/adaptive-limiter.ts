@@ -218,7 +218,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       this.#successes++;
       // Most calls of a dense stream: counted, and (AIMD) a step, with no sample to make. A limit shared through Redis times every call.
       if (!timed) {
-        if (this.#algorithm.learnsUntimed) this.#follow(this.#algorithm.limit, this.#algorithm.untimedSuccess(inflight), 'success');
+        this.#follow(this.#algorithm.limit, this.#algorithm.untimedSuccess(inflight), 'success');
         return;
       }
     }
@@ -232,7 +232,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
       }
     }
-    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success', timed } as const;
+    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' } as const;
     const shared = this.#shared;
     if (shared !== undefined) {
       if (overload) {

@@ -19,12 +19,6 @@ export interface LimitSample {
   readonly inflight: number;
   /** `overload`: the backend said it was at capacity (429, 503, a timeout); `success`: it answered. */
   readonly outcome: 'success' | 'overload';
-  /**
-   * `false`: the call was not timed (calls that come many a millisecond are timed in a sample):
-   * `startedAt` is a reading from a little before it began, and `durationMs` says nothing. A
-   * latency-based algorithm skips such a success; AIMD counts it. Default true.
-   */
-  readonly timed?: boolean;
 }
 
 /** An algorithm that moves a concurrency limit. */
@@ -45,11 +39,13 @@ export interface LimitAlgorithm {
    * (each instance's window proposes a step: shared, the step is split among the instances).
    */
   readonly growth: 'call' | 'window';
-  /** Whether a success that was not timed moves it (AIMD's does; a latency-based one skips it). */
-  readonly learnsUntimed: boolean;
   /** A call ended: the limit after it. */
   sample(sample: LimitSample): number;
-  /** A success that was not timed, begun with `inflight` calls in flight: the limit after it (as `sample()` with `timed: false`, with no sample to make). */
+  /**
+   * A success that was not timed (calls that come many a millisecond are timed in a sample), begun
+   * with `inflight` calls in flight: the limit after it. AIMD counts it as any success; a
+   * latency-based algorithm has nothing to learn from it.
+   */
   untimedSuccess(inflight: number): number;
   /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
   follow(estimate: number): void;
@@ -142,7 +138,6 @@ interface Bounds {
 abstract class BoundedLimit implements LimitAlgorithm {
   abstract readonly name: string;
   abstract readonly growth: 'call' | 'window';
-  readonly learnsUntimed: boolean = false;
   /** The estimate, fractional; the limit is its whole part. */
   estimate: number;
   /** When the limit was last cut: overloads of calls admitted before it are of the same round. */
@@ -183,7 +178,7 @@ abstract class BoundedLimit implements LimitAlgorithm {
       }
       return this.limit;
     }
-    this.#set(s.timed === false ? this.untimed(s.inflight) : this.next(duration, s.inflight, s.startedAt + duration));
+    this.#set(this.next(duration, s.inflight, s.startedAt + duration));
     return this.limit;
   }
 
@@ -217,7 +212,6 @@ abstract class BoundedLimit implements LimitAlgorithm {
 class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
   readonly growth = 'call';
-  override readonly learnsUntimed = true;
 
   protected next(_durationMs: number, inflight: number): number {
     if (this.appLimited(inflight)) return this.estimate;
