@@ -9,7 +9,7 @@
  * measurement (cycles per second) as JSON.
  */
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { ConnectionPool, poolMetricProducer } from '../lib/core/index.js';
+import { ConnectionPool, poolMetricProducer, type PoolOptions } from '../lib/core/index.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
 import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
@@ -99,12 +99,17 @@ class PermitLease {
   }
 }
 
+/** A warm pool of `maxSize` instant connections, lent to one caller each; `extra` adds options (a limiter, metrics). */
+async function warmPool(maxSize: number, extra: Partial<PoolOptions> = {}): Promise<ConnectionPool<{ id: number }>> {
+  let ids = 0;
+  const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, ...extra });
+  await pool.warmup();
+  return pool;
+}
+
 async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle: Cycle; close: () => Promise<void> }> {
   if ((LIMITED_VARIANTS as readonly string[]).includes(variant)) {
-    let ids = 0;
-    const limiter = limiterOf(variant as LimitedVariant);
-    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, limiter });
-    await pool.warmup();
+    const pool = await warmPool(maxSize, { limiter: limiterOf(variant as LimitedVariant) });
     const body = async () => {
       await undefined;
     };
@@ -112,10 +117,8 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
     return { cycle: () => pool.use(body, options), close: () => pool.close() };
   }
   if (variant === 'pool' || variant === 'metrics through the producer') {
-    let ids = 0;
-    const metrics = variant === 'pool' ? false : new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench');
-    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, metrics, metricTimings: true });
-    await pool.warmup();
+    const extra = variant === 'pool' ? {} : { metrics: new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench'), metricTimings: true };
+    const pool = await warmPool(maxSize, extra);
     return {
       cycle: async () => {
         const lease = await pool.acquire();
@@ -126,9 +129,7 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
     };
   }
   if (variant === 'two clock reads per cycle') {
-    let ids = 0;
-    const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000 });
-    await pool.warmup();
+    const pool = await warmPool(maxSize);
     return {
       cycle: async () => {
         const at = performance.now();

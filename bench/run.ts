@@ -22,7 +22,7 @@ import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js
 import { measurePgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
 import { dashboardLoadBench } from './dashboard-load.js';
-import { LIMITED_VARIANTS, METRICS_VARIANTS, measureFreshCycles, type Cycle, type LimitedVariant, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { LIMITED_VARIANTS, METRICS_VARIANTS, measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -575,10 +575,7 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   // The honest case: each variant in a process of its own (no shared JIT feedback), taken in turn
   // three times, the best rate of each.
   for (const callers of [1, 100]) {
-    const best: Record<DecoratorVariant, number> = { use: 0, 'use again': 0, decorated: 0 };
-    for (let round = 0; round < 3; round++) {
-      for (const variant of ['use', 'decorated', 'use again'] as const) best[variant] = Math.max(best[variant], await measureDecoratorCase(variant, callers));
-    }
+    const best = await bestInTurn<DecoratorVariant>(['use', 'decorated', 'use again'], 3, (variant) => measureDecoratorCase(variant, callers));
     const cost = best.use / best.decorated;
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
     const noise = Math.max(best.use, best['use again']) / Math.min(best.use, best['use again']);
@@ -619,6 +616,15 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
   results.promiseHook = { ...best, routeLossWhenScoped: 1 - best.scoped!.rate / base, routeLossWithNone: 1 - best.none!.rate / base, useNoneVsScoped: none / scoped };
 }
 
+/** Each variant measured `rounds` times, the variants taken in turn (each run in a process of its own): the best rate of each. */
+async function bestInTurn<V extends string>(variants: readonly V[], rounds: number, measure: (variant: V) => Promise<number>): Promise<Record<V, number>> {
+  const best = Object.fromEntries(variants.map((v) => [v, 0])) as Record<V, number>;
+  for (let round = 0; round < rounds; round++) {
+    for (const variant of variants) best[variant] = Math.max(best[variant], await measure(variant));
+  }
+  return best;
+}
+
 /**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
  * costs), each variant in a process of its own, taken in turn three times: the best rate of each.
@@ -628,10 +634,7 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
   const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const best: Record<(typeof variants)[number], number> = { pool: 0, semaphore: 0, 'semaphore with leases': 0 };
-    for (let round = 0; round < 3; round++) {
-      for (const variant of variants) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
-    }
+    const best = await bestInTurn(variants, 3, (variant) => measureFreshCycles(variant, shape));
     const ratio = best.pool / best.semaphore;
     const floor = best['semaphore with leases'] / best.semaphore;
     fresh[shape] = { ...best, ratioVsSemaphore: ratio, leasesVsSemaphore: floor };
@@ -653,10 +656,7 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
   const out: Record<string, unknown> = {};
   const variants = ['pool', ...METRICS_VARIANTS] as const;
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const best = Object.fromEntries(variants.map((v) => [v, 0])) as Record<(typeof variants)[number], number>;
-    for (let round = 0; round < 4; round++) {
-      for (const variant of variants) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
-    }
+    const best = await bestInTurn(variants, 4, (variant) => measureFreshCycles(variant, shape));
     const produced = best['metrics through the producer'] / best.pool;
     const clocked = best['two clock reads per cycle'] / best.pool;
     out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], producerOverOff: produced, clockReadsOverOff: clocked };
@@ -675,10 +675,7 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
 async function adaptiveFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const adaptive: Record<string, unknown> = {};
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const best = Object.fromEntries(LIMITED_VARIANTS.map((v) => [v, 0])) as Record<LimitedVariant, number>;
-    for (let round = 0; round < 4; round++) {
-      for (const variant of LIMITED_VARIANTS) best[variant] = Math.max(best[variant], await measureFreshCycles(variant, shape));
-    }
+    const best = await bestInTurn(LIMITED_VARIANTS, 4, (variant) => measureFreshCycles(variant, shape));
     const local = best['use(), LocalLimiter'];
     const aimd = best['use(), AdaptiveLimiter (aimd)'] / local;
     const vegas = best['use(), AdaptiveLimiter (vegas)'] / local;
@@ -698,10 +695,7 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
   const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, hook on'];
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
-    const best: Record<PgVariant, number> = { 'use()': 0, acquire: 0, 'pg.Pool': 0, 'pg.Pool, hook on': 0 };
-    for (let round = 0; round < 4; round++) {
-      for (const variant of variants) best[variant] = Math.max(best[variant], await measurePgCycles(variant, callers));
-    }
+    const best = await bestInTurn(variants, 4, (variant) => measurePgCycles(variant, callers));
     const hook = best['pg.Pool, hook on'] / best['pg.Pool'];
     pgResults[`c${callers}`] = { ...best, useVsPgPool: best['use()'] / best['pg.Pool'], acquireVsPgPool: best.acquire / best['pg.Pool'], pgPoolHookOnVsOff: hook };
     const shape = `PostgreSQL SELECT 1, max 10, ${callers} callers, fresh processes`;
