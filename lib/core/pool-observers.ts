@@ -61,9 +61,13 @@ export class PoolObservers {
     if (timed !== undefined || watched !== undefined) {
       // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
       const stamp = waiter?.stamp;
-      const waited = stamp === undefined || stamp === null ? 0 : now - stamp.at;
-      timed?.waited(waited);
-      watched?.wait.record(waited);
+      if (stamp === undefined || stamp === null) {
+        timed?.waitedNone();
+        watched?.wait.record(0);
+      } else {
+        timed?.waited(now - stamp.at);
+        watched?.wait.record(now - stamp.at);
+      }
     }
     const watch = new LeaseWatch(timed === undefined && watched === undefined ? undefined : now);
     const lease = new Lease(owner, conn, watch);

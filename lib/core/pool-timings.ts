@@ -41,6 +41,15 @@ export class TimingHistogram {
     if (value > this.max) this.max = value;
     this.start ??= now();
   }
+
+  /** `record(0)`, for a wait that did not happen: the first bucket, nothing added to the sum. */
+  recordZero(): void {
+    this.counts[0]!++;
+    this.count++;
+    if (this.min > 0) this.min = 0;
+    if (this.max < 0) this.max = 0;
+    this.start ??= now();
+  }
 }
 
 /** The instruments of the timings: name, description, unit. */
