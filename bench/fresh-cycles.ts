@@ -19,8 +19,9 @@ export type Cycle = () => Promise<void>;
 /**
  * `semaphore`: a bare semaphore of permits with a FIFO of waiters, the floor of any pool's cost.
  * `semaphore with leases`: the same, handing each caller a lease object through a promise (as any
- * `acquire(): Promise<Lease>` must) whose `release()` gives the permit back: what the API's shape
- * costs before any pool bookkeeping.
+ * `acquire(): Promise<Lease>` must) whose `release()` gives the permit back, with nothing more than
+ * that takes (a waiting caller's one promise resolved with its lease): what the API's shape costs
+ * before any pool bookkeeping.
  */
 export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | LimitedVariant | MetricsVariant;
 
@@ -91,11 +92,45 @@ export function semaphore(max: number): { acquire(): Promise<void> | undefined; 
 /** A lease of the semaphore: released once. */
 class PermitLease {
   #done = false;
-  constructor(readonly permits: { release(): void }) {}
+  constructor(readonly permits: LeaseSemaphore) {}
   release(): void {
     if (this.#done) return;
     this.#done = true;
     this.permits.release();
+  }
+}
+
+/**
+ * The same semaphore handing out leases, with no more than a `Promise<Lease>` API needs: a free
+ * permit is a resolved promise of a new lease; a waiting caller's one promise is resolved with
+ * its lease by the release that frees the permit (no second promise chained to make it).
+ */
+class LeaseSemaphore {
+  #free: number;
+  readonly #queue: ((lease: PermitLease) => void)[] = [];
+  #head = 0;
+
+  constructor(max: number) {
+    this.#free = max;
+  }
+
+  acquire(): Promise<PermitLease> {
+    if (this.#free > 0) {
+      this.#free--;
+      return Promise.resolve(new PermitLease(this));
+    }
+    return new Promise<PermitLease>((resolve) => this.#queue.push(resolve));
+  }
+
+  release(): void {
+    const queue = this.#queue;
+    if (this.#head < queue.length) {
+      queue[this.#head++]!(new PermitLease(this));
+      if (this.#head > 4096 && this.#head * 2 > queue.length) {
+        queue.splice(0, this.#head);
+        this.#head = 0;
+      }
+    } else this.#free++;
   }
 }
 
@@ -144,8 +179,8 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
       },
     };
   }
-  const permits = semaphore(maxSize);
   if (variant === 'semaphore') {
+    const permits = semaphore(maxSize);
     return {
       cycle: async () => {
         await permits.acquire();
@@ -155,13 +190,10 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
       close: async () => {},
     };
   }
-  const acquire = (): Promise<PermitLease> => {
-    const waiting = permits.acquire();
-    return waiting === undefined ? Promise.resolve(new PermitLease(permits)) : waiting.then(() => new PermitLease(permits));
-  };
+  const leases = new LeaseSemaphore(maxSize);
   return {
     cycle: async () => {
-      const lease = await acquire();
+      const lease = await leases.acquire();
       await undefined;
       lease.release();
     },
