@@ -14,24 +14,28 @@ export interface Stamp {
 const unsettled = (): void => {};
 /** The waiter whose promise is being made: one executor for every waiter, so no closure per caller. */
 let forming: Waiter<unknown> | null = null;
-function bind(resolve: (lease: unknown) => void, reject: (err: unknown) => void): void {
+function bind(resolve: (value: unknown) => void): void {
   forming!.resolve = resolve;
-  forming!.reject = reject;
 }
 
-/** A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots. */
+/**
+ * A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots.
+ * It is all that a waiting caller holds beyond its promise, and a deep queue's cost is the young
+ * generation's collector copying what waiters hold, so it keeps the least: the promise's resolving
+ * function only (a failure resolves it with a rejected promise), and no more fields than needed.
+ */
 export class Waiter<L> {
   queued = false;
-  /** Set only for callers with a signal, so the common waiter stays small. */
-  abort: AbortHook | null = null;
   /** When the waiter was dated; null until the pool stamps it. */
   stamp: Stamp | null = null;
-  /** Where the caller asked, while leak detection is on (the stack of a later checkout is the pool's). */
-  stack: string | undefined = undefined;
-  resolve: (lease: L) => void = unsettled;
-  reject: (err: unknown) => void = unsettled;
+  /** Settles the caller's promise: with its lease, or with a rejected promise ({@link fail}). */
+  resolve: (value: L | Promise<never>) => void = unsettled;
   /** The admission of a caller a limiter admitted: its lease takes it over; a caller that fails gives it back. */
   admission: Admission | undefined = undefined;
+  /** Set only for callers with a signal. */
+  abort: AbortHook | null = null;
+  /** Where the caller asked, while leak detection is on (the stack of a later checkout is the pool's). */
+  stack: string | undefined = undefined;
 
   constructor(readonly timeoutMs: number) {}
 
@@ -40,20 +44,24 @@ export class Waiter<L> {
     return this.stamp === null ? Infinity : this.stamp.at + this.timeoutMs;
   }
 
-  /** Fails the caller, giving its admission back first. */
+  /**
+   * Fails the caller, giving its admission back first. Its promise takes the rejection of one made
+   * here: handled by the time the microtasks run, so never an unhandled rejection (a waiter is
+   * settled once: whoever settles it took it out of its queue first).
+   */
   fail(err: unknown): void {
     const admission = this.admission;
     if (admission !== undefined) {
       this.admission = undefined;
       admission.release();
     }
-    this.reject(err);
+    this.resolve(Promise.reject(err));
   }
 
-  /** The caller's promise: `resolve` and `reject` settle it. Call once. */
+  /** The caller's promise: `resolve` (and `fail`) settle it. Call once. */
   promise(): Promise<L> {
     forming = this as Waiter<unknown>;
-    const promise = new Promise<L>(bind as (resolve: (lease: L) => void, reject: (err: unknown) => void) => void);
+    const promise = new Promise<L>(bind as (resolve: (lease: L) => void) => void);
     forming = null;
     return promise;
   }

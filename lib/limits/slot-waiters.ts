@@ -12,6 +12,8 @@ export interface SlotWaiter<V> {
 class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
   timer: TimerHandle | undefined = undefined;
   unhook: (() => void) | undefined = undefined;
+  /** Fails the wait: it leaves the queue, and its promise rejects with `err`. */
+  reject: (err: unknown) => void = () => {};
 
   constructor(readonly request: AdmissionRequest) {
     super(request.timeoutMs);
@@ -38,18 +40,17 @@ export class SlotWaiters<V> {
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
     const entry = new Entry<V>(request);
-    const promise = entry.promise();
     // Whoever settles the entry (a slot, the deadline, an abort) takes it out of the queue first.
-    const resolve = entry.resolve;
-    const reject = entry.reject;
-    entry.resolve = (value) => {
-      this.#leave(entry);
-      resolve(value);
-    };
-    entry.reject = (err) => {
-      this.#leave(entry);
-      reject(err);
-    };
+    const promise = new Promise<V>((resolve, reject) => {
+      entry.resolve = (value) => {
+        this.#leave(entry);
+        resolve(value);
+      };
+      entry.reject = (err) => {
+        this.#leave(entry);
+        reject(err);
+      };
+    });
     entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
     if (signal !== undefined) {
       const onAbort = () => entry.reject(signal.reason);

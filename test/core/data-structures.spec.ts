@@ -145,11 +145,23 @@ describe('Waiter', () => {
     const b = new Waiter<string>(0);
     const pa = a.promise();
     const pb = b.promise();
-    b.reject(new Error('b failed'));
+    b.fail(new Error('b failed'));
     a.resolve('a');
-    a.reject(new Error('too late'));
+    a.resolve('too late');
     await expect(pa).resolves.toBe('a');
     await expect(pb).rejects.toThrow('b failed');
+  });
+
+  it('keeps only its resolving function, and a failure gives the admission back before the caller hears of it', async () => {
+    const w = new Waiter<string>(0);
+    const p = w.promise();
+    expect(Object.keys(w)).not.toContain('reject');
+    const order: string[] = [];
+    w.admission = { id: 'a', release: () => order.push('released') } as unknown as NonNullable<Waiter<string>['admission']>;
+    w.fail(new Error('timed out'));
+    expect(w.admission).toBeUndefined();
+    await p.catch((err: unknown) => order.push((err as Error).message));
+    expect(order).toEqual(['released', 'timed out']);
   });
 
   it('has no deadline until stamped, then the stamp plus its timeout', () => {
