@@ -73,7 +73,7 @@ export class PoolObservers {
     const lease = new Lease(owner, conn, watch);
     const held = this.held;
     if (held !== undefined) {
-      watch.hold = held.add(lease, conn.id, now, waiter?.stack);
+      watch.hold = held.add(lease, conn.id, now, waiter?.extras?.stack);
       if (held.maxHoldMs !== Infinity) watch.expiry = new AbortController();
     }
     return lease;

@@ -2,7 +2,7 @@ import type { Admission } from './admission.js';
 import type { ProcessHold, Timers } from './clock.js';
 import type { PoolCounters } from './stats.js';
 import { WaiterDeadlines } from './waiter-deadlines.js';
-import { Waiter, WaiterQueue } from './waiter-queue.js';
+import { Waiter, WaiterQueue, type WaiterExtras } from './waiter-queue.js';
 
 /**
  * The callers waiting for a connection, first come first served: each is dated for its deadline,
@@ -49,22 +49,23 @@ export class PoolQueue<L> {
    */
   join(timeoutMs: number, signal: AbortSignal | undefined, stack: string | undefined, admission: Admission | undefined): Promise<L> {
     const w = new Waiter<L>(timeoutMs);
-    w.stack = stack;
     w.admission = admission;
     const promise = w.promise();
     this.#waiters.push(w);
     if (this.#waiters.length === 1) this.holds.hold();
     this.#deadlines.queued(w);
     if (signal !== undefined) {
+      const extras: WaiterExtras = { abort: null, stack };
       const listener = () => {
-        w.abort = null;
+        extras.abort = null;
         this.leave(w);
         this.counters.aborted++;
         w.fail(signal.reason);
       };
-      w.abort = { signal, listener };
+      extras.abort = { signal, listener };
+      w.extras = extras;
       signal.addEventListener('abort', listener, { once: true });
-    }
+    } else if (stack !== undefined) w.extras = { abort: null, stack };
     return promise;
   }
 
@@ -83,9 +84,10 @@ export class PoolQueue<L> {
   }
 
   #left(w: Waiter<L>): void {
-    if (w.abort !== null) {
-      w.abort.signal.removeEventListener('abort', w.abort.listener);
-      w.abort = null;
+    const extras = w.extras;
+    if (extras !== null && extras.abort !== null) {
+      extras.abort.signal.removeEventListener('abort', extras.abort.listener);
+      extras.abort = null;
     }
     if (this.#waiters.length === 0) {
       this.holds.unhold();

@@ -1,9 +1,11 @@
 import type { Admission } from './admission.js';
 
-/** The abort listener of a waiter that has a signal. */
-export interface AbortHook {
-  readonly signal: AbortSignal;
-  readonly listener: () => void;
+/** What few waiters have, kept off the common waiter: its abort listener, where its caller asked. */
+export interface WaiterExtras {
+  /** The caller's signal and the listener on it, while it waits (null once removed). */
+  abort: { readonly signal: AbortSignal; readonly listener: () => void } | null;
+  /** Where the caller asked, while leak detection is on (the stack of a later checkout is the pool's). */
+  readonly stack: string | undefined;
 }
 
 /** When a batch of waiters was dated: the waiters of a batch share it (see WaiterDeadlines). */
@@ -22,7 +24,7 @@ function bind(resolve: (value: unknown) => void): void {
  * A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots.
  * It is all that a waiting caller holds beyond its promise, and a deep queue's cost is the young
  * generation's collector copying what waiters hold, so it keeps the least: the promise's resolving
- * function only (a failure resolves it with a rejected promise), and no more fields than needed.
+ * function only (a failure resolves it with a rejected promise), and what few waiters have apart.
  */
 export class Waiter<L> {
   queued = false;
@@ -32,10 +34,8 @@ export class Waiter<L> {
   resolve: (value: L | Promise<never>) => void = unsettled;
   /** The admission of a caller a limiter admitted: its lease takes it over; a caller that fails gives it back. */
   admission: Admission | undefined = undefined;
-  /** Set only for callers with a signal. */
-  abort: AbortHook | null = null;
-  /** Where the caller asked, while leak detection is on (the stack of a later checkout is the pool's). */
-  stack: string | undefined = undefined;
+  /** Only for a caller with a signal, or while leak detection is on (each field costs every waiter). */
+  extras: WaiterExtras | null = null;
 
   constructor(readonly timeoutMs: number) {}
 

@@ -25,6 +25,26 @@ describe('leakDetectionMs', () => {
     await pool.close();
   });
 
+  it('reports a caller that waited with the stack of where it asked, not of the release that served it, with or without a signal', async () => {
+    const { pool, clock, logger } = makePool({ leakDetectionMs: 100, reapIntervalMs: 50, clientLimit: 1, maxSize: 1 });
+    const first = await pool.acquire();
+    const askedWithoutSignal = () => pool.acquire();
+    const askedWithSignal = () => pool.acquire({ signal: new AbortController().signal });
+    const plain = askedWithoutSignal();
+    const signalled = askedWithSignal();
+    expect(pool.stats().waiting).toBe(2);
+    first.release();
+    const second = await plain;
+    second.release();
+    const third = await signalled;
+    await clock.advance(150);
+    const leaks = logger.warnings.filter((w) => w.includes('possible leak'));
+    expect(leaks).toHaveLength(1);
+    expect(leaks[0]).toContain('askedWithSignal');
+    third.release();
+    await pool.close();
+  });
+
   it('keeps nothing while off: no stack, no oldest lease', async () => {
     const { pool } = makePool();
     const lease = await pool.acquire();
