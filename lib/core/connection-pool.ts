@@ -13,7 +13,7 @@ import type { Admission, AdmissionLimiter } from './admission.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import { kAdmitted, kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
 import { resolveOptions, type PoolOptions, type ResolvedOptions } from './options.js';
-import { runUse, type UsingPool } from './pool-use.js';
+import { kUseOn, runUse, type MethodBody, type MethodPool, type UsingPool } from './pool-use.js';
 import { findScope } from './scope.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolHealth } from './health.js';
@@ -34,7 +34,7 @@ import type { Waiter } from './waiter-queue.js';
  * PoolQueue's (who may join it is queueRefusal's), and use() with its retries is pool-use's (see
  * the README's map).
  */
-export class ConnectionPool<T> implements LeaseOwner<T> {
+export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
   /** The pool's options after defaults. */
   readonly options: ResolvedOptions;
   readonly #limiter: AdmissionLimiter | undefined;
@@ -195,12 +195,22 @@ export class ConnectionPool<T> implements LeaseOwner<T> {
    */
   use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
     if (typeof fn !== 'function') return Promise.reject(new TypeError(`pool "${this.name}": use() takes the function to run with a connection first, got ${shown(fn)}`));
-    if (options !== undefined && !isCheckedOnce(options)) {
-      const invalid = checkUseOptions(this.name, options);
-      if (invalid !== undefined) return Promise.reject(invalid);
-    }
+    const invalid = this.#invalidUse(options);
+    if (invalid !== undefined) return Promise.reject(invalid);
     // runUse's own promise, not another one around it (an async method returning it adds one, and two turns).
     return runUse(this.#inside, fn, options);
+  }
+
+  /** The error of use() options, if they are wrong; none for options checked once for many calls. */
+  #invalidUse(options: UseOptions | undefined): Error | undefined {
+    return options === undefined || isCheckedOnce(options) ? undefined : checkUseOptions(this.name, options);
+  }
+
+  /** @internal `use()` of a decorated method: see {@link kUseOn}. */
+  [kUseOn]<R>(body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R> {
+    const invalid = this.#invalidUse(options);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    return runUse(this.#inside, body as MethodBody<T, R>, options, self, args);
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */

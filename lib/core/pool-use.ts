@@ -29,17 +29,50 @@ export interface UsingPool<T> {
 }
 
 /**
+ * @internal `use()` for a decorated method: `pool[kUseOn](body, self, args, options)` runs
+ * `body.call(self, connection, args)`. One body serves every call of the method, so a call makes
+ * no closure of its own (what a caller holds while it waits is what a deep queue's collector copies).
+ */
+export const kUseOn = Symbol('useOn');
+
+/** A decorated method's body: called on the instance with the connection and the call's arguments. */
+export type MethodBody<T = unknown, R = unknown> = (this: unknown, conn: T, args: unknown[]) => R | Promise<R>;
+
+/** What has `pool.use()`. */
+interface UsePool {
+  use<V>(fn: (conn: unknown) => V | Promise<V>, options?: UseOptions): Promise<V>;
+}
+
+/** A pool that runs method bodies (see {@link kUseOn}). */
+export interface MethodPool {
+  [kUseOn]<R>(body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R>;
+}
+
+/** Runs `body` on `self` in `pool.use()`; a pool without {@link kUseOn} (a test's stand-in) gets a closure. */
+export function useOn<R>(pool: UsePool & Partial<MethodPool>, body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R> {
+  if (pool[kUseOn] !== undefined) return pool[kUseOn](body, self, args, options);
+  return pool.use<R>((conn) => body.call(self, conn, args), options);
+}
+
+function callOn<T, R>(body: MethodBody<T, R>, self: unknown, conn: T, args: unknown[]): R | Promise<R> {
+  return body.call(self, conn, args);
+}
+
+/**
  * Runs `fn` with a connection and releases it whatever happens, inside a scope where
  * `pool.current` is the connection. A nested `use()` of the same pool reuses the lease unless
  * `propagation: 'new'`; `propagation: 'none'` neither joins a scope nor opens one (no
  * AsyncLocalStorage at all). With `retry`, an error the connector calls fatal (or `retry.retryOn`
  * accepts) fails the lease and tries again on another connection after a backoff.
  */
-export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Promise<R>, options: UseOptions | undefined): Promise<R> {
+export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Promise<R>, options: UseOptions | undefined): Promise<R>;
+/** A decorated method's call: `body.call(self, connection, args)`. */
+export async function runUse<T, R>(host: UsingPool<T>, body: MethodBody<T, R>, options: UseOptions | undefined, self: unknown, args: unknown[]): Promise<R>;
+export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, options: UseOptions | undefined, self?: unknown, args?: unknown[]): Promise<R> {
   const propagation = options?.propagation;
   const scoped = propagation !== 'none';
   const outer = propagation === 'new' || !scoped ? undefined : findScope(host.pool);
-  if (outer !== undefined) return fn(outer.lease.connection as T);
+  if (outer !== undefined) return args === undefined ? (fn as (conn: T) => R | Promise<R>)(outer.lease.connection as T) : fn.call(self, outer.lease.connection as T, args);
   const retry = options?.retry;
   const attempts = retry?.attempts ?? 1;
   for (let attempt = 1; ; attempt++) {
@@ -47,7 +80,11 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Prom
     host.scopes(1);
     try {
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
-      const result = scoped ? await scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn, lease.connection) : await fn(lease.connection);
+      const conn = lease.connection;
+      let running: R | Promise<R>;
+      if (args === undefined) running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn as (conn: T) => R | Promise<R>, conn) : (fn as (conn: T) => R | Promise<R>)(conn);
+      else running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, callOn, fn, self, conn, args) : fn.call(self, conn, args);
+      const result = await running;
       host.scopes(-1);
       lease[kEnded]({ ok: true, value: result });
       lease.release();

@@ -1,4 +1,5 @@
 import { PoolConfigError, type RetryOptions, type UseOptions } from '../core/index.js';
+import { useOn, type MethodBody } from '../core/pool-use.js';
 import { shown } from '../core/option-rules.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import type { PoolLike } from './pool-registry.js';
@@ -99,17 +100,21 @@ export class PooledCall {
     return { ...this.#fixed, signal, key: key as string | undefined };
   }
 
-  /** Runs `fn` in `pool.use()` on the pool of `self`; a `key()` that throws or returns no key rejects, as the call would. */
-  use(self: unknown, args: unknown[], fn: (conn: unknown) => unknown): Promise<unknown> {
+  /**
+   * Runs `body` in `pool.use()` on the pool of `self`, as `body.call(self, connection, args)`: one
+   * body serves every call of the method. A `key()` that throws or returns no key rejects, as the
+   * call would.
+   */
+  run(self: unknown, args: unknown[], body: MethodBody): Promise<unknown> {
     const pool = this.poolOf(self);
-    if (this.#keyOf === undefined) return pool.use(fn, this.#perCall); // the hot path: options built once, or none
+    if (this.#keyOf === undefined) return useOn(pool, body, self, args, this.#perCall); // the hot path: options built once, or none
     let options: UseOptions;
     try {
       options = this.useOptions(args);
     } catch (error) {
       return Promise.reject(error);
     }
-    return pool.use(fn, options);
+    return useOn(pool, body, self, args, options);
   }
 
   /** An error of this method's use of the pool: "@UsePooled('db') on Catalog.find: key() must ...". */

@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { PoolConfigError } from '../core/index.js';
+import { PoolConfigError, type UseOptions } from '../core/index.js';
+import { kUseOn, useOn, type MethodPool } from '../core/pool-use.js';
 import { messageOf } from '../core/message-of.js';
 import { shown } from '../core/option-rules.js';
 import type { PoolLike } from './pool-registry.js';
@@ -59,12 +60,14 @@ export class RequestKeyInterceptor implements NestInterceptor {
  * no key of its own (no `key()`, or one that returned undefined; `key: false` is a choice) takes
  * its request's key.
  */
-export function withRequestKeys(pool: PoolLike): PoolLike {
+export function withRequestKeys(pool: PoolLike): PoolLike & MethodPool {
+  const keyed = (options: UseOptions | undefined): UseOptions | undefined => {
+    if (options?.key !== undefined) return options;
+    const key = requestKeys.getStore();
+    return key === undefined ? options : { ...options, key };
+  };
   return {
-    use: (fn, options) => {
-      if (options?.key !== undefined) return pool.use(fn, options);
-      const key = requestKeys.getStore();
-      return pool.use(fn, key === undefined ? options : { ...options, key });
-    },
+    use: (fn, options) => pool.use(fn, keyed(options)),
+    [kUseOn]: (body, self, args, options) => useOn(pool, body, self, args, keyed(options)),
   };
 }

@@ -100,18 +100,22 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
   return returnsObservable ? 'observable' : 'any';
 }
 
-/** Declared to return a Promise: the method's promise is the lease's. No wrapper promise of its own. */
+/**
+ * Declared to return a Promise: the method's promise is the lease's. No wrapper promise of its
+ * own, and no closure per call: one body, called by the pool on the instance with the arguments.
+ */
 function wrapPromise(method: Method, call: PooledCall): Method {
   const at = call.connectionAt;
+  const body = function (this: unknown, conn: unknown, args: unknown[]) {
+    if (at !== undefined) args[at] = conn;
+    const result = method.apply(this, args);
+    if (!(result instanceof Promise) && isObservable(result)) {
+      throw call.error('the method', 'declares a Promise but returned an Observable');
+    }
+    return result;
+  };
   return function (this: unknown, ...args: unknown[]) {
-    return call.use(this, args, (conn) => {
-      if (at !== undefined) args[at] = conn;
-      const result = method.apply(this, args);
-      if (!(result instanceof Promise) && isObservable(result)) {
-        throw call.error('the method', 'declares a Promise but returned an Observable');
-      }
-      return result;
-    });
+    return call.run(this, args, body);
   };
 }
 
@@ -125,7 +129,7 @@ function wrapAny(method: Method, call: PooledCall): Method {
   return function (this: unknown, ...args: unknown[]) {
     return new Promise((resolve, reject) => {
       let streaming = false;
-      const used: Promise<unknown> = call.use(this, args, (conn) => {
+      const used: Promise<unknown> = call.run(this, args, (conn) => {
         const result = method.apply(this, call.argsWith(args, conn));
         if (!isObservable(result)) return result;
         if (call.options.retry !== undefined) throw noRetryOnStreams(call.pool, call.where, 'it returned an Observable');
