@@ -16,9 +16,11 @@ import { answerWhenRun, inFreshProcess } from './fresh-process.js';
  * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
  * `pool.query()`; `pg.Pool, hook on`: the same, in a process where an AsyncLocalStorage is in use
  * (as `use()`'s scope, nestjs-cls or OpenTelemetry's context make it), the control that shows
- * what the promise hook costs any pool on Node 20.
+ * what the promise hook costs any pool on Node 20; `pg.Pool, a scope per query`: each query run
+ * inside an AsyncLocalStorage scope of its own (`als.run()`), as `use()` runs its function: what
+ * a scope per call costs any pool on Node 20, and `use()`'s equal terms.
  */
-export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, hook on';
+export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, hook on' | 'pg.Pool, a scope per query';
 
 export const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MAX = 10;
@@ -36,10 +38,15 @@ const clients: Connector<pg.Client> = {
 };
 
 async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unknown>; close: () => Promise<void> }> {
-  if (variant === 'pg.Pool' || variant === 'pg.Pool, hook on') {
+  if (variant === 'pg.Pool' || variant === 'pg.Pool, hook on' || variant === 'pg.Pool, a scope per query') {
     // On Node 20 the first store an AsyncLocalStorage holds turns on a process-wide promise hook.
     if (variant === 'pg.Pool, hook on') new AsyncLocalStorage<number>().enterWith(1);
     const pool = new pg.Pool({ connectionString: PG_URL, max: MAX });
+    if (variant === 'pg.Pool, a scope per query') {
+      const scope = new AsyncLocalStorage<number>();
+      let calls = 0;
+      return { query: () => scope.run(calls++, () => pool.query('SELECT 1')), close: () => pool.end() };
+    }
     return { query: () => pool.query('SELECT 1'), close: () => pool.end() };
   }
   // Health lines (exhausted under this load, by design) would land in the measurement's stdout.

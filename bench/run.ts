@@ -710,21 +710,24 @@ async function adaptiveFreshBench(results: Record<string, unknown>, rows: string
 
 /**
  * PostgreSQL `SELECT 1` through this pool and through pg.Pool (max 10 each), 50 and 200 callers,
- * each variant in a fresh process, taken in turn four times: the best rate of each.
+ * each variant in a fresh process, taken in turn five times: the best rate of each.
  */
 async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
-  const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, hook on'];
+  const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, hook on', 'pg.Pool, a scope per query'];
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
-    const best = await bestInTurn(variants, 4, (variant) => measurePgCycles(variant, callers));
+    const best = await bestInTurn(variants, 5, (variant) => measurePgCycles(variant, callers));
     const hook = best['pg.Pool, hook on'] / best['pg.Pool'];
-    pgResults[`c${callers}`] = { ...best, useVsPgPool: best['use()'] / best['pg.Pool'], acquireVsPgPool: best.acquire / best['pg.Pool'], pgPoolHookOnVsOff: hook };
+    const scoped = best['pg.Pool, a scope per query'] / best['pg.Pool'];
+    pgResults[`c${callers}`] = { ...best, useVsPgPool: best['use()'] / best['pg.Pool'], acquireVsPgPool: best.acquire / best['pg.Pool'], pgPoolHookOnVsOff: hook, pgPoolScopedVsNot: scoped };
     const shape = `PostgreSQL SELECT 1, max 10, ${callers} callers, fresh processes`;
     rows.push([shape, 'pool.use() / a lease by hand / pg.Pool query()', `${fmt(best['use()'])} / ${fmt(best.acquire)} / ${fmt(best['pg.Pool'])}`, '']);
     rows.push([shape, 'pool.use() / pg.Pool', `${(best['use()'] / best['pg.Pool']).toFixed(2)}×`, 'target ≥ 1.00×']);
     rows.push([shape, 'a lease by hand / pg.Pool', `${(best.acquire / best['pg.Pool']).toFixed(2)}×`, 'no scope: the promise hook stays off']);
     rows.push([shape, 'control: pg.Pool with an AsyncLocalStorage in use / pg.Pool', `${hook.toFixed(2)}×`, "Node 20's promise hook, paid by any pool once a scope exists"]);
-    rows.push([shape, 'pool.use() / pg.Pool, both with the hook on', `${(best['use()'] / best['pg.Pool, hook on']).toFixed(2)}×`, 'the pools compared on equal terms']);
+    rows.push([shape, 'pool.use() / pg.Pool, both with the hook on', `${(best['use()'] / best['pg.Pool, hook on']).toFixed(2)}×`, '']);
+    rows.push([shape, 'control: pg.Pool with each query in an AsyncLocalStorage scope / pg.Pool', `${scoped.toFixed(2)}×`, 'what a scope per call (as use() opens) costs any pool on Node 20']);
+    rows.push([shape, 'pool.use() / pg.Pool with a scope per query', `${(best['use()'] / best['pg.Pool, a scope per query']).toFixed(2)}×`, 'the pools compared on equal terms: each call in a scope']);
   }
   results.postgres = pgResults;
 }
