@@ -54,6 +54,7 @@ export function useOn<R>(pool: UsePool & Partial<MethodPool>, body: MethodBody<u
   return pool.use<R>((conn) => body.call(self, conn, args), options);
 }
 
+/** `body` on `self`, as AsyncLocalStorage's `run()` calls it with the scope's arguments. */
 function callOn<T, R>(body: MethodBody<T, R>, self: unknown, conn: T, args: unknown[]): R | Promise<R> {
   return body.call(self, conn, args);
 }

@@ -14,6 +14,15 @@ export interface Stamp {
 }
 
 const unsettled = (): void => {};
+
+/**
+ * What a failed waiter's promise is resolved with: a thenable that rejects it with `err` once
+ * adopted. Unlike `Promise.reject(err)` it makes nothing that could go unhandled when the promise
+ * was settled already (then it is never adopted, and nothing happens, as with a second `reject`).
+ */
+function rejection(err: unknown): PromiseLike<never> {
+  return { then: (_: unknown, reject?: (reason: unknown) => unknown) => reject?.(err) } as unknown as PromiseLike<never>;
+}
 /** The waiter whose promise is being made: one executor for every waiter, so no closure per caller. */
 let forming: Waiter<unknown> | null = null;
 function bind(resolve: (value: unknown) => void): void {
@@ -24,14 +33,14 @@ function bind(resolve: (value: unknown) => void): void {
  * A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots.
  * It is all that a waiting caller holds beyond its promise, and a deep queue's cost is the young
  * generation's collector copying what waiters hold, so it keeps the least: the promise's resolving
- * function only (a failure resolves it with a rejected promise), and what few waiters have apart.
+ * function only (a failure resolves it with a thenable that rejects), and what few waiters have apart.
  */
 export class Waiter<L> {
   queued = false;
   /** When the waiter was dated; null until the pool stamps it. */
   stamp: Stamp | null = null;
-  /** Settles the caller's promise: with its lease, or with a rejected promise ({@link fail}). */
-  resolve: (value: L | Promise<never>) => void = unsettled;
+  /** Settles the caller's promise: with its lease, or with a rejection ({@link fail}). */
+  resolve: (value: L | PromiseLike<never>) => void = unsettled;
   /** The admission of a caller a limiter admitted: its lease takes it over; a caller that fails gives it back. */
   admission: Admission | undefined = undefined;
   /** Only for a caller with a signal, or while leak detection is on (each field costs every waiter). */
@@ -44,18 +53,14 @@ export class Waiter<L> {
     return this.stamp === null ? Infinity : this.stamp.at + this.timeoutMs;
   }
 
-  /**
-   * Fails the caller, giving its admission back first. Its promise takes the rejection of one made
-   * here: handled by the time the microtasks run, so never an unhandled rejection (a waiter is
-   * settled once: whoever settles it took it out of its queue first).
-   */
+  /** Fails the caller, giving its admission back first; on a waiter already settled it does nothing. */
   fail(err: unknown): void {
     const admission = this.admission;
     if (admission !== undefined) {
       this.admission = undefined;
       admission.release();
     }
-    this.resolve(Promise.reject(err));
+    this.resolve(rejection(err));
   }
 
   /** The caller's promise: `resolve` (and `fail`) settle it. Call once. */

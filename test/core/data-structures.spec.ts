@@ -164,6 +164,21 @@ describe('Waiter', () => {
     expect(order).toEqual(['released', 'timed out']);
   });
 
+  it('a failure of a waiter already settled changes nothing and leaves no unhandled rejection', async () => {
+    const served = new Waiter<string>(0);
+    const failed = new Waiter<string>(0);
+    const ps = served.promise();
+    const pf = failed.promise();
+    served.resolve('lease');
+    served.fail(new Error('too late'));
+    failed.fail(new Error('first'));
+    failed.fail(new Error('second'));
+    await expect(ps).resolves.toBe('lease');
+    await expect(pf).rejects.toThrow('first');
+    // An unhandled rejection would surface here, within a turn (the setup fails the test on one).
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+
   it('has no deadline until stamped, then the stamp plus its timeout', () => {
     const w = new Waiter<number>(250);
     expect(w.deadline).toBe(Infinity);
