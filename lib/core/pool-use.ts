@@ -82,6 +82,8 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
     try {
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
       const conn = lease.connection;
+      // A function of the connection runs as it is given; a method body (args given) through
+      // callOn. Two branches rather than one helper for both: use()'s own path keeps its one-argument run().
       let running: R | Promise<R>;
       if (args === undefined) running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn as (conn: T) => R | Promise<R>, conn) : (fn as (conn: T) => R | Promise<R>)(conn);
       else running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, callOn, fn, self, conn, args) : fn.call(self, conn, args);
