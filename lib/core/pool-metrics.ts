@@ -104,6 +104,7 @@ export class PoolMetrics {
   /** Its three histograms, held directly: recording a value is on every acquire and release. */
   readonly #waited: TimingHistogram;
   readonly #used: TimingHistogram;
+  readonly #created: TimingHistogram;
   /** Unregisters the gauges and counters, and the timings from any producer. */
   readonly stop: () => void;
 
@@ -128,8 +129,7 @@ export class PoolMetrics {
     this.#use = histogram('use');
     this.#create = histogram('create');
     this.#series = { attributes: { [POOL]: name }, histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() } };
-    this.#waited = this.#series.histograms.wait;
-    this.#used = this.#series.histograms.use;
+    ({ wait: this.#waited, use: this.#used, create: this.#created } = this.#series.histograms);
     if (timings) timingSeries(this.#series, true);
     const connections = (unit: string, description: string) => meter.createObservableUpDownCounter(`db.client.connection.${unit}`, { unit: '{connection}', description });
     const count = connections('count', 'The number of connections that are currently in the state described by the state attribute');
@@ -185,8 +185,7 @@ export class PoolMetrics {
 
   /** An acquire got its connection after `ms`. */
   waited(ms: number): void {
-    if (timingsProduced()) this.#waited.record(ms / 1000);
-    else this.#wait.record(ms / 1000, this.#attributes);
+    this.#time(this.#waited, this.#wait, ms);
   }
 
   /** An acquire got its connection at once: a wait of 0 (the same data as `waited(0)`, for less). */
@@ -197,13 +196,17 @@ export class PoolMetrics {
 
   /** A lease was held `ms`. */
   used(ms: number): void {
-    if (timingsProduced()) this.#used.record(ms / 1000);
-    else this.#use.record(ms / 1000, this.#attributes);
+    this.#time(this.#used, this.#use, ms);
   }
 
   /** A connection took `ms` to open and be ready. */
   created(ms: number): void {
-    if (timingsProduced()) this.#series.histograms.create.record(ms / 1000);
-    else this.#create.record(ms / 1000, this.#attributes);
+    this.#time(this.#created, this.#create, ms);
+  }
+
+  /** Seconds into the pool's own histogram for a producer, if one exists; else through the Meter's. */
+  #time(own: TimingHistogram, instrument: { record(value: number, attributes?: MetricsAttributes): void }, ms: number): void {
+    if (timingsProduced()) own.record(ms / 1000);
+    else instrument.record(ms / 1000, this.#attributes);
   }
 }

@@ -65,8 +65,9 @@ export class PoolObservers {
         timed?.waitedNone();
         watched?.wait.record(0);
       } else {
-        timed?.waited(now - stamp.at);
-        watched?.wait.record(now - stamp.at);
+        const waited = now - stamp.at;
+        timed?.waited(waited);
+        watched?.wait.record(waited);
       }
     }
     const watch = new LeaseWatch(timed === undefined && watched === undefined ? undefined : now);

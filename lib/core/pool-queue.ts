@@ -54,8 +54,9 @@ export class PoolQueue<L> {
     this.#waiters.push(w);
     if (this.#waiters.length === 1) this.holds.hold();
     this.#deadlines.queued(w);
+    if (signal === undefined && stack === undefined) return promise;
+    const extras: WaiterExtras = (w.extras = { abort: null, stack });
     if (signal !== undefined) {
-      const extras: WaiterExtras = { abort: null, stack };
       const listener = () => {
         extras.abort = null;
         this.leave(w);
@@ -63,9 +64,8 @@ export class PoolQueue<L> {
         w.fail(signal.reason);
       };
       extras.abort = { signal, listener };
-      w.extras = extras;
       signal.addEventListener('abort', listener, { once: true });
-    } else if (stack !== undefined) w.extras = { abort: null, stack };
+    }
     return promise;
   }
 

@@ -54,9 +54,9 @@ export function useOn<R>(pool: UsePool & Partial<MethodPool>, body: MethodBody<u
   return pool.use<R>((conn) => body.call(self, conn, args), options);
 }
 
-/** `body` on `self`, as AsyncLocalStorage's `run()` calls it with the scope's arguments. */
-function callOn<T, R>(body: MethodBody<T, R>, self: unknown, conn: T, args: unknown[]): R | Promise<R> {
-  return body.call(self, conn, args);
+/** `fn(conn)`, or a method body on `self` with the call's `args` (see {@link kUseOn}). */
+function invoke<T, R>(fn: MethodBody<T, R>, conn: T, self: unknown, args: unknown[] | undefined): R | Promise<R> {
+  return args === undefined ? (fn as (conn: T) => R | Promise<R>)(conn) : fn.call(self, conn, args);
 }
 
 /**
@@ -73,7 +73,7 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
   const propagation = options?.propagation;
   const scoped = propagation !== 'none';
   const outer = propagation === 'new' || !scoped ? undefined : findScope(host.pool);
-  if (outer !== undefined) return args === undefined ? (fn as (conn: T) => R | Promise<R>)(outer.lease.connection as T) : fn.call(self, outer.lease.connection as T, args);
+  if (outer !== undefined) return invoke(fn, outer.lease.connection as T, self, args);
   const retry = options?.retry;
   const attempts = retry?.attempts ?? 1;
   for (let attempt = 1; ; attempt++) {
@@ -82,11 +82,13 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
     try {
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
       const conn = lease.connection;
-      // A function of the connection runs as it is given; a method body (args given) through
-      // callOn. Two branches rather than one helper for both: use()'s own path keeps its one-argument run().
       let running: R | Promise<R>;
-      if (args === undefined) running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, fn as (conn: T) => R | Promise<R>, conn) : (fn as (conn: T) => R | Promise<R>)(conn);
-      else running = scoped ? scopes.run({ pool: host.pool, lease, parent: scopes.getStore() }, callOn, fn, self, conn, args) : fn.call(self, conn, args);
+      if (!scoped) running = invoke(fn, conn, self, args);
+      else {
+        const frame = { pool: host.pool, lease, parent: scopes.getStore() };
+        // use()'s own function runs with its one argument; a method body through invoke().
+        running = args === undefined ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn) : scopes.run(frame, invoke, fn, conn, self, args);
+      }
       const result = await running;
       host.scopes(-1);
       lease[kEnded]({ ok: true, value: result });

@@ -12,8 +12,6 @@ export interface SlotWaiter<V> {
 class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
   timer: TimerHandle | undefined = undefined;
   unhook: (() => void) | undefined = undefined;
-  /** Fails the wait: it leaves the queue, and its promise rejects with `err`. */
-  reject: (err: unknown) => void = () => {};
 
   constructor(readonly request: AdmissionRequest) {
     super(request.timeoutMs);
@@ -40,20 +38,16 @@ export class SlotWaiters<V> {
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
     const entry = new Entry<V>(request);
-    // Whoever settles the entry (a slot, the deadline, an abort) takes it out of the queue first.
-    const promise = new Promise<V>((resolve, reject) => {
-      entry.resolve = (value) => {
-        this.#leave(entry);
-        resolve(value);
-      };
-      entry.reject = (err) => {
-        this.#leave(entry);
-        reject(err);
-      };
-    });
-    entry.timer = this.#timers.set(() => entry.reject(onTimeout()), timeoutMs);
+    const promise = entry.promise();
+    // Whoever settles the entry (a slot, the deadline, an abort: resolve() or fail()) takes it out of the queue first.
+    const resolve = entry.resolve;
+    entry.resolve = (value) => {
+      this.#leave(entry);
+      resolve(value);
+    };
+    entry.timer = this.#timers.set(() => entry.fail(onTimeout()), timeoutMs);
     if (signal !== undefined) {
-      const onAbort = () => entry.reject(signal.reason);
+      const onAbort = () => entry.fail(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       entry.unhook = () => signal.removeEventListener('abort', onAbort);
     }
@@ -73,7 +67,7 @@ export class SlotWaiters<V> {
 
   /** Rejects every waiter. */
   rejectAll(err: Error): void {
-    for (const entry of this.snapshot()) (entry as Entry<V>).reject(err);
+    for (const entry of this.snapshot()) (entry as Entry<V>).fail(err);
   }
 
   #leave(entry: Entry<V>): void {
