@@ -64,22 +64,27 @@ export const SHAPES = {
 } as const;
 export type FreshShape = keyof typeof SHAPES;
 
-/** A bare semaphore of `max` permits with a FIFO of waiters (an array with a moving head). */
-export function semaphore(max: number): { acquire(): Promise<void> | undefined; release(): void } {
+/**
+ * `max` permits with a FIFO of waiters (an array with a moving head). A release that frees a
+ * permit for a waiter resolves the waiter's one promise with `handed()`.
+ */
+function permits<V>(max: number, handed: () => V) {
   let free = max;
-  const queue: (() => void)[] = [];
+  const queue: ((value: V) => void)[] = [];
   let head = 0;
   return {
-    acquire() {
-      if (free > 0) {
-        free--;
-        return undefined;
-      }
-      return new Promise<void>((resolve) => queue.push(resolve));
+    /** Takes a free permit, if there is one. */
+    take(): boolean {
+      if (free === 0) return false;
+      free--;
+      return true;
     },
-    release() {
+    wait(): Promise<V> {
+      return new Promise<V>((resolve) => queue.push(resolve));
+    },
+    release(): void {
       if (head < queue.length) {
-        queue[head++]!();
+        queue[head++]!(handed());
         if (head > 4096 && head * 2 > queue.length) {
           queue.splice(0, head);
           head = 0;
@@ -89,10 +94,16 @@ export function semaphore(max: number): { acquire(): Promise<void> | undefined; 
   };
 }
 
+/** A bare semaphore of `max` permits with a FIFO of waiters: nothing to await when a permit is free. */
+export function semaphore(max: number): { acquire(): Promise<void> | undefined; release(): void } {
+  const p = permits<void>(max, () => undefined);
+  return { acquire: () => (p.take() ? undefined : p.wait()), release: p.release };
+}
+
 /** A lease of the semaphore: released once. */
 class PermitLease {
   #done = false;
-  constructor(readonly permits: LeaseSemaphore) {}
+  constructor(readonly permits: { release(): void }) {}
   release(): void {
     if (this.#done) return;
     this.#done = true;
@@ -105,33 +116,9 @@ class PermitLease {
  * permit is a resolved promise of a new lease; a waiting caller's one promise is resolved with
  * its lease by the release that frees the permit (no second promise chained to make it).
  */
-class LeaseSemaphore {
-  #free: number;
-  readonly #queue: ((lease: PermitLease) => void)[] = [];
-  #head = 0;
-
-  constructor(max: number) {
-    this.#free = max;
-  }
-
-  acquire(): Promise<PermitLease> {
-    if (this.#free > 0) {
-      this.#free--;
-      return Promise.resolve(new PermitLease(this));
-    }
-    return new Promise<PermitLease>((resolve) => this.#queue.push(resolve));
-  }
-
-  release(): void {
-    const queue = this.#queue;
-    if (this.#head < queue.length) {
-      queue[this.#head++]!(new PermitLease(this));
-      if (this.#head > 4096 && this.#head * 2 > queue.length) {
-        queue.splice(0, this.#head);
-        this.#head = 0;
-      }
-    } else this.#free++;
-  }
+function leaseSemaphore(max: number): { acquire(): Promise<PermitLease> } {
+  const p: ReturnType<typeof permits<PermitLease>> = permits(max, () => new PermitLease(p));
+  return { acquire: () => (p.take() ? Promise.resolve(new PermitLease(p)) : p.wait()) };
 }
 
 /** A warm pool of `maxSize` instant connections, lent to one caller each; `extra` adds options (a limiter, metrics). */
@@ -190,7 +177,7 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
       close: async () => {},
     };
   }
-  const leases = new LeaseSemaphore(maxSize);
+  const leases = leaseSemaphore(maxSize);
   return {
     cycle: async () => {
       const lease = await leases.acquire();
