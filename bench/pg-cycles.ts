@@ -2,7 +2,8 @@
  * PostgreSQL `SELECT 1` through this pool against `pg.Pool`, each variant in a process of its own
  * (no shared JIT feedback, no promise hook left on by another variant), taken in turn: a query
  * on the real server costs tens of microseconds, so the pools' difference is small against the
- * noise, and only alternating fresh processes with several rounds each can tell it.
+ * noise (and the server, on the same two cores, moves each process's rate by up to 50 %): only
+ * alternating fresh processes, compared round by round, can tell it.
  *
  * Run by `npm run bench`; `node dist-bench/bench/pg-cycles.js <variant> <callers>` prints one
  * measurement (queries per second) as JSON.
@@ -14,13 +15,11 @@ import { answerWhenRun, inFreshProcess } from './fresh-process.js';
 
 /**
  * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
- * `pool.query()`; `pg.Pool, hook on`: the same, in a process where an AsyncLocalStorage is in use
- * (as `use()`'s scope, nestjs-cls or OpenTelemetry's context make it), the control that shows
- * what the promise hook costs any pool on Node 20; `pg.Pool, a scope per query`: each query run
+ * `pool.query()`; `pg.Pool, a scope per query`: each query run
  * inside an AsyncLocalStorage scope of its own (`als.run()`), as `use()` runs its function: what
  * a scope per call costs any pool on Node 20, and `use()`'s equal terms.
  */
-export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, hook on' | 'pg.Pool, a scope per query';
+export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, a scope per query';
 
 export const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MAX = 10;
@@ -38,9 +37,7 @@ const clients: Connector<pg.Client> = {
 };
 
 async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unknown>; close: () => Promise<void> }> {
-  if (variant === 'pg.Pool' || variant === 'pg.Pool, hook on' || variant === 'pg.Pool, a scope per query') {
-    // On Node 20 the first store an AsyncLocalStorage holds turns on a process-wide promise hook.
-    if (variant === 'pg.Pool, hook on') new AsyncLocalStorage<number>().enterWith(1);
+  if (variant === 'pg.Pool' || variant === 'pg.Pool, a scope per query') {
     const pool = new pg.Pool({ connectionString: PG_URL, max: MAX });
     if (variant === 'pg.Pool, a scope per query') {
       const scope = new AsyncLocalStorage<number>();
