@@ -20,8 +20,9 @@ export class FilesController {
   @UsePooled('blob')
   async get(@Param('name') name: string) {
     try {
-      const content = await this.blob.current.getBlobClient(name).downloadToBuffer();
-      return { name, content: content.toString() };
+      // One GET: downloadToBuffer() asks the size first and fails when a PUT in between changed it.
+      const res = await this.blob.current.getBlobClient(name).download();
+      return { name, content: await text(res.readableStreamBody) };
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode === 404) throw new NotFoundException(`no file named ${name}`);
       throw err;
@@ -35,4 +36,12 @@ export class FilesController {
     for await (const blob of this.blob.current.listBlobsFlat()) names.push(blob.name);
     return { files: names };
   }
+}
+
+/** The whole body of a download, as text. */
+async function text(body: NodeJS.ReadableStream | undefined): Promise<string> {
+  if (body === undefined) return '';
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString();
 }
