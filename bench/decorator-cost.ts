@@ -5,14 +5,14 @@
  * here each variant warms and runs alone. Same pool options, same async body, default
  * propagation, 1 or 100 callers.
  *
- * Run by `npm run bench`; `node dist-bench/bench/decorator-cost.js <variant> <callers>` prints one
- * measurement as JSON.
+ * Run by `npm run bench`; `node dist-bench/bench/decorator-cost.js <variant> <callers>` prints the
+ * best of five rounds as JSON.
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConnectionPool, getPoolToken, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
-import { answerWhenRun, inFreshProcess } from './fresh-process.js';
+import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /** `use again`: `use` measured a second time, the same code in processes of its own: the noise between two identical variants. */
 export type DecoratorVariant = 'use' | 'use again' | 'decorated';
@@ -38,33 +38,21 @@ let ids = 0;
 })
 class BenchModule {}
 
-/** Calls per second of `variant` with `callers` concurrent callers: the best of five rounds after a warm-up. */
-async function run(variant: DecoratorVariant, callers: number): Promise<number> {
+/** `variant` with `callers` concurrent callers, set up: a round is 300,000 calls (calls per second); one warms it. */
+async function setUp(variant: DecoratorVariant, callers: number): Promise<Rounds> {
   const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
   const pool = app.get<ConnectionPool<Conn>>(getPoolToken('bench'));
   const service = app.get(Service);
   // The same body on both sides: an async function that reads the scope's connection
   // (`pool.current`, an AsyncLocalStorage read), as the decorated method does.
   const call = variant === 'decorated' ? () => service.id() : () => pool.use(async () => pool.current.id);
-  const round = async (total: number) => {
-    let left = total;
-    const worker = async () => {
-      while (left-- > 0) await call();
-    };
-    const started = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: callers }, worker));
-    return total / (Number(process.hrtime.bigint() - started) / 1e9);
-  };
-  await round(200_000);
-  let best = 0;
-  for (let i = 0; i < 5; i++) best = Math.max(best, await round(300_000));
-  await app.close();
-  return best;
+  const round = callRound(callers, call);
+  return { round: () => round(300_000), close: () => app.close(), warmRounds: 1 };
 }
 
-/** One measurement in a fresh process. */
-export function measureDecoratorCase(variant: DecoratorVariant, callers: number): Promise<number> {
-  return inFreshProcess(import.meta.url, [variant, String(callers)]);
+/** `rounds` rounds of each variant, each in a live process of its own, the variants in turn. */
+export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, rounds: number): Promise<Record<DecoratorVariant, number>[]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], rounds);
 }
 
-answerWhenRun(import.meta.url, ([variant, callers]) => run(variant as DecoratorVariant, Number(callers)));
+serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as DecoratorVariant, Number(callers)));

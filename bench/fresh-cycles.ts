@@ -5,13 +5,13 @@
  * configuration, and a deep queue meets an old generation filled by earlier rows. Here each
  * variant warms and runs alone, the variants taken in turn.
  *
- * Run by `npm run bench`; `node dist-bench/bench/fresh-cycles.js <variant> <shape>` prints one
- * measurement (cycles per second) as JSON.
+ * Run by `npm run bench`; `node dist-bench/bench/fresh-cycles.js <variant> <shape>` prints the
+ * best of five rounds (cycles per second) as JSON.
  */
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, poolMetricProducer, type PoolOptions } from '../lib/core/index.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
-import { answerWhenRun, inFreshProcess } from './fresh-process.js';
+import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /** Acquire, hold for one microtask, release. */
 export type Cycle = () => Promise<void>;
@@ -188,29 +188,17 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
   };
 }
 
-/** Cycles per second of `variant` in `shape`: the best of five rounds after a warm-up. */
-async function run(variant: FreshVariant, shape: FreshShape): Promise<number> {
+/** `variant` in `shape`, set up: a round is a quarter of the shape's cycles (cycles per second); four rounds warm it. */
+async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> {
   const { callers, maxSize, total } = SHAPES[shape];
   const { cycle, close } = await cycleOf(variant, maxSize);
-  const round = async (cycles: number) => {
-    const per = Math.ceil(cycles / callers);
-    const worker = async () => {
-      for (let i = 0; i < per; i++) await cycle();
-    };
-    const started = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: callers }, worker));
-    return (per * callers) / (Number(process.hrtime.bigint() - started) / 1e9);
-  };
-  await round(total / 5);
-  let best = 0;
-  for (let i = 0; i < 5; i++) best = Math.max(best, await round(total));
-  await close();
-  return best;
+  const round = callRound(callers, cycle);
+  return { round: () => round(total / 4), close, warmRounds: 4 };
 }
 
-/** One measurement in a fresh process. */
-export function measureFreshCycles(variant: FreshVariant, shape: FreshShape): Promise<number> {
-  return inFreshProcess(import.meta.url, [variant, shape]);
+/** `rounds` rounds of each variant in `shape`, each variant in a live process of its own, the variants in turn. */
+export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, rounds: number): Promise<Record<V, number>[]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, shape], rounds);
 }
 
-answerWhenRun(import.meta.url, ([variant, shape]) => run(variant as FreshVariant, shape as FreshShape));
+serveWhenRun(import.meta.url, ([variant, shape]) => setUp(variant as FreshVariant, shape as FreshShape));

@@ -1,12 +1,27 @@
 /**
  * Measurements that must run in a process of their own (no JIT feedback or promise hook left by
- * another variant): the bench's side spawns the module's script with its arguments and reads one
- * JSON value from its stdout; the script's side runs the measurement when it is the entry point.
+ * another variant). A module measured once per process answers as JSON (`answerWhenRun`). A module
+ * measured in rounds sets its variant up (`Rounds`, `serveWhenRun`); run alone, it prints the best
+ * of five rounds after a warm-up as JSON. The bench instead keeps one live process
+ * per variant and has them run their rounds in turn (`alternating`): two variants' rounds are then
+ * taken a fraction of a second apart, under the same load from the rest of the machine, which on a
+ * shared VM changes over seconds. A process waiting for its turn is blocked on its stdin.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-/** Runs the script at `moduleUrl` (an `import.meta.url`) with `args` in a new Node process; its JSON answer. */
+/** A variant set up in its process: one round of the measurement (a rate), and its end. */
+export interface Rounds {
+  round(): Promise<number>;
+  close(): Promise<void>;
+  /** Rounds run before any is measured. */
+  readonly warmRounds: number;
+}
+
+const SERVE = '--serve-rounds';
+
+/** Runs the script at `moduleUrl` (an `import.meta.url`) with `args` in a new Node process; its JSON answer (see {@link answerWhenRun}). */
 export function inFreshProcess<R>(moduleUrl: string, args: readonly string[]): Promise<R> {
   const script = fileURLToPath(moduleUrl);
   return new Promise((resolve, reject) => {
@@ -27,4 +42,134 @@ export function answerWhenRun(moduleUrl: string, measure: (args: string[]) => Pr
       process.exitCode = 1;
     },
   );
+}
+
+/** A round of `total` calls made by `callers` concurrent workers, each awaiting its call before the next: calls per second. */
+export function callRound(callers: number, call: () => Promise<unknown>): (total: number) => Promise<number> {
+  return async (total) => {
+    let left = total;
+    const worker = async () => {
+      while (left-- > 0) await call();
+    };
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: callers }, worker));
+    return total / (Number(process.hrtime.bigint() - started) / 1e9);
+  };
+}
+
+/** One live process of a measured module, answering a rate per round asked. */
+class LiveProcess {
+  readonly #child: ChildProcessWithoutNullStreams;
+  readonly #answers: ((line: string) => void)[] = [];
+  #stderr = '';
+  #exited: Error | undefined;
+
+  constructor(script: string, args: readonly string[]) {
+    this.#child = spawn(process.execPath, [script, SERVE, ...args], { stdio: 'pipe' });
+    this.#child.stderr.on('data', (chunk: Buffer) => void (this.#stderr = (this.#stderr + chunk.toString()).slice(-4_000)));
+    createInterface({ input: this.#child.stdout }).on('line', (line) => this.#answers.shift()?.(line));
+    this.#child.on('exit', (code, signal) => {
+      this.#exited = new Error(`${script} ${args.join(' ')} exited (${signal ?? code}): ${this.#stderr.trim()}`);
+      for (const answer of this.#answers.splice(0)) answer('');
+    });
+  }
+
+  /** Sends a command; the line it answers. */
+  #ask(command: string): Promise<string> {
+    if (this.#exited !== undefined) return Promise.reject(this.#exited);
+    return new Promise((resolve, reject) => {
+      this.#answers.push((line) => (line === '' && this.#exited !== undefined ? reject(this.#exited) : resolve(line)));
+      this.#child.stdin.write(`${command}\n`);
+    });
+  }
+
+  async ready(): Promise<void> {
+    const line = await this.#ask('warm');
+    if (line !== 'ready') throw new Error(`expected ready, got ${line}`);
+  }
+
+  async round(): Promise<number> {
+    const rate = Number(await this.#ask('round'));
+    if (!Number.isFinite(rate)) throw new Error(`a round answered no rate: ${this.#stderr.trim()}`);
+    return rate;
+  }
+
+  async close(): Promise<void> {
+    if (this.#exited !== undefined) return;
+    const gone = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
+    this.#child.stdin.end('close\n');
+    await gone;
+  }
+}
+
+/**
+ * One live process per variant of the module at `moduleUrl` (started and warmed one after the
+ * other, so no warm-up competes with another), then `rounds` rounds in which each variant runs
+ * one round, in turn: the rates, rounds[i][variant].
+ */
+export async function alternating<V extends string>(moduleUrl: string, variants: readonly V[], argsOf: (variant: V) => readonly string[], rounds: number): Promise<Record<V, number>[]> {
+  const script = fileURLToPath(moduleUrl);
+  const live = new Map<V, LiveProcess>();
+  try {
+    for (const variant of variants) {
+      const p = new LiveProcess(script, argsOf(variant));
+      live.set(variant, p);
+      await p.ready();
+    }
+    const out: Record<V, number>[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const rates = {} as Record<V, number>;
+      for (const variant of variants) rates[variant] = await live.get(variant)!.round();
+      out.push(rates);
+    }
+    return out;
+  } finally {
+    await Promise.all([...live.values()].map((p) => p.close()));
+  }
+}
+
+/**
+ * When the module at `moduleUrl` is the process's entry point: sets its variant up from its
+ * arguments, then either serves rounds on request (the bench's live process) or prints the best
+ * of five rounds after the warm-up as JSON (run by hand).
+ */
+export function serveWhenRun(moduleUrl: string, setUp: (args: string[]) => Promise<Rounds>): void {
+  if (process.argv[1] !== fileURLToPath(moduleUrl)) return;
+  const args = process.argv.slice(2);
+  const serving = args[0] === SERVE;
+  const main = serving ? serve(setUp, args.slice(1)) : once(setUp, args);
+  main.then(
+    // A live process exits when told to, whatever handle a measured library leaves open.
+    () => serving && process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
+
+async function warm(r: Rounds): Promise<void> {
+  for (let i = 0; i < r.warmRounds; i++) await r.round();
+}
+
+async function once(setUp: (args: string[]) => Promise<Rounds>, args: string[]): Promise<void> {
+  const r = await setUp(args);
+  await warm(r);
+  let best = 0;
+  for (let i = 0; i < 5; i++) best = Math.max(best, await r.round());
+  await r.close();
+  process.stdout.write(JSON.stringify(best));
+}
+
+async function serve(setUp: (args: string[]) => Promise<Rounds>, args: string[]): Promise<void> {
+  let r: Rounds | undefined;
+  for await (const command of createInterface({ input: process.stdin })) {
+    if (command === 'warm') {
+      r = await setUp(args);
+      await warm(r);
+      process.stdout.write('ready\n');
+    } else if (command === 'round') process.stdout.write(`${await r!.round()}\n`);
+    else if (command === 'close') break;
+  }
+  await r?.close();
 }

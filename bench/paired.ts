@@ -5,27 +5,14 @@
  * either side of a target from one run to the next. Taking the variants in turn makes each round a
  * pair measured under the same conditions; the median of the pairs' ratios, with the range that
  * holds the true median at a known confidence, says whether a target is met, missed, or cannot be
- * told apart from it at this noise.
+ * told apart from it at this noise. (fresh-process.ts's `alternating` takes the rounds.)
  */
 
-/** The rates of each variant: the best, and one per round (rounds[i][v] was measured in turn with rounds[i][w]). */
-export interface InTurn<V extends string> {
-  best: Record<V, number>;
-  rounds: Record<V, number>[];
-}
-
-/** Measures every variant once per round, in turn, `rounds` times. */
-export async function inTurn<V extends string>(variants: readonly V[], rounds: number, measure: (variant: V) => Promise<number>): Promise<InTurn<V>> {
-  const out: InTurn<V> = { best: Object.fromEntries(variants.map((v) => [v, 0])) as Record<V, number>, rounds: [] };
-  for (let round = 0; round < rounds; round++) {
-    const rates = {} as Record<V, number>;
-    for (const variant of variants) {
-      rates[variant] = await measure(variant);
-      out.best[variant] = Math.max(out.best[variant], rates[variant]);
-    }
-    out.rounds.push(rates);
-  }
-  return out;
+/** The best rate of each variant over the rounds (rounds[i][variant]). */
+export function bestOf<V extends string>(rounds: readonly Record<V, number>[]): Record<V, number> {
+  const best = {} as Record<V, number>;
+  for (const round of rounds) for (const v of Object.keys(round) as V[]) best[v] = Math.max(best[v] ?? 0, round[v]);
+  return best;
 }
 
 /** A ratio taken pair by pair: its median, and the range that holds the true median at `confidence`. */

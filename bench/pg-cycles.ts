@@ -5,13 +5,13 @@
  * noise (and the server, on the same two cores, moves each process's rate by up to 50 %): only
  * alternating fresh processes, compared round by round, can tell it.
  *
- * Run by `npm run bench`; `node dist-bench/bench/pg-cycles.js <variant> <callers>` prints one
- * measurement (queries per second) as JSON.
+ * Run by `npm run bench`; `node dist-bench/bench/pg-cycles.js <variant> <callers>` prints the
+ * best of five rounds (queries per second) as JSON.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { ConnectionPool, type Connector } from '../lib/core/index.js';
-import { answerWhenRun, inFreshProcess } from './fresh-process.js';
+import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /**
  * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
@@ -64,28 +64,16 @@ async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unkno
   return { query, close: () => pool.close() };
 }
 
-/** Queries per second with `callers` concurrent callers: the best of four rounds after a warm-up. */
-async function run(variant: PgVariant, callers: number): Promise<number> {
+/** `variant` with `callers` concurrent callers, set up: a round is 20,000 queries (queries per second); two warm it. */
+async function setUp(variant: PgVariant, callers: number): Promise<Rounds> {
   const { query, close } = await queryOf(variant);
-  const round = async (total: number) => {
-    let left = total;
-    const worker = async () => {
-      while (left-- > 0) await query();
-    };
-    const started = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: callers }, worker));
-    return total / (Number(process.hrtime.bigint() - started) / 1e9);
-  };
-  await round(5_000);
-  let best = 0;
-  for (let i = 0; i < 4; i++) best = Math.max(best, await round(20_000));
-  await close();
-  return best;
+  const round = callRound(callers, query);
+  return { round: () => round(20_000), close, warmRounds: 2 };
 }
 
-/** One measurement in a fresh process. */
-export function measurePgCycles(variant: PgVariant, callers: number): Promise<number> {
-  return inFreshProcess(import.meta.url, [variant, String(callers)]);
+/** `rounds` rounds of each variant, each in a live process of its own, the variants in turn. */
+export function alternatingPgCycles(variants: readonly PgVariant[], callers: number, rounds: number): Promise<Record<PgVariant, number>[]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], rounds);
 }
 
-answerWhenRun(import.meta.url, ([variant, callers]) => run(variant as PgVariant, Number(callers)));
+serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as PgVariant, Number(callers)));

@@ -18,12 +18,12 @@ import { AdaptiveLimiter, ConnectionPool, getPoolToken, InjectPool, LocalLimiter
 import type { MetricsMeter } from '../lib/core/pool-metrics.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
-import { measureDecoratorCase, type DecoratorVariant } from './decorator-cost.js';
-import { measurePgCycles, type PgVariant } from './pg-cycles.js';
+import { alternatingDecoratorCases } from './decorator-cost.js';
+import { alternatingPgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
-import { describe, inTurn, pairedRatio } from './paired.js';
+import { bestOf, describe, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
-import { LIMITED_VARIANTS, METRICS_VARIANTS, measureFreshCycles, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { alternatingFreshCycles, LIMITED_VARIANTS, METRICS_VARIANTS, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -573,10 +573,11 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
     for (const [name, r] of Object.entries(best)) rows.push([shape, name, fmt(r), `${(1e6 / r!).toFixed(2)} µs per call`]);
     rows.push([shape, 'time per call, @UsePooled / pool.use(), in one process', `${cost.toFixed(2)}×`, 'see the fresh-process row']);
   }
-  // The honest case: each variant in a process of its own (no shared JIT feedback), taken in turn
-  // five times. The ratio is taken round by round (see paired.ts), and so is the control's.
+  // The honest case: each variant in a process of its own (no shared JIT feedback), the variants
+  // taking rounds in turn. The ratio is taken round by round (see paired.ts), and so is the control's.
   for (const callers of [1, 100]) {
-    const { best, rounds } = await inTurn<DecoratorVariant>(['use', 'decorated', 'use again'], 5, (variant) => measureDecoratorCase(variant, callers));
+    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, ROUNDS);
+    const best = bestOf(rounds);
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
     const noise = pairedRatio(rounds, (r) => r.use / r['use again']);
@@ -618,16 +619,23 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 }
 
 /**
+ * Rounds each variant of a fresh-process row runs, its live process taking its turn with the
+ * others': sixteen pairs put the sign test's range between the 5th and the 12th ratio, at 92 %.
+ */
+const ROUNDS = 16;
+
+/**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
- * costs), each variant in a process of its own, taken in turn five times: each ratio is taken round
- * by round (see paired.ts).
+ * costs), each variant in a process of its own, the variants taking rounds in turn: each ratio is
+ * taken round by round (see paired.ts).
  */
 async function freshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const targets: Record<FreshShape, number> = { 'exclusive, 1 caller': 0.9, 'exclusive, 100 callers': 0.9, 'deep queue: 10,000 callers, maxSize 1,000': 0.7 };
   const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const { best, rounds } = await inTurn(variants, 5, (variant) => measureFreshCycles(variant, shape));
+    const rounds = await alternatingFreshCycles(variants, shape, ROUNDS);
+    const best = bestOf(rounds);
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
     const own = pairedRatio(rounds, (r) => r.pool / r['semaphore with leases']);
@@ -643,8 +651,8 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
 
 /**
  * The timing histograms through `poolMetricProducer()` against metrics off, and the control (two
- * clock reads per cycle, metrics off), each variant in a process of its own, taken in turn five
- * times, the ratios round by round (the bound from the best cycle). In one process these rows run
+ * clock reads per cycle, metrics off), each variant in a process of its own, the variants taking
+ * rounds in turn, the ratios round by round (the bound from the best cycle). In one process these rows run
  * after the SDK path has left its JIT feedback at the pool's call sites.
  */
 async function metricsFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
@@ -652,7 +660,8 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
   const readNs = clockReadNs();
   const variants = ['pool', ...METRICS_VARIANTS] as const;
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const { best, rounds } = await inTurn(variants, 5, (variant) => measureFreshCycles(variant, shape));
+    const rounds = await alternatingFreshCycles(variants, shape, ROUNDS);
+    const best = bestOf(rounds);
     const produced = pairedRatio(rounds, (r) => r['metrics through the producer'] / r.pool);
     const clocked = pairedRatio(rounds, (r) => r['two clock reads per cycle'] / r.pool);
     out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], producerOverOff: produced.median, clockReadsOverOff: clocked.median, produced, clocked, rounds };
@@ -684,13 +693,14 @@ function clockReadNs(): number {
 
 /**
  * An adaptive limit's warm cost against a LocalLimiter's, both through use() (so each call's end
- * is classified and learnt from), each variant in a process of its own, taken in turn five times,
- * the ratios round by round.
+ * is classified and learnt from), each variant in a process of its own, the variants taking rounds
+ * in turn, the ratios round by round.
  */
 async function adaptiveFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const adaptive: Record<string, unknown> = {};
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const { best, rounds } = await inTurn(LIMITED_VARIANTS, 5, (variant) => measureFreshCycles(variant, shape));
+    const rounds = await alternatingFreshCycles(LIMITED_VARIANTS, shape, ROUNDS);
+    const best = bestOf(rounds);
     const aimd = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (aimd)'] / r['use(), LocalLimiter']);
     const vegas = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (vegas)'] / r['use(), LocalLimiter']);
     adaptive[shape] = { ...best, aimdVsLocalLimiter: aimd.median, vegasVsLocalLimiter: vegas.median, aimd, vegas, rounds };
@@ -704,15 +714,17 @@ async function adaptiveFreshBench(results: Record<string, unknown>, rows: string
 
 /**
  * PostgreSQL `SELECT 1` through this pool and through pg.Pool (max 10 each), 50 and 200 callers,
- * each variant in a fresh process, taken in turn eight times. The server shares the machine's two
- * cores: a process's rate moves by up to 50 % from one to the next, so the ratios are taken round
- * by round (see paired.ts) and a target is called met or missed only when the range says so.
+ * each variant in a process of its own, the variants taking rounds in turn. The server shares the
+ * machine's two cores and a process's rate moves by up to 50 % from one to the next, so the ratios
+ * are taken round by round (see paired.ts) and a target is called met or missed only when the
+ * range says so.
  */
 async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, a scope per query'];
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
-    const { best, rounds } = await inTurn(variants, 8, (variant) => measurePgCycles(variant, callers));
+    const rounds = await alternatingPgCycles(variants, callers, ROUNDS);
+    const best = bestOf(rounds);
     const use = pairedRatio(rounds, (r) => r['use()'] / r['pg.Pool']);
     const byHand = pairedRatio(rounds, (r) => r.acquire / r['pg.Pool']);
     const scoped = pairedRatio(rounds, (r) => r['pg.Pool, a scope per query'] / r['pg.Pool']);

@@ -1,4 +1,4 @@
-import { describe as describeRatio, inTurn, pairedRatio, verdict } from '../../bench/paired.js';
+import { bestOf, describe as describeRatio, pairedRatio, verdict } from '../../bench/paired.js';
 
 const rounds = (pairs: [number, number][]) => pairs.map(([a, b]) => ({ a, b }));
 const aOverB = (r: { a: number; b: number }) => r.a / r.b;
@@ -46,16 +46,8 @@ describe('pairedRatio (the bench: a ratio with the noise taken into account)', (
   });
 });
 
-describe('inTurn', () => {
-  it('measures the variants in turn, round by round, and keeps each best', async () => {
-    const order: string[] = [];
-    let n = 0;
-    const result = await inTurn(['x', 'y'] as const, 3, async (v) => {
-      order.push(v);
-      return v === 'x' ? 10 + n++ : 5;
-    });
-    expect(order).toEqual(['x', 'y', 'x', 'y', 'x', 'y']);
-    expect(result.rounds).toEqual([{ x: 10, y: 5 }, { x: 11, y: 5 }, { x: 12, y: 5 }]);
-    expect(result.best).toEqual({ x: 12, y: 5 });
+describe('bestOf', () => {
+  it('keeps the best rate of each variant over the rounds', () => {
+    expect(bestOf([{ x: 10, y: 5 }, { x: 12, y: 4 }, { x: 11, y: 6 }])).toEqual({ x: 12, y: 6 });
   });
 });
