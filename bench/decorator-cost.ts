@@ -50,9 +50,9 @@ async function setUp(variant: DecoratorVariant, callers: number): Promise<Rounds
   return { round: () => round(300_000), close: () => app.close(), warmRounds: 1 };
 }
 
-/** `rounds` rounds of each variant, each in a live process of its own, the variants in turn. */
-export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, rounds: number): Promise<Record<DecoratorVariant, number>[]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], rounds);
+/** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
+export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, sets: number, rounds: number): Promise<Record<DecoratorVariant, number>[][]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds);
 }
 
 serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as DecoratorVariant, Number(callers)));

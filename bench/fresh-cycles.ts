@@ -196,9 +196,9 @@ async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> 
   return { round: () => round(total / 4), close, warmRounds: 4 };
 }
 
-/** `rounds` rounds of each variant in `shape`, each variant in a live process of its own, the variants in turn. */
-export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, rounds: number): Promise<Record<V, number>[]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, shape], rounds);
+/** `sets` sets of live processes, one per variant in `shape`, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
+export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, sets: number, rounds: number): Promise<Record<V, number>[][]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds);
 }
 
 serveWhenRun(import.meta.url, ([variant, shape]) => setUp(variant as FreshVariant, shape as FreshShape));

@@ -2,10 +2,11 @@
  * Measurements that must run in a process of their own (no JIT feedback or promise hook left by
  * another variant). A module measured once per process answers as JSON (`answerWhenRun`). A module
  * measured in rounds sets its variant up (`Rounds`, `serveWhenRun`); run alone, it prints the best
- * of five rounds after a warm-up as JSON. The bench instead keeps one live process
- * per variant and has them run their rounds in turn (`alternating`): two variants' rounds are then
- * taken a fraction of a second apart, under the same load from the rest of the machine, which on a
- * shared VM changes over seconds. A process waiting for its turn is blocked on its stdin.
+ * of five rounds after a warm-up as JSON. The bench instead keeps one live process per variant
+ * and has them run their rounds in turn (`alternating`): two variants' rounds are then taken a
+ * fraction of a second apart, under the same load from the rest of the machine, which on a shared
+ * VM changes over seconds; and it does so with several sets of processes, since each process has a
+ * speed of its own. A process waiting for its turn is blocked on its stdin.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -103,29 +104,35 @@ class LiveProcess {
 }
 
 /**
- * One live process per variant of the module at `moduleUrl` (started and warmed one after the
- * other, so no warm-up competes with another), then `rounds` rounds in which each variant runs
- * one round, in turn: the rates, rounds[i][variant].
+ * Sets of live processes, one process per variant in each (started and warmed one after the
+ * other, so no warm-up competes with another), one set after another; in each set, `rounds` rounds
+ * in which each variant runs one round, in turn. The rates, sets[s][i][variant]. A process has a
+ * speed of its own (its JIT's choices, its memory's layout: two processes of the same code differ
+ * by up to 15 % here), so a set's rounds share its processes' bias and count as one sample.
  */
-export async function alternating<V extends string>(moduleUrl: string, variants: readonly V[], argsOf: (variant: V) => readonly string[], rounds: number): Promise<Record<V, number>[]> {
+export async function alternating<V extends string>(moduleUrl: string, variants: readonly V[], argsOf: (variant: V) => readonly string[], sets: number, rounds: number): Promise<Record<V, number>[][]> {
   const script = fileURLToPath(moduleUrl);
-  const live = new Map<V, LiveProcess>();
-  try {
-    for (const variant of variants) {
-      const p = new LiveProcess(script, argsOf(variant));
-      live.set(variant, p);
-      await p.ready();
+  const out: Record<V, number>[][] = [];
+  for (let set = 0; set < sets; set++) {
+    const live = new Map<V, LiveProcess>();
+    try {
+      for (const variant of variants) {
+        const p = new LiveProcess(script, argsOf(variant));
+        live.set(variant, p);
+        await p.ready();
+      }
+      const taken: Record<V, number>[] = [];
+      for (let i = 0; i < rounds; i++) {
+        const rates = {} as Record<V, number>;
+        for (const variant of variants) rates[variant] = await live.get(variant)!.round();
+        taken.push(rates);
+      }
+      out.push(taken);
+    } finally {
+      await Promise.all([...live.values()].map((p) => p.close()));
     }
-    const out: Record<V, number>[] = [];
-    for (let i = 0; i < rounds; i++) {
-      const rates = {} as Record<V, number>;
-      for (const variant of variants) rates[variant] = await live.get(variant)!.round();
-      out.push(rates);
-    }
-    return out;
-  } finally {
-    await Promise.all([...live.values()].map((p) => p.close()));
   }
+  return out;
 }
 
 /**

@@ -2,16 +2,17 @@
  * Variants measured in turn, and what their ratio is with the noise of this machine taken into
  * account. On a shared 2-core VM two runs of the same process differ by 10 % and more (with
  * PostgreSQL on the same cores, by 50 %), so the best rate of each variant can land a ratio on
- * either side of a target from one run to the next. Taking the variants in turn makes each round a
- * pair measured under the same conditions; the median of the pairs' ratios, with the range that
- * holds the true median at a known confidence, says whether a target is met, missed, or cannot be
- * told apart from it at this noise. (fresh-process.ts's `alternating` takes the rounds.)
+ * either side of a target from one run to the next. Taking the variants in turn, a round each,
+ * makes each round a pair measured under nearly the same load; several sets of processes average
+ * out each process's own speed. The median over the sets, with the range that holds the true
+ * median at a known confidence, says whether a target is met, missed, or cannot be told apart from
+ * it at this noise. (fresh-process.ts's `alternating` takes the rounds.)
  */
 
-/** The best rate of each variant over the rounds (rounds[i][variant]). */
-export function bestOf<V extends string>(rounds: readonly Record<V, number>[]): Record<V, number> {
+/** The best rate of each variant over every set's rounds (sets[s][i][variant]). */
+export function bestOf<V extends string>(sets: readonly (readonly Record<V, number>[])[]): Record<V, number> {
   const best = {} as Record<V, number>;
-  for (const round of rounds) for (const v of Object.keys(round) as V[]) best[v] = Math.max(best[v] ?? 0, round[v]);
+  for (const round of sets.flat()) for (const v of Object.keys(round) as V[]) best[v] = Math.max(best[v] ?? 0, round[v]);
   return best;
 }
 
@@ -20,9 +21,10 @@ export interface PairedRatio {
   median: number;
   low: number;
   high: number;
-  /** The chance that [low, high] holds the median of the pairs' ratios (distribution-free). */
+  /** The chance that [low, high] holds the median of the sets' ratios (distribution-free). */
   confidence: number;
-  pairs: number;
+  /** Sets of processes: each is one sample, the median of its rounds' ratios. */
+  sets: number;
 }
 
 /** P(X ≤ k) for X ~ Binomial(n, 1/2). */
@@ -36,20 +38,26 @@ function binomialCdf(n: number, k: number): number {
   return sum;
 }
 
+function median(sorted: readonly number[]): number {
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /**
- * The ratio `ratio(round)` over the rounds. The range is the sign test's: the k-th smallest and
- * k-th largest ratio, with k the largest that keeps the confidence at 90 % or more (with four pairs
- * or fewer none does: the range is then the least and the greatest, at the confidence they give).
+ * The ratio `ratio(round)`: each set of processes gives one sample, the median of its rounds'
+ * ratios (rounds of one set share its processes' bias); the result is the samples' median, with
+ * the sign test's range: the k-th smallest and k-th largest sample, with k the largest that keeps
+ * the confidence at 90 % or more (with four sets or fewer none does: the range is then the least
+ * and the greatest, at the confidence they give).
  */
-export function pairedRatio<V extends string>(rounds: readonly Record<V, number>[], ratio: (round: Record<V, number>) => number): PairedRatio {
-  const ratios = rounds.map(ratio).sort((a, b) => a - b);
-  const n = ratios.length;
+export function pairedRatio<V extends string>(sets: readonly (readonly Record<V, number>[])[], ratio: (round: Record<V, number>) => number): PairedRatio {
+  const samples = sets.filter((rounds) => rounds.length > 0).map((rounds) => median(rounds.map(ratio).sort((a, b) => a - b)));
+  samples.sort((a, b) => a - b);
+  const n = samples.length;
   if (n === 0) throw new RangeError('pairedRatio: no rounds to take a ratio over');
-  const mid = n >> 1;
-  const median = n % 2 === 1 ? ratios[mid]! : (ratios[mid - 1]! + ratios[mid]!) / 2;
   let k = 1;
   while (2 * k + 1 <= n && 1 - 2 * binomialCdf(n, k) >= 0.9) k++;
-  return { median, low: ratios[k - 1]!, high: ratios[n - k]!, confidence: 1 - 2 * binomialCdf(n, k - 1), pairs: n };
+  return { median: median(samples), low: samples[k - 1]!, high: samples[n - k]!, confidence: 1 - 2 * binomialCdf(n, k - 1), sets: n };
 }
 
 /** Whether a ratio meets a target (`at least` it, or `at most`), misses it, or cannot be told apart from it at this noise. */
@@ -58,8 +66,8 @@ export function verdict(r: PairedRatio, target: number, side: 'at least' | 'at m
   return good ? 'met' : bad ? 'missed' : 'undecided';
 }
 
-/** "0.93× (0.88–0.97, 8 pairs at 93 %): missed" */
+/** "0.93× (0.88–0.97, 6 sets of processes at 97 %): missed" */
 export function describe(r: PairedRatio, target?: number, side: 'at least' | 'at most' = 'at least'): string {
-  const range = `${r.low.toFixed(2)}–${r.high.toFixed(2)}, ${r.pairs} pairs at ${Math.round(r.confidence * 100)} %`;
+  const range = `${r.low.toFixed(2)}–${r.high.toFixed(2)}, ${r.sets} sets of processes at ${Math.round(r.confidence * 100)} %`;
   return `${r.median.toFixed(2)}× (${range})${target === undefined ? '' : `: ${verdict(r, target, side)}`}`;
 }

@@ -71,9 +71,9 @@ async function setUp(variant: PgVariant, callers: number): Promise<Rounds> {
   return { round: () => round(20_000), close, warmRounds: 2 };
 }
 
-/** `rounds` rounds of each variant, each in a live process of its own, the variants in turn. */
-export function alternatingPgCycles(variants: readonly PgVariant[], callers: number, rounds: number): Promise<Record<PgVariant, number>[]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], rounds);
+/** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
+export function alternatingPgCycles(variants: readonly PgVariant[], callers: number, sets: number, rounds: number): Promise<Record<PgVariant, number>[][]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds);
 }
 
 serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as PgVariant, Number(callers)));

@@ -576,7 +576,7 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   // The honest case: each variant in a process of its own (no shared JIT feedback), the variants
   // taking rounds in turn. The ratio is taken round by round (see paired.ts), and so is the control's.
   for (const callers of [1, 100]) {
-    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, ROUNDS);
+    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, SETS, ROUNDS);
     const best = bestOf(rounds);
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
@@ -619,10 +619,12 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 }
 
 /**
- * Rounds each variant of a fresh-process row runs, its live process taking its turn with the
- * others': sixteen pairs put the sign test's range between the 5th and the 12th ratio, at 92 %.
+ * The fresh-process rows: sets of live processes (one per variant), one after another, each set
+ * running three rounds of each variant in turn. Each set is one sample; with six, the sign test's
+ * range is the least and the greatest sample, at 97 %.
  */
-const ROUNDS = 16;
+const SETS = 6;
+const ROUNDS = 3;
 
 /**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
@@ -634,7 +636,7 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
   const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const rounds = await alternatingFreshCycles(variants, shape, ROUNDS);
+    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS);
     const best = bestOf(rounds);
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
@@ -660,7 +662,7 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
   const readNs = clockReadNs();
   const variants = ['pool', ...METRICS_VARIANTS] as const;
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const rounds = await alternatingFreshCycles(variants, shape, ROUNDS);
+    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS);
     const best = bestOf(rounds);
     const produced = pairedRatio(rounds, (r) => r['metrics through the producer'] / r.pool);
     const clocked = pairedRatio(rounds, (r) => r['two clock reads per cycle'] / r.pool);
@@ -699,7 +701,7 @@ function clockReadNs(): number {
 async function adaptiveFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const adaptive: Record<string, unknown> = {};
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const rounds = await alternatingFreshCycles(LIMITED_VARIANTS, shape, ROUNDS);
+    const rounds = await alternatingFreshCycles(LIMITED_VARIANTS, shape, SETS, ROUNDS);
     const best = bestOf(rounds);
     const aimd = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (aimd)'] / r['use(), LocalLimiter']);
     const vegas = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (vegas)'] / r['use(), LocalLimiter']);
@@ -723,7 +725,7 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
   const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, a scope per query'];
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
-    const rounds = await alternatingPgCycles(variants, callers, ROUNDS);
+    const rounds = await alternatingPgCycles(variants, callers, SETS, ROUNDS);
     const best = bestOf(rounds);
     const use = pairedRatio(rounds, (r) => r['use()'] / r['pg.Pool']);
     const byHand = pairedRatio(rounds, (r) => r.acquire / r['pg.Pool']);
