@@ -69,10 +69,12 @@ class LiveProcess {
     this.#child = spawn(process.execPath, [script, SERVE, ...args], { stdio: 'pipe' });
     this.#child.stderr.on('data', (chunk: Buffer) => void (this.#stderr = (this.#stderr + chunk.toString()).slice(-4_000)));
     createInterface({ input: this.#child.stdout }).on('line', (line) => this.#answers.shift()?.(line));
-    this.#child.on('exit', (code, signal) => {
-      this.#exited = new Error(`${script} ${args.join(' ')} exited (${signal ?? code}): ${this.#stderr.trim()}`);
+    const ended = (why: string) => {
+      this.#exited ??= new Error(`${script} ${args.join(' ')} ${why}: ${this.#stderr.trim()}`);
       for (const answer of this.#answers.splice(0)) answer('');
-    });
+    };
+    this.#child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
+    this.#child.on('error', (err) => ended(`could not run (${err.message})`));
   }
 
   /** Sends a command; the line it answers. */
