@@ -581,7 +581,7 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
     const noise = pairedRatio(rounds, (r) => r.use / r['use again']);
-    decorator[`fresh${callers}`] = { ...best, costVsUse: cost.median, cost, noise, rounds };
+    decorator[`fresh${callers}`] = { ...best, cost, noise, rounds };
     const shape = `@UsePooled vs pool.use(), ${callers} caller(s), fresh processes`;
     rows.push([shape, 'pool.use() / @UsePooled (best of each)', `${fmt(best.use)} / ${fmt(best.decorated)}`, `${(1e6 / best.use).toFixed(2)} / ${(1e6 / best.decorated).toFixed(2)} µs per call`]);
     rows.push([shape, 'time per call, @UsePooled / pool.use(), round by round', describe(cost, 1.05, 'at most'), 'target ≤ 1.05×']);
@@ -641,7 +641,7 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
     const own = pairedRatio(rounds, (r) => r.pool / r['semaphore with leases']);
-    fresh[shape] = { ...best, ratioVsSemaphore: ratio.median, leasesVsSemaphore: floor.median, ratio, floor, own, rounds };
+    fresh[shape] = { ...best, ratio, floor, own, rounds };
     const row = `${shape}, fresh processes`;
     rows.push([row, 'nestjs-shared-pool / bare semaphore / semaphore with leases (best of each)', `${fmt(best.pool)} / ${fmt(best.semaphore)} / ${fmt(best['semaphore with leases'])}`, '']);
     rows.push([row, 'ratio vs bare semaphore, round by round', describe(ratio, targets[shape]), `target ≥ ${targets[shape].toFixed(2)}×`]);
@@ -666,7 +666,7 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
     const best = bestOf(rounds);
     const produced = pairedRatio(rounds, (r) => r['metrics through the producer'] / r.pool);
     const clocked = pairedRatio(rounds, (r) => r['two clock reads per cycle'] / r.pool);
-    out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], producerOverOff: produced.median, clockReadsOverOff: clocked.median, produced, clocked, rounds };
+    out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], produced, clocked, rounds };
     const row = `metrics, ${shape}, fresh processes`;
     rows.push([row, 'metrics off / timings through the producer / off with two clock reads (best of each)', `${fmt(best.pool)} / ${fmt(best['metrics through the producer'])} / ${fmt(best['two clock reads per cycle'])}`, '']);
     rows.push([row, 'with the timings through the producer / off, round by round', describe(produced, 0.9), `target ≥ 0.90×; two clock reads alone: ${describe(clocked)} (${((1 / best['two clock reads per cycle'] - 1 / best.pool) * 1e9).toFixed(0)} ns), the producer ${((1 / best['metrics through the producer'] - 1 / best.pool) * 1e9).toFixed(0)} ns`]);
@@ -705,7 +705,7 @@ async function adaptiveFreshBench(results: Record<string, unknown>, rows: string
     const best = bestOf(rounds);
     const aimd = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (aimd)'] / r['use(), LocalLimiter']);
     const vegas = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (vegas)'] / r['use(), LocalLimiter']);
-    adaptive[shape] = { ...best, aimdVsLocalLimiter: aimd.median, vegasVsLocalLimiter: vegas.median, aimd, vegas, rounds };
+    adaptive[shape] = { ...best, aimd, vegas, rounds };
     const row = `${shape}, fresh processes`;
     rows.push([row, 'use() with a LocalLimiter / an AdaptiveLimiter (aimd) / (vegas) (best of each)', LIMITED_VARIANTS.map((v) => fmt(best[v])).join(' / '), '']);
     rows.push([row, 'an AdaptiveLimiter (aimd) in front / a LocalLimiter, through use(), round by round', describe(aimd, 0.9), 'target ≥ 0.90×']);
@@ -732,7 +732,7 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
     const scoped = pairedRatio(rounds, (r) => r['pg.Pool, a scope per query'] / r['pg.Pool']);
     const equal = pairedRatio(rounds, (r) => r['use()'] / r['pg.Pool, a scope per query']);
     const scopeInUse = pairedRatio(rounds, (r) => r['use()'] / r.acquire);
-    pgResults[`c${callers}`] = { ...best, useVsPgPool: use.median, acquireVsPgPool: byHand.median, pgPoolScopedVsNot: scoped.median, use, byHand, scoped, equal, scopeInUse, rounds };
+    pgResults[`c${callers}`] = { ...best, use, byHand, scoped, equal, scopeInUse, rounds };
     const shape = `PostgreSQL SELECT 1, max 10, ${callers} callers, fresh processes`;
     rows.push([shape, 'pool.use() / a lease by hand / pg.Pool query() (best of each)', `${fmt(best['use()'])} / ${fmt(best.acquire)} / ${fmt(best['pg.Pool'])}`, '']);
     rows.push([shape, 'pool.use() / pg.Pool, round by round', describe(use, 1), 'target ≥ 1.00×']);
