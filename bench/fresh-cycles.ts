@@ -11,7 +11,7 @@
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, poolMetricProducer, type PoolOptions } from '../lib/core/index.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
-import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
+import { alternating, callRound, serveWhenRun, type GcShare, type Rounds } from './fresh-process.js';
 
 /** Acquire, hold for one microtask, release. */
 export type Cycle = () => Promise<void>;
@@ -197,8 +197,8 @@ async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> 
 }
 
 /** `sets` sets of live processes, one per variant in `shape`, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
-export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, sets: number, rounds: number): Promise<Record<V, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds);
+export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, sets: number, rounds: number, onGc?: (shares: Record<V, GcShare>) => void): Promise<Record<V, number>[][]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds, onGc);
 }
 
 serveWhenRun(import.meta.url, ([variant, shape]) => setUp(variant as FreshVariant, shape as FreshShape));

@@ -9,6 +9,7 @@
  * speed of its own. A process waiting for its turn is blocked on its stdin.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -97,6 +98,11 @@ class LiveProcess {
     return rate;
   }
 
+  /** The share of its measured rounds' time the process spent collecting garbage (see {@link GcShare}). */
+  async gc(): Promise<GcShare> {
+    return JSON.parse(await this.#ask('gc')) as GcShare;
+  }
+
   async close(): Promise<void> {
     if (this.#exited !== undefined) return;
     const gone = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
@@ -112,7 +118,15 @@ class LiveProcess {
  * speed of its own (its JIT's choices, its memory's layout: two processes of the same code differ
  * by up to 15 % here), so a set's rounds share its processes' bias and count as one sample.
  */
-export async function alternating<V extends string>(moduleUrl: string, variants: readonly V[], argsOf: (variant: V) => readonly string[], sets: number, rounds: number): Promise<Record<V, number>[][]> {
+export async function alternating<V extends string>(
+  moduleUrl: string,
+  variants: readonly V[],
+  argsOf: (variant: V) => readonly string[],
+  sets: number,
+  rounds: number,
+  /** Given each set's processes' {@link GcShare}s, once its rounds are done. */
+  onGc?: (shares: Record<V, GcShare>) => void,
+): Promise<Record<V, number>[][]> {
   const script = fileURLToPath(moduleUrl);
   const out: Record<V, number>[][] = [];
   for (let set = 0; set < sets; set++) {
@@ -130,6 +144,11 @@ export async function alternating<V extends string>(moduleUrl: string, variants:
         taken.push(rates);
       }
       out.push(taken);
+      if (onGc !== undefined) {
+        const shares = {} as Record<V, GcShare>;
+        for (const variant of variants) shares[variant] = await live.get(variant)!.gc();
+        onGc(shares);
+      }
     } finally {
       await Promise.all([...live.values()].map((p) => p.close()));
     }
@@ -170,15 +189,70 @@ async function once(setUp: (args: string[]) => Promise<Rounds>, args: string[]):
   process.stdout.write(JSON.stringify(best));
 }
 
+/**
+ * Of a live process's measured rounds: the share of their time spent in garbage collections, all
+ * kinds (`all`) and the young generation's alone (`minor`), from Node's `gc` performance entries.
+ */
+export interface GcShare {
+  readonly all: number;
+  readonly minor: number;
+}
+
+/** Node delivers a collection's `gc` entry from a native immediate: two turns later it is there. */
+async function entriesQueued(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Times the collections that start within the measured rounds. */
+class GcTimes {
+  /** Entries delivered, not yet counted. */
+  #entries: PerformanceEntry[] = [];
+  readonly #observer = new PerformanceObserver((list) => void this.#entries.push(...list.getEntries()));
+  #roundsMs = 0;
+  #gcMs = 0;
+  #minorMs = 0;
+
+  constructor() {
+    this.#observer.observe({ entryTypes: ['gc'] });
+  }
+
+  async round(r: Rounds): Promise<number> {
+    await entriesQueued();
+    this.#entries = []; // what came before this round is not its own
+    const started = performance.now();
+    const rate = await r.round();
+    const ended = performance.now();
+    this.#roundsMs += ended - started;
+    await entriesQueued();
+    for (const e of this.#entries) {
+      if (e.startTime < started || e.startTime > ended) continue;
+      this.#gcMs += e.duration;
+      if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) this.#minorMs += e.duration;
+    }
+    return rate;
+  }
+
+  share(): GcShare {
+    return { all: this.#gcMs / this.#roundsMs, minor: this.#minorMs / this.#roundsMs };
+  }
+
+  stop(): void {
+    this.#observer.disconnect();
+  }
+}
+
 async function serve(setUp: (args: string[]) => Promise<Rounds>, args: string[]): Promise<void> {
   let r: Rounds | undefined;
+  const gc = new GcTimes();
   for await (const command of createInterface({ input: process.stdin })) {
     if (command === 'warm') {
       r = await setUp(args);
       await warm(r);
       process.stdout.write('ready\n');
-    } else if (command === 'round') process.stdout.write(`${await r!.round()}\n`);
+    } else if (command === 'round') process.stdout.write(`${await gc.round(r!)}\n`);
+    else if (command === 'gc') process.stdout.write(`${JSON.stringify(gc.share())}\n`);
     else if (command === 'close') break;
   }
+  gc.stop();
   await r?.close();
 }

@@ -43,6 +43,11 @@ function median(sorted: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** The median of `values`, in any order. */
+export function medianOf(values: readonly number[]): number {
+  return median([...values].sort((a, b) => a - b));
+}
+
 /**
  * The ratio `ratio(round)`: each set of processes gives one sample, the median of its rounds'
  * ratios (rounds of one set share its processes' bias); the result is the samples' median, with

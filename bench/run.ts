@@ -21,8 +21,9 @@ import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost
 import { alternatingDecoratorCases } from './decorator-cost.js';
 import { alternatingPgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
-import { bestOf, describe, pairedRatio } from './paired.js';
+import { bestOf, describe, medianOf, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
+import type { GcShare } from './fresh-process.js';
 import { alternatingFreshCycles, LIMITED_VARIANTS, METRICS_VARIANTS, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
@@ -636,17 +637,27 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
   const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS);
+    const shares: Record<(typeof variants)[number], GcShare>[] = [];
+    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS, (set) => shares.push(set));
     const best = bestOf(rounds);
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
     const own = pairedRatio(rounds, (r) => r.pool / r['semaphore with leases']);
-    fresh[shape] = { ...best, ratio, floor, own, rounds };
+    // The time of a cycle split into garbage collection and the rest (each set's processes' share of their rounds in collections, the median of the sets).
+    const gc = Object.fromEntries(variants.map((v) => [v, medianOf(shares.map((set) => set[v].all))])) as Record<(typeof variants)[number], number>;
+    const split = (v: (typeof variants)[number]) => `${((1e9 / best[v]) * (1 - gc[v])).toFixed(0)} + ${((1e9 / best[v]) * gc[v]).toFixed(0)} ns`;
+    fresh[shape] = { ...best, ratio, floor, own, gcShare: gc, rounds };
     const row = `${shape}, fresh processes`;
     rows.push([row, 'nestjs-shared-pool / bare semaphore / semaphore with leases (best of each)', `${fmt(best.pool)} / ${fmt(best.semaphore)} / ${fmt(best['semaphore with leases'])}`, '']);
     rows.push([row, 'ratio vs bare semaphore, round by round', describe(ratio, targets[shape]), `target ≥ ${targets[shape].toFixed(2)}×`]);
     rows.push([row, 'control: semaphore with leases / bare semaphore', describe(floor, targets[shape]), 'what a Promise<Lease> API costs before any bookkeeping']);
     rows.push([row, 'nestjs-shared-pool / semaphore with leases', describe(own), "the pool's own bookkeeping (connection index, counters, idle dating, deadlines)"]);
+    rows.push([
+      row,
+      'share of the rounds in garbage collection: nestjs-shared-pool / bare semaphore / semaphore with leases',
+      variants.map((v) => `${(gc[v] * 100).toFixed(0)} %`).join(' / '),
+      `a cycle at the best rate, outside + inside collections: ${variants.map(split).join(' / ')}`,
+    ]);
   }
   results.freshCycles = fresh;
 }

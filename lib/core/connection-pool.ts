@@ -84,7 +84,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
     this.#supply = new ConnectionSupply(connector, o, timers, this.#counters, {
       isClosed: () => this.#closed,
       waiting: () => this.#waiters.length,
-      waitedSince: () => this.#waiters.head?.stamp?.at,
+      waitedSince: () => this.#waiters.head?.since,
       dispatch: () => this.#dispatch(),
       swept: () => this.#observers.swept(healthFigures(this.#inside)),
       failQueue: (error) => {

@@ -60,12 +60,12 @@ export class PoolObservers {
     const watched = this.watches.counts;
     if (timed !== undefined || watched !== undefined) {
       // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
-      const stamp = waiter?.stamp;
-      if (stamp === undefined || stamp === null) {
+      const since = waiter?.since;
+      if (since === undefined) {
         timed?.waitedNone();
         watched?.wait.record(0);
       } else {
-        const waited = now - stamp.at;
+        const waited = now - since;
         timed?.waited(waited);
         watched?.wait.record(waited);
       }

@@ -9,8 +9,9 @@ export interface WaiterExtras {
 }
 
 /** When a batch of waiters was dated: the waiters of a batch share it (see WaiterDeadlines). */
-export interface Stamp {
-  readonly at: number;
+export class Stamp {
+  /** Infinity until the batch is dated (a waiter served before then waited less than a turn). */
+  at = Infinity;
 }
 
 const unsettled = (): void => {};
@@ -37,7 +38,7 @@ function bind(resolve: (value: unknown) => void): void {
  */
 export class Waiter<L> {
   queued = false;
-  /** When the waiter was dated; null until the pool stamps it. */
+  /** The batch it was queued with, which dates it; null until it is queued. */
   stamp: Stamp | null = null;
   /** Settles the caller's promise: with its lease, or with a rejection ({@link fail}). */
   resolve: (value: L | PromiseLike<never>) => void = unsettled;
@@ -48,9 +49,15 @@ export class Waiter<L> {
 
   constructor(readonly timeoutMs: number) {}
 
-  /** Absolute deadline on the pool's clock; `Infinity` until the pool stamps it. */
+  /** Absolute deadline on the pool's clock; `Infinity` until its batch is dated. */
   get deadline(): number {
     return this.stamp === null ? Infinity : this.stamp.at + this.timeoutMs;
+  }
+
+  /** When its batch was dated; undefined until then. */
+  get since(): number | undefined {
+    const at = this.stamp?.at;
+    return at === Infinity ? undefined : at;
   }
 
   /** Fails the caller, giving its admission back first; on a waiter already settled it does nothing. */

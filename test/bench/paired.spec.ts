@@ -1,4 +1,4 @@
-import { bestOf, describe as describeRatio, pairedRatio, verdict } from '../../bench/paired.js';
+import { bestOf, describe as describeRatio, medianOf, pairedRatio, verdict } from '../../bench/paired.js';
 
 type Round = { a: number; b: number };
 /** One set per pair of rates, one round each. */
@@ -58,5 +58,15 @@ describe('pairedRatio (the bench: a ratio with the noise taken into account)', (
 describe('bestOf', () => {
   it("keeps the best rate of each variant over every set's rounds", () => {
     expect(bestOf([[{ x: 10, y: 5 }, { x: 12, y: 4 }], [{ x: 11, y: 6 }]])).toEqual({ x: 12, y: 6 });
+  });
+});
+
+describe('medianOf', () => {
+  it('takes the middle value, or the mean of the two middle ones, in any order, leaving its input as it was', () => {
+    const odd = [3, 1, 2];
+    expect(medianOf(odd)).toBe(2);
+    expect(odd).toEqual([3, 1, 2]);
+    expect(medianOf([0.4, 0.1, 0.3, 0.2])).toBeCloseTo(0.25);
+    expect(medianOf([7])).toBe(7);
   });
 });

@@ -4,14 +4,15 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { backoffMs } from '../../lib/core/backoff.js';
-import { Timers } from '../../lib/core/clock.js';
+import { Timers, type Clock, type TimerHandle } from '../../lib/core/clock.js';
 import { ConnectionIndex } from '../../lib/core/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connection-set.js';
 import { CreateBackoff } from '../../lib/core/create-backoff.js';
 import { ConnectionFailedError } from '../../lib/core/errors.js';
 import { resolveOptions, type PoolOptions } from '../../lib/core/options.js';
 import { SharedConnection } from '../../lib/core/shared-connection.js';
-import { Waiter, WaiterQueue } from '../../lib/core/waiter-queue.js';
+import { WaiterDeadlines } from '../../lib/core/waiter-deadlines.js';
+import { Stamp, Waiter, WaiterQueue } from '../../lib/core/waiter-queue.js';
 import { VirtualClock } from '../support/virtual-clock.js';
 
 type Op = { kind: 'add'; clients: number; limit: number } | { kind: 'remove'; at: number } | { kind: 'update'; at: number; clients: number };
@@ -179,12 +180,131 @@ describe('Waiter', () => {
     await new Promise((resolve) => setImmediate(resolve));
   });
 
-  it('has no deadline until stamped, then the stamp plus its timeout', () => {
+  it('has no deadline until its batch is dated, then the date plus its timeout', () => {
     const w = new Waiter<number>(250);
     expect(w.deadline).toBe(Infinity);
-    w.stamp = { at: 1_000 };
-    expect(w.deadline).toBe(1_250);
-    expect(Object.assign(new Waiter<number>(Infinity), { stamp: { at: 5 } }).deadline).toBe(Infinity);
+    const batch = (w.stamp = new Stamp());
+    expect([w.deadline, w.since]).toEqual([Infinity, undefined]); // queued, its batch not dated yet
+    batch.at = 1_000;
+    expect([w.deadline, w.since]).toEqual([1_250, 1_000]);
+    expect(Object.assign(new Waiter<number>(Infinity), { stamp: Object.assign(new Stamp(), { at: 5 }) }).deadline).toBe(Infinity);
+  });
+});
+
+/** A clock whose time the test sets and whose turn ends when the test says: `defer` runs then. */
+class TurnClock implements Clock {
+  t = 0;
+  readonly timers = new Map<number, { at: number; fn: () => void }>();
+  readonly deferred: (() => void)[] = [];
+  #id = 0;
+  now(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    this.timers.set(++this.#id, { at: this.t + ms, fn });
+    return this.#id;
+  }
+  clearTimeout(handle: TimerHandle): void {
+    this.timers.delete(handle as number);
+  }
+  defer(fn: () => void): void {
+    this.deferred.push(fn);
+  }
+  endTurn(): void {
+    for (const fn of this.deferred.splice(0)) fn();
+  }
+  /** Moves to `t`, firing the timers due by then in order. */
+  runTo(t: number): void {
+    for (;;) {
+      const due = [...this.timers].filter(([, timer]) => timer.at <= t).sort(([, a], [, b]) => a.at - b.at)[0];
+      if (due === undefined) break;
+      this.timers.delete(due[0]);
+      this.t = due[1].at;
+      due[1].fn();
+    }
+    this.t = t;
+  }
+}
+
+describe('WaiterDeadlines', () => {
+  function deadlines() {
+    const clock = new TurnClock();
+    const queue = new WaiterQueue<number>();
+    const expired: [number, Waiter<number>[]][] = [];
+    const d = new WaiterDeadlines(new Timers(clock), queue, (due) => {
+      expired.push([clock.t, due]);
+      for (const w of due) queue.remove(w);
+    });
+    const join = (timeoutMs: number) => {
+      const w = new Waiter<number>(timeoutMs);
+      queue.push(w);
+      d.queued(w);
+      return w;
+    };
+    return { clock, queue, d, expired, join };
+  }
+
+  it('dates a batch when it fills or when its turn ends, whichever is first, and times each waiter out from its date, never early', () => {
+    const { clock, expired, join } = deadlines();
+    const first = Array.from({ length: 255 }, () => join(100));
+    expect(first[0]!.since).toBeUndefined();
+    clock.t = 10;
+    first.push(join(100)); // the 256th: the batch is full and dated now, in the middle of the turn
+    expect(new Set(first.map((w) => w.since))).toEqual(new Set([10]));
+    const second = [join(50), join(200)];
+    expect(second.map((w) => w.since)).toEqual([undefined, undefined]);
+    clock.t = 30;
+    clock.endTurn(); // the second batch is dated with its turn; the first one's deferred dating finds it dated already
+    expect(second.map((w) => w.deadline)).toEqual([80, 230]);
+    expect(first.every((w) => w.deadline === 110)).toBe(true);
+    clock.runTo(79);
+    expect(expired).toEqual([]);
+    clock.runTo(80);
+    expect(expired).toEqual([[80, [second[0]]]]);
+    clock.runTo(110);
+    expect(expired[1]).toEqual([110, first]);
+    clock.runTo(1_000);
+    expect(expired.map(([at]) => at)).toEqual([80, 110, 230]);
+    expect(clock.timers.size).toBe(0);
+  });
+
+  it('a waiter with the shortest timeout that was served leaves no one timed out early, and the rest on time', () => {
+    const { clock, queue, expired, join } = deadlines();
+    const quick = join(5);
+    const slow = join(40);
+    clock.endTurn();
+    queue.remove(quick); // served before its deadline
+    clock.runTo(5);
+    expect(expired).toEqual([]); // the sweep at the batch's earliest deadline found no one due
+    clock.runTo(39);
+    expect(expired).toEqual([]);
+    clock.runTo(40);
+    expect(expired).toEqual([[40, [slow]]]);
+  });
+
+  it('stopped, it dates nothing more and leaves no timer, even with a dating still pending for the turn', () => {
+    const { clock, d, expired, join } = deadlines();
+    join(10);
+    d.stop();
+    clock.endTurn();
+    clock.runTo(1_000);
+    expect(expired).toEqual([]);
+    expect(clock.timers.size).toBe(0);
+  });
+
+  it('on a clock without defer, dates with a zero timer, one per batch, each cleared by stop()', () => {
+    const clock = new TurnClock();
+    const plain: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    const queue = new WaiterQueue<number>();
+    const d = new WaiterDeadlines(new Timers(plain), queue, () => {});
+    for (let i = 0; i < 300; i++) {
+      const w = new Waiter<number>(1_000);
+      queue.push(w);
+      d.queued(w);
+    }
+    expect(clock.timers.size).toBe(3); // the first batch's dating, the deadline timer it armed when it filled, the second batch's dating
+    d.stop();
+    expect(clock.timers.size).toBe(0);
   });
 });
 
