@@ -621,10 +621,11 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 
 /**
  * The fresh-process rows: sets of live processes (one per variant), one after another, each set
- * running three rounds of each variant in turn. Each set is one sample; with six, the sign test's
- * range is the least and the greatest sample, at 97 %.
+ * running three rounds of each variant in turn. Each set is one sample; with eight, the sign
+ * test's range is the second least to the second greatest sample, at 93 % (with six it was the
+ * least to the greatest, so one set of processes with a speed of its own widened every range).
  */
-const SETS = 6;
+const SETS = 8;
 const ROUNDS = 3;
 
 /**
