@@ -163,6 +163,16 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
+    // The common case in one step: no options, no limiter, nothing timed, traced or queued, and a
+    // ready connection with room that needs no validation first. Through the general path's five
+    // nested calls the one-caller bench ran about 5 % slower (alternating one-shot processes).
+    if (options === undefined && this.#gate === undefined && !this.#measures && !this.#closed && this.#waiters.length === 0 && !events.acquireTrace.hasSubscribers && !events.acquire.hasSubscribers) {
+      const conn = this.#set.index.pick();
+      if (conn !== null && (conn.clients !== 0 || this.#supply.validation.connector.validate === undefined)) {
+        this.#checkedOut(conn);
+        return Promise.resolve(new Lease(this, conn));
+      }
+    }
     if (options !== undefined) {
       const invalid = checkAcquireOptions(this.name, options);
       if (invalid !== undefined) return Promise.reject(invalid);
@@ -294,6 +304,12 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
 
   /** `waiter`: the queued caller it serves, if any (its wait is measured from its stamp). */
   #checkout(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
+    this.#checkedOut(conn);
+    return this.#leaseOf(conn, waiter);
+  }
+
+  /** The books of a checkout of `conn`: its client, the counts, its place in the index. */
+  #checkedOut(conn: SharedConnection<T>): void {
     const set = this.#set;
     conn.clients++;
     conn.uses++;
@@ -302,7 +318,6 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
     this.#counters.acquired++;
     set.index.update(conn);
     if (set.clients >= set.capacity * this.#growLoad) this.#supply.grow();
-    return this.#leaseOf(conn, waiter);
   }
 
   /** The lease of a checkout (published to listeners; timed or tracked when asked). */

@@ -1,6 +1,6 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { ConnectionsExhaustedError, PoolClosedError, QueueFullError, type Lease } from '../../lib/index.js';
-import type { FakeConnection } from '../support/fake-connector.js';
+import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 
 type L = Lease<FakeConnection>;
@@ -65,6 +65,44 @@ describe('sharing and selection', () => {
     (third.value as L).release();
     expect(connector.created).toBe(1);
     await pool.close();
+  });
+});
+
+describe('the one-step acquire', () => {
+  // acquire() with no options takes a ready connection in one step when nothing is queued, timed,
+  // traced or limited; acquire({}) takes the general path. Driven alike, both keep the same books.
+  it('hands out the same connections and keeps the same counts as the general path, validation included', async () => {
+    for (const [validates, validateAfterIdleMs] of [
+      [true, 10],
+      [true, 0],
+      [false, 0],
+    ] as const) {
+      const connector = () => (validates ? new FakeConnector() : Object.assign(new FakeConnector(), { validate: undefined }));
+      const one = makePool({ clientLimit: 2, maxSize: 3, minSize: 2, validateAfterIdleMs }, connector());
+      const general = makePool({ clientLimit: 2, maxSize: 3, minSize: 2, validateAfterIdleMs }, connector());
+      await Promise.all([one.pool.warmup(), general.pool.warmup()]);
+      const held: [L, L][] = [];
+      // Take up to four, give some back, let them idle past the validation age, and again.
+      for (const step of [4, -2, 'idle', 3, -5, 'idle', 2, -2] as const) {
+        if (step === 'idle') {
+          await Promise.all([one.clock.advance(20), general.clock.advance(20)]);
+        } else if (step > 0) {
+          for (let i = 0; i < step; i++) {
+            const pair = await Promise.all([one.pool.acquire(), general.pool.acquire({})]);
+            expect(pair[0].connectionId).toBe(pair[1].connectionId);
+            held.push(pair);
+          }
+        } else for (const pair of held.splice(0, -step)) for (const lease of pair) lease.release();
+        const [x, y] = [one.pool.stats(), general.pool.stats()];
+        expect(x.counters).toEqual(y.counters);
+        expect(x.connections.map((c) => [c.id, c.clients, c.uses])).toEqual(y.connections.map((c) => [c.id, c.clients, c.uses]));
+      }
+      expect(one.connector.validateCalls).toBe(general.connector.validateCalls);
+      // The idle connections were validated before reuse (each time they idled past 10 ms; with 0, after each release).
+      if (validates) expect(one.connector.validateCalls).toBeGreaterThan(0);
+      for (const lease of held.flat()) lease.release();
+      await Promise.all([one.pool.close(), general.pool.close()]);
+    }
   });
 });
 
