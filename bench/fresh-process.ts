@@ -9,7 +9,7 @@
  * speed of its own. A process waiting for its turn is blocked on its stdin.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -189,13 +189,9 @@ async function once(setUp: (args: string[]) => Promise<Rounds>, args: string[]):
   process.stdout.write(JSON.stringify(best));
 }
 
-/**
- * Of a live process's measured rounds: the share of their time spent in garbage collections, all
- * kinds (`all`) and the young generation's alone (`minor`), from Node's `gc` performance entries.
- */
+/** Of a live process's measured rounds: the share of their time spent in garbage collections, from Node's `gc` performance entries. */
 export interface GcShare {
   readonly all: number;
-  readonly minor: number;
 }
 
 /** Node delivers a collection's `gc` entry from a native immediate: two turns later it is there. */
@@ -210,7 +206,6 @@ class GcTimes {
   readonly #observer = new PerformanceObserver((list) => void this.#entries.push(...list.getEntries()));
   #roundsMs = 0;
   #gcMs = 0;
-  #minorMs = 0;
 
   constructor() {
     this.#observer.observe({ entryTypes: ['gc'] });
@@ -225,15 +220,13 @@ class GcTimes {
     this.#roundsMs += ended - started;
     await entriesQueued();
     for (const e of this.#entries) {
-      if (e.startTime < started || e.startTime > ended) continue;
-      this.#gcMs += e.duration;
-      if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) this.#minorMs += e.duration;
+      if (e.startTime >= started && e.startTime <= ended) this.#gcMs += e.duration;
     }
     return rate;
   }
 
   share(): GcShare {
-    return { all: this.#gcMs / this.#roundsMs, minor: this.#minorMs / this.#roundsMs };
+    return { all: this.#gcMs / this.#roundsMs };
   }
 
   stop(): void {

@@ -168,7 +168,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
     // nested calls the one-caller bench ran about 5 % slower (alternating one-shot processes).
     if (options === undefined && this.#gate === undefined && !this.#measures && !this.#closed && this.#waiters.length === 0 && !events.acquireTrace.hasSubscribers && !events.acquire.hasSubscribers) {
       const conn = this.#set.index.pick();
-      if (conn !== null && (conn.clients !== 0 || this.#supply.validation.connector.validate === undefined)) {
+      // As #pick(): only an idle connection may need validating first (the general path starts it).
+      if (conn !== null && (conn.clients !== 0 || !this.#supply.validation.enabled)) {
         this.#checkedOut(conn);
         return Promise.resolve(new Lease(this, conn));
       }

@@ -11,6 +11,9 @@ import type { SharedConnection } from './shared-connection.js';
  * it, and `done` reports the outcome once, whatever the waiters did meanwhile.
  */
 export class IdleValidation<T> {
+  /** The connector validates connections at all (else no connection ever needs it). */
+  readonly enabled: boolean;
+
   constructor(
     readonly connector: Connector<T>,
     readonly options: ResolvedOptions,
@@ -20,15 +23,17 @@ export class IdleValidation<T> {
     readonly done: (conn: SharedConnection<T>, failure: unknown) => void,
     /** A check the pool's close cut short found the connection dead after all. */
     readonly lateFailure: () => void,
-  ) {}
+  ) {
+    this.enabled = connector.validate !== undefined;
+  }
 
   /**
    * An idle connection that has sat idle past validateAfterIdleMs. With 0, only one that served a
    * caller since it was opened or validated: a fresh check is never repeated in a loop.
    */
   needed(conn: SharedConnection<T>): boolean {
+    if (!this.enabled) return false;
     const after = this.options.validateAfterIdleMs;
-    if (this.connector.validate === undefined) return false;
     if (after === 0) return !conn.checked;
     // Idled in this turn of the event loop (not dated yet): idle for no time at all.
     return conn.idleSince !== Infinity && this.timers.now() - conn.idleSince >= after;
