@@ -36,6 +36,37 @@ const noop = (): void => {};
 let holder: NodeJS.Timeout | undefined;
 let holds = 0;
 
+/**
+ * @internal Defers callbacks to the end of the turn with one `schedule`d run for all that were
+ * deferred before it ran, in order. A callback that throws fails that run like a throwing
+ * immediate; the ones after it still run, in the next, ahead of any deferred since.
+ */
+export function turnQueue(schedule: (run: () => void) => void): (fn: () => void) => void {
+  let deferred: (() => void)[] = [];
+  const run = (): void => {
+    const due = deferred;
+    deferred = [];
+    let i = 0;
+    try {
+      for (; i < due.length; i++) due[i]!();
+    } finally {
+      if (i < due.length - 1) {
+        if (deferred.length === 0) schedule(run);
+        deferred = due.slice(i + 1).concat(deferred);
+      }
+    }
+  };
+  return (fn) => {
+    if (deferred.push(fn) === 1) schedule(run);
+  };
+}
+
+/**
+ * One immediate per turn, however many callbacks: a long turn of a deep queue defers thousands
+ * (each batch of waiters' dating), and an immediate apiece cost the 100-caller bench 3 %.
+ */
+const deferToImmediate = turnQueue((run) => setImmediate(run));
+
 /** The real clock: `performance.now()` and unref'd Node timers. */
 export const systemClock: Clock = {
   now: () => performance.now(),
@@ -47,9 +78,7 @@ export const systemClock: Clock = {
   clearTimeout(handle) {
     clearTimeout(handle as NodeJS.Timeout);
   },
-  defer(fn) {
-    setImmediate(fn);
-  },
+  defer: deferToImmediate,
   keepAlive() {
     holder ??= setInterval(noop, MAX_TIMER_MS).unref();
     if (holds++ === 0) holder.ref();

@@ -1,10 +1,10 @@
 // The engine's data structures on their own, against plain models (as HikariCP tests its
 // ConcurrentBag): the connection index with its bitmap buckets, the waiter queue, the connection
-// set and its counts, the backoff.
+// set and its counts, the backoff, the deferral to the end of a turn.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { backoffMs } from '../../lib/core/backoff.js';
-import { Timers, type Clock, type TimerHandle } from '../../lib/core/clock.js';
+import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/clock.js';
 import { ConnectionIndex } from '../../lib/core/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connection-set.js';
 import { CreateBackoff } from '../../lib/core/create-backoff.js';
@@ -305,6 +305,60 @@ describe('WaiterDeadlines', () => {
     expect(clock.timers.size).toBe(3); // the first batch's dating, the deadline timer it armed when it filled, the second batch's dating
     d.stop();
     expect(clock.timers.size).toBe(0);
+  });
+});
+
+describe('turnQueue', () => {
+  /** A defer whose scheduled runs the test makes, one at a time. */
+  function manual() {
+    const runs: (() => void)[] = [];
+    const defer = turnQueue((run) => runs.push(run));
+    return { runs, defer };
+  }
+
+  it('runs every callback deferred before its run in one run, in order; one deferred during the run goes to the next', () => {
+    const { runs, defer } = manual();
+    const seen: string[] = [];
+    defer(() => seen.push('a'));
+    defer(() => {
+      seen.push('b');
+      defer(() => seen.push('d'));
+    });
+    defer(() => seen.push('c'));
+    expect(runs).toHaveLength(1);
+    runs.shift()!();
+    expect(seen).toEqual(['a', 'b', 'c']);
+    expect(runs).toHaveLength(1);
+    runs.shift()!();
+    expect(seen).toEqual(['a', 'b', 'c', 'd']);
+    expect(runs).toHaveLength(0);
+  });
+
+  it('a callback that throws fails its run; the ones after it run in the next, ahead of those deferred since', () => {
+    const { runs, defer } = manual();
+    const seen: string[] = [];
+    defer(() => seen.push('a'));
+    defer(() => {
+      throw new Error('bug');
+    });
+    defer(() => seen.push('c'));
+    defer(() => seen.push('d'));
+    expect(() => runs.shift()!()).toThrow('bug');
+    expect(seen).toEqual(['a']);
+    defer(() => seen.push('e'));
+    expect(runs).toHaveLength(1); // the rest's run, which takes e too
+    runs.shift()!();
+    expect(seen).toEqual(['a', 'c', 'd', 'e']);
+    expect(runs).toHaveLength(0);
+  });
+
+  it('on the system clock, runs the callbacks of a turn in the first immediate, before an immediate set between them', async () => {
+    const seen: string[] = [];
+    systemClock.defer!(() => seen.push('a'));
+    setImmediate(() => seen.push('immediate'));
+    systemClock.defer!(() => seen.push('b'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).toEqual(['a', 'b', 'immediate']);
   });
 });
 
