@@ -189,10 +189,8 @@ async function once(setUp: (args: string[]) => Promise<Rounds>, args: string[]):
   process.stdout.write(JSON.stringify(best));
 }
 
-/** Of a live process's measured rounds: the share of their time spent in garbage collections, from Node's `gc` performance entries. */
-export interface GcShare {
-  readonly all: number;
-}
+/** Of a live process's measured rounds: the share of their time spent in garbage collections, from Node's `gc` performance entries (0–1). */
+export type GcShare = number;
 
 /** Node delivers a collection's `gc` entry from a native immediate: two turns later it is there. */
 async function entriesQueued(): Promise<void> {
@@ -226,7 +224,7 @@ class GcTimes {
   }
 
   share(): GcShare {
-    return { all: this.#gcMs / this.#roundsMs };
+    return this.#gcMs / this.#roundsMs;
   }
 
   stop(): void {

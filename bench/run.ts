@@ -645,7 +645,7 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
     const own = pairedRatio(rounds, (r) => r.pool / r['semaphore with leases']);
     // The time of a cycle split into garbage collection and the rest (each set's processes' share of their rounds in collections, the median of the sets).
-    const gc = Object.fromEntries(variants.map((v) => [v, medianOf(shares.map((set) => set[v].all))])) as Record<(typeof variants)[number], number>;
+    const gc = Object.fromEntries(variants.map((v) => [v, medianOf(shares.map((set) => set[v]))])) as Record<(typeof variants)[number], number>;
     const split = (v: (typeof variants)[number]) => `${((1e9 / best[v]) * (1 - gc[v])).toFixed(0)} + ${((1e9 / best[v]) * gc[v]).toFixed(0)} ns`;
     fresh[shape] = { ...best, ratio, floor, own, gcShare: gc, rounds };
     const row = `${shape}, fresh processes`;
