@@ -193,6 +193,26 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     await page.fill('#search', '');
   });
 
+  it('holds the cards while a pointer is down, so a slow click opens its card though updates came meanwhile', async () => {
+    await page.fill('#search', 'pool-05');
+    await page.waitForFunction(() => document.querySelectorAll('[data-pool]').length === 1);
+    expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(false);
+    // Read in one go: a handle's element may be replaced by the next render before it is measured.
+    const box = await page.$eval('[data-pool="pool-05"] > summary', (el) => el.getBoundingClientRect().toJSON() as DOMRect);
+    const updates = () => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
+    const from = await updates();
+    await page.mouse.move(box.x + 10, box.y + box.height / 2);
+    await page.mouse.down();
+    // Two snapshots (200 ms apart) come while the button is down: a render would replace the summary.
+    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, from + 2, { timeout: 10_000 });
+    await page.mouse.up();
+    expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(true);
+    // The snapshot held back is drawn on release, and the card stays open through it.
+    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, (await updates()) + 1, { timeout: 10_000 });
+    expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(true);
+    await page.fill('#search', '');
+  });
+
   it('finds one member among 1,200 and one pool among 60 by search', async () => {
     await page.fill('#search', 'tenant-0777');
     await page.waitForFunction(() => document.querySelectorAll('[data-member]').length === 1);

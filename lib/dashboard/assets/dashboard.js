@@ -6,7 +6,8 @@
   const $ = (id) => document.getElementById(id);
   const ICON = { healthy: '✓', degraded: '!', critical: '‼', exhausted: '■', failing: '✕', closed: '–' };
   const MEMBER_PAGE = 50;
-  const view = { search: '', troubleOnly: false, paused: false, open: new Map(), memberRows: new Map(), last: null };
+  // pressed: a pointer is down; `held` is the snapshot that came meanwhile, rendered on release.
+  const view = { search: '', troubleOnly: false, paused: false, pressed: false, held: null, open: new Map(), memberRows: new Map(), last: null };
 
   const esc = (v) => String(v).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
   const num = (v) => (v === null || v === undefined ? '–' : Number.isInteger(v) ? v.toLocaleString('en') : v.toLocaleString('en', { maximumFractionDigits: 2 }));
@@ -94,7 +95,7 @@
     const h = healthOf(p);
     const open = view.open.has('pool:' + p.name) ? view.open.get('pool:' + p.name) : !many || p.trouble >= 2000000 || p.waiting > 0;
     const brief = `${num(p.clients)} callers on ${num(p.size)}/${num(p.maxSize)} connections · ${pct(p.utilization)} used${p.waiting > 0 ? ` · <b>${num(p.waiting)} waiting</b> (oldest ${esc(ms(p.oldestWaitMs))})` : ''}`;
-    return `<details class="card h-${esc(h)}" data-pool="${esc(p.name)}" data-key="pool:${esc(p.name)}"${open ? ' open' : ''}><summary><span class="name">${esc(p.name)}</span> ${badge(h)} <span class="brief">${brief}</span></summary><div class="body">
+    return `<details class="card h-${esc(h)}" data-pool="${esc(p.name)}" data-key="pool:${esc(p.name)}" data-drawn="${open ? 'open' : 'closed'}"${open ? ' open' : ''}><summary><span class="name">${esc(p.name)}</span> ${badge(h)} <span class="brief">${brief}</span></summary><div class="body">
 <dl class="grid">${stat('size / max', `${num(p.size)} / ${num(p.maxSize)}`, 'data-field="size"')}${stat('ready', num(p.ready), 'data-field="ready"')}${stat('opening', num(p.opening))}${stat('draining', num(p.draining))}${stat('idle', num(p.idle), 'data-field="idle"')}${stat('callers', num(p.clients), 'data-field="clients"')}${stat('waiting', num(p.waiting), 'data-field="waiting"')}${stat('oldest wait', ms(p.oldestWaitMs))}${stat('acquired', `${num(p.rates.acquired)}/s`)}${stat('breaker', esc(p.breaker))}</dl>
 ${p.lastError ? `<p class="error" data-field="lastError">last error: ${esc(p.lastError)}</p>` : ''}
 ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limiter(p.limiter, now)}${timeline(p.timeline, now)}</div></details>`;
@@ -126,6 +127,8 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
 
   function render(s) {
     const focus = focused();
+    // A card the user opened or closed since it was drawn keeps that state, though its toggle event has not come yet.
+    for (const d of document.querySelectorAll('details[data-drawn]')) if (d.open !== (d.dataset.drawn === 'open')) view.open.set(d.dataset.key, d.open);
     view.last = s;
     renderSummary(s);
     const many = s.pools.length > 8;
@@ -153,6 +156,20 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     view.memberRows.set(name, (view.memberRows.get(name) || MEMBER_PAGE) + MEMBER_PAGE);
     if (view.last) render(view.last);
   });
+  // A render replaces the cards, and a click whose press and release land on different elements
+  // is no click: a snapshot that comes while a pointer is down waits for its release.
+  document.addEventListener('pointerdown', () => void (view.pressed = true), true);
+  const released = () => {
+    view.pressed = false;
+    // After the click this release makes, which comes once the release's handlers are done.
+    setTimeout(() => {
+      const held = view.held;
+      view.held = null;
+      if (held && !view.paused && !view.pressed) render(held);
+    }, 0);
+  };
+  window.addEventListener('pointerup', released, true);
+  window.addEventListener('pointercancel', released, true);
   $('search').addEventListener('input', (e) => {
     view.search = e.target.value.trim().toLowerCase();
     if (view.last) render(view.last);
@@ -176,7 +193,9 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     document.body.dataset.updates = String(updates);
     status.className = 'status live';
     status.textContent = `live · ${new Date(s.at).toLocaleTimeString()}${view.paused ? ' · paused' : ''}`;
-    if (!view.paused) render(s);
+    if (view.paused) return;
+    if (view.pressed) view.held = s;
+    else render(s);
   });
   source.addEventListener('error', () => {
     status.className = 'status down';
