@@ -38,8 +38,8 @@ let ids = 0;
 })
 class BenchModule {}
 
-/** `variant` with `callers` concurrent callers, set up: a round is 300,000 calls (calls per second); one warms it. */
-async function setUp(variant: DecoratorVariant, callers: number): Promise<Rounds> {
+/** `variant` with `callers` concurrent callers, set up: a round is `calls` calls (calls per second); 300,000 calls warm it. */
+async function setUp(variant: DecoratorVariant, callers: number, calls: number): Promise<Rounds> {
   const app = await NestFactory.createApplicationContext(BenchModule, { logger: false });
   const pool = app.get<ConnectionPool<Conn>>(getPoolToken('bench'));
   const service = app.get(Service);
@@ -47,12 +47,12 @@ async function setUp(variant: DecoratorVariant, callers: number): Promise<Rounds
   // (`pool.current`, an AsyncLocalStorage read), as the decorated method does.
   const call = variant === 'decorated' ? () => service.id() : () => pool.use(async () => pool.current.id);
   const round = callRound(callers, call);
-  return { round: () => round(300_000), close: () => app.close(), warmRounds: 1 };
+  return { round: () => round(calls), close: () => app.close(), warmRounds: Math.ceil(300_000 / calls) };
 }
 
-/** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
-export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, sets: number, rounds: number): Promise<Record<DecoratorVariant, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds);
+/** `sets` sets of live processes, one per variant, each running `rounds` rounds of `calls` calls, the variants in turn (see {@link alternating}). */
+export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, sets: number, rounds: number, calls: number): Promise<Record<DecoratorVariant, number>[][]> {
+  return alternating(import.meta.url, variants, (variant) => [variant, String(callers), String(calls)], sets, rounds);
 }
 
-serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as DecoratorVariant, Number(callers)));
+serveWhenRun(import.meta.url, ([variant, callers, calls]) => setUp(variant as DecoratorVariant, Number(callers), Number(calls ?? 300_000)));

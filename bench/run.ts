@@ -577,7 +577,7 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   // The honest case: each variant in a process of its own (no shared JIT feedback), the variants
   // taking rounds in turn. The ratio is taken round by round (see paired.ts), and so is the control's.
   for (const callers of [1, 100]) {
-    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, SETS, ROUNDS);
+    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, DECORATOR.sets, DECORATOR.rounds, DECORATOR.calls);
     const best = bestOf(rounds);
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
@@ -627,6 +627,16 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
  */
 const SETS = 8;
 const ROUNDS = 3;
+
+/**
+ * `@UsePooled` against `pool.use()` differ by a few percent at most, less than this machine's
+ * noise between rounds: its speed flips between two levels about 1.8x apart within a second, so
+ * three rounds of 300,000 calls per set paired rounds taken in different levels (the control,
+ * `pool.use()` against itself, read 0.84x (0.62-0.94) with one caller). Many short rounds make a
+ * set's median ratio hold through the flips, and twelve sets narrow the range: the control then
+ * reads 0.99x (0.89-1.05) and 0.99x (0.96-1.01).
+ */
+const DECORATOR = { sets: 12, rounds: 24, calls: 40_000 };
 
 /**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
