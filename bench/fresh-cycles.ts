@@ -188,12 +188,21 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
   };
 }
 
-/** `variant` in `shape`, set up: a round is a quarter of the shape's cycles (cycles per second); four rounds warm it. */
+/**
+ * A round is this share of a shape's cycles: short rounds (62,500 cycles, 15-60 ms), many of them.
+ * This machine's speed flips between two levels about 1.8x apart within a second; with a quarter
+ * per round, three rounds a set, one flip between paired rounds moved a set's ratio, and the
+ * ranges were wider (the pool against a bare semaphore, one caller: 0.50-0.79 against 0.60-0.73,
+ * the same code in back-to-back runs).
+ */
+const ROUND_SHARE = 1 / 16;
+
+/** `variant` in `shape`, set up: a round is {@link ROUND_SHARE} of the shape's cycles (cycles per second); the shape's cycles warm it. */
 async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> {
   const { callers, maxSize, total } = SHAPES[shape];
   const { cycle, close } = await cycleOf(variant, maxSize);
   const round = callRound(callers, cycle);
-  return { round: () => round(total / 4), close, warmRounds: 4 };
+  return { round: () => round(total * ROUND_SHARE), close, warmRounds: 1 / ROUND_SHARE };
 }
 
 /** `sets` sets of live processes, one per variant in `shape`, each running `rounds` rounds, the variants in turn (see {@link alternating}). */

@@ -621,12 +621,14 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 
 /**
  * The fresh-process rows: sets of live processes (one per variant), one after another, each set
- * running three rounds of each variant in turn. Each set is one sample; with eight, the sign
+ * running rounds of each variant in turn (three, or more and shorter ones below). Each set is one sample; with eight, the sign
  * test's range is the second least to the second greatest sample, at 93 % (with six it was the
  * least to the greatest, so one set of processes with a speed of its own widened every range).
  */
 const SETS = 8;
 const ROUNDS = 3;
+/** The cycle rows' rounds per set: twelve short ones (see fresh-cycles.ts's ROUND_SHARE). */
+const CYCLE_ROUNDS = 12;
 
 /**
  * `@UsePooled` against `pool.use()` differ by a few percent at most, less than this machine's
@@ -649,7 +651,7 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
     const shares: Record<(typeof variants)[number], GcShare>[] = [];
-    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS, (set) => shares.push(set));
+    const rounds = await alternatingFreshCycles(variants, shape, SETS, CYCLE_ROUNDS, (set) => shares.push(set));
     const best = bestOf(rounds);
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
@@ -684,7 +686,7 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
   const readNs = clockReadNs();
   const variants = ['pool', ...METRICS_VARIANTS] as const;
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const rounds = await alternatingFreshCycles(variants, shape, SETS, ROUNDS);
+    const rounds = await alternatingFreshCycles(variants, shape, SETS, CYCLE_ROUNDS);
     const best = bestOf(rounds);
     const produced = pairedRatio(rounds, (r) => r['metrics through the producer'] / r.pool);
     const clocked = pairedRatio(rounds, (r) => r['two clock reads per cycle'] / r.pool);
@@ -723,7 +725,7 @@ function clockReadNs(): number {
 async function adaptiveFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const adaptive: Record<string, unknown> = {};
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
-    const rounds = await alternatingFreshCycles(LIMITED_VARIANTS, shape, SETS, ROUNDS);
+    const rounds = await alternatingFreshCycles(LIMITED_VARIANTS, shape, SETS, CYCLE_ROUNDS);
     const best = bestOf(rounds);
     const aimd = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (aimd)'] / r['use(), LocalLimiter']);
     const vegas = pairedRatio(rounds, (r) => r['use(), AdaptiveLimiter (vegas)'] / r['use(), LocalLimiter']);
