@@ -114,9 +114,10 @@ class LiveProcess {
 /**
  * Sets of live processes, one process per variant in each (started and warmed one after the
  * other, so no warm-up competes with another), one set after another; in each set, `rounds` rounds
- * in which each variant runs one round, in turn, each round starting from the next variant. The rates, sets[s][i][variant]. A process has a
- * speed of its own (its JIT's choices, its memory's layout: two processes of the same code differ
- * by up to 15 % here), so a set's rounds share its processes' bias and count as one sample.
+ * in which each variant runs one round, in turn, each round starting from the next variant. The
+ * rates, sets[s][i][variant]. A process has a speed of its own (its JIT's choices, its memory's
+ * layout: two processes of the same code differ by up to 15 % here), so a set's rounds share its
+ * processes' bias and count as one sample.
  */
 export async function alternating<V extends string>(
   moduleUrl: string,

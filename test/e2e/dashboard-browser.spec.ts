@@ -197,8 +197,13 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     await page.fill('#search', 'pool-05');
     await page.waitForFunction(() => document.querySelectorAll('[data-pool]').length === 1);
     expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(false);
-    // Read in one go: a handle's element may be replaced by the next render before it is measured.
-    const box = await page.$eval('[data-pool="pool-05"] > summary', (el) => el.getBoundingClientRect().toJSON() as DOMRect);
+    // Read in one go (a handle's element may be replaced by the next render before it is
+    // measured), once it is laid out (right after the search's render it measured 0 × 0 at times).
+    const laidOut = await page.waitForFunction(() => {
+      const r = document.querySelector('[data-pool="pool-05"] > summary')?.getBoundingClientRect();
+      return r !== undefined && r.width > 0 && r.height > 0 ? (r.toJSON() as DOMRect) : null;
+    });
+    const box = (await laidOut.jsonValue())!;
     const updates = () => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
     const from = await updates();
     await page.mouse.move(box.x + 10, box.y + box.height / 2);

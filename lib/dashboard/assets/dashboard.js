@@ -164,12 +164,15 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     // After the click this release makes, which comes once the release's handlers are done.
     setTimeout(() => {
       const held = view.held;
+      if (held === null || view.pressed) return;
       view.held = null;
-      if (held && !view.paused && !view.pressed) render(held);
+      if (!view.paused) render(held);
     }, 0);
   };
   window.addEventListener('pointerup', released, true);
   window.addEventListener('pointercancel', released, true);
+  // A release the page never sees (the window lost focus meanwhile) must not hold updates for good.
+  window.addEventListener('blur', released);
   $('search').addEventListener('input', (e) => {
     view.search = e.target.value.trim().toLowerCase();
     if (view.last) render(view.last);
