@@ -621,9 +621,10 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 
 /**
  * The fresh-process rows: sets of live processes (one per variant), one after another, each set
- * running rounds of each variant in turn (three, or more and shorter ones below). Each set is one sample; with eight, the sign
- * test's range is the second least to the second greatest sample, at 93 % (with six it was the
- * least to the greatest, so one set of processes with a speed of its own widened every range).
+ * running rounds of each variant in turn (three, or more and shorter ones below). Each set is one
+ * sample; with eight, the sign test's range is the second least to the second greatest sample, at
+ * 93 % (with six it was the least to the greatest, so one set of processes with a speed of its own
+ * widened every range).
  */
 const SETS = 8;
 const ROUNDS = 3;
@@ -631,12 +632,10 @@ const ROUNDS = 3;
 const CYCLE_ROUNDS = 12;
 
 /**
- * `@UsePooled` against `pool.use()` differ by a few percent at most, less than this machine's
- * noise between rounds: its speed flips between two levels about 1.8x apart within a second, so
- * three rounds of 300,000 calls per set paired rounds taken in different levels (the control,
- * `pool.use()` against itself, read 0.84x (0.62-0.94) with one caller). Many short rounds make a
- * set's median ratio hold through the flips, and twelve sets narrow the range: the control then
- * reads 0.99x (0.89-1.05) and 0.99x (0.96-1.01).
+ * `@UsePooled` against `pool.use()` differ by a few percent at most, less than the flips of this
+ * machine's speed between rounds (see fresh-cycles.ts's ROUND_SHARE): with three rounds of 300,000
+ * calls per set, `pool.use()` against itself read 0.84x (0.62-0.94) with one caller. Many short
+ * rounds and twelve sets: 0.99x (0.89-1.05) and 0.99x (0.96-1.01).
  */
 const DECORATOR = { sets: 12, rounds: 24, calls: 40_000 };
 

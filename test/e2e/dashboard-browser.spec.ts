@@ -22,6 +22,11 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // As the machine's probe starts it: no sandbox (root), and no background calls to a network it cannot reach.
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
+/** Snapshots the page has received so far. */
+const updatesOf = (page: Page) => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
+/** Waits until the page has received `target` snapshots in all. */
+const updatesReach = (page: Page, target: number) => page.waitForFunction((n) => Number(document.body.dataset.updates ?? 0) >= n, target, { timeout: 10_000 });
+
 describe('the dashboard in a browser, on the sample app under load', () => {
   let sample: RunningSample;
   let browser: Browser;
@@ -44,11 +49,9 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     await sample?.close();
   });
 
-  const updates = () => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
   /** Waits for `n` more snapshots to be drawn. */
   const nextUpdates = async (n = 2) => {
-    const from = await updates();
-    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, from + n, { timeout: 10_000 });
+    await updatesReach(page, (await updatesOf(page)) + n);
   };
 
   it('lists the pools, each connection with the callers it serves as stats() has them, and keeps updating', async () => {
@@ -204,16 +207,15 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
       return r !== undefined && r.width > 0 && r.height > 0 ? (r.toJSON() as DOMRect) : null;
     });
     const box = (await laidOut.jsonValue())!;
-    const updates = () => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
-    const from = await updates();
+    const from = await updatesOf(page);
     await page.mouse.move(box.x + 10, box.y + box.height / 2);
     await page.mouse.down();
     // Two snapshots (200 ms apart) come while the button is down: a render would replace the summary.
-    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, from + 2, { timeout: 10_000 });
+    await updatesReach(page, from + 2);
     await page.mouse.up();
     expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(true);
     // The snapshot held back is drawn on release, and the card stays open through it.
-    await page.waitForFunction((target) => Number(document.body.dataset.updates ?? 0) >= target, (await updates()) + 1, { timeout: 10_000 });
+    await updatesReach(page, (await updatesOf(page)) + 1);
     expect(await page.$eval('[data-pool="pool-05"]', (d) => (d as HTMLDetailsElement).open)).toBe(true);
     await page.fill('#search', '');
   });
