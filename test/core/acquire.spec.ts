@@ -1,7 +1,9 @@
 import { describe, expect, it, jest } from '@jest/globals';
-import { ConnectionsExhaustedError, PoolClosedError, QueueFullError, type Lease } from '../../lib/index.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { ConnectionsExhaustedError, POOL_CHANNELS, PoolClosedError, QueueFullError, SelfDeadlockError, type AcquireOptions, type Lease } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
+import { flush } from '../support/virtual-clock.js';
 
 type L = Lease<FakeConnection>;
 
@@ -226,6 +228,95 @@ describe('waiting', () => {
     await Promise.resolve();
     (queued.value as L).release();
     await pool.close();
+  });
+});
+
+describe('acquire() without options (the one-step paths)', () => {
+  /** Two busy connections, five callers queued behind them; the oldest lease out is given back in turn, every third one failed: who got which connection, and the counters. */
+  async function queueRun(options: AcquireOptions | undefined) {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 2, growAt: 1 });
+    const out = [await pool.acquire(options), await pool.acquire(options)];
+    const queued = Array.from({ length: 5 }, () => track(pool.acquire(options)));
+    expect(pool.stats().waiting).toBe(5);
+    const served: string[] = [];
+    for (let turn = 0; out.length > 0; turn++) {
+      const lease = out.shift()!;
+      if (turn % 3 === 2) lease.fail(new Error('broken'));
+      else lease.release();
+      await flush();
+      queued.forEach((q, i) => {
+        const got = q.value as L | undefined;
+        if (got !== undefined && !served.some((s) => s.startsWith(`${i}:`))) {
+          served.push(`${i}:${got.connectionId}`);
+          out.push(got);
+        }
+      });
+    }
+    const { counters, waiting, clients, ready } = pool.stats();
+    await pool.close();
+    return { served, counters, waiting, clients, ready };
+  }
+
+  it('queue callers, hand them connections in order and count them as acquire({}) does', async () => {
+    const plain = await queueRun(undefined);
+    expect(plain.served.map((s) => s.split(':')[0])).toEqual(['0', '1', '2', '3', '4']);
+    expect(plain).toMatchObject({ waiting: 0, clients: 0, counters: { acquired: 7, released: 7 } });
+    expect(plain).toEqual(await queueRun({}));
+  });
+
+  it('behind a queued caller, from inside use() holding every slot, fails with SelfDeadlockError instead of queueing', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
+    let go!: () => void;
+    const gate = new Promise<void>((resolve) => (go = resolve));
+    const inner = track(
+      pool.use(async () => {
+        await gate;
+        return pool.acquire();
+      }),
+    );
+    await flush();
+    // Queued from outside the scope: it waits for the scope's connection.
+    const queued = track(pool.acquire({ timeoutMs: 1_000 }));
+    expect(pool.stats()).toMatchObject({ clients: 1, waiting: 1 });
+    go();
+    await flush();
+    expect(inner.error).toBeInstanceOf(SelfDeadlockError);
+    expect(queued.value).toBeDefined();
+    (queued.value as L).release();
+    expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0 });
+    await pool.close();
+  });
+
+  it('behind a queued caller, past maxWaiting, is refused; after close() is rejected', async () => {
+    const { pool } = makePool({ clientLimit: 1, maxSize: 1, maxWaiting: 1 });
+    const held = await pool.acquire();
+    const queued = track(pool.acquire());
+    await expect(pool.acquire()).rejects.toBeInstanceOf(QueueFullError);
+    const closing = pool.close();
+    await expect(pool.acquire()).rejects.toBeInstanceOf(PoolClosedError);
+    expect(queued.error).toBeInstanceOf(PoolClosedError);
+    held.release();
+    await closing;
+  });
+
+  it('a release while callers wait is published when the release channel has a subscriber, and serves the head', async () => {
+    const seen: unknown[] = [];
+    const onRelease = (message: unknown) => seen.push(message);
+    subscribe(POOL_CHANNELS.release, onRelease);
+    try {
+      const { pool } = makePool({ clientLimit: 1, maxSize: 1 });
+      const held = await pool.acquire();
+      const queued = track(pool.acquire());
+      held.release();
+      await flush();
+      expect(seen).toEqual([{ pool: 'test', connectionId: held.connectionId, failed: false }]);
+      expect((queued.value as L).connectionId).toBe(held.connectionId);
+      (queued.value as L).release();
+      expect(seen).toHaveLength(2);
+      await pool.close();
+    } finally {
+      unsubscribe(POOL_CHANNELS.release, onRelease);
+    }
   });
 });
 
