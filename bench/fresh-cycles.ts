@@ -9,7 +9,12 @@
  * best of five rounds (cycles per second) as JSON.
  */
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { ProcessHold, systemClock, Timers } from '../lib/core/clock.js';
 import { ConnectionPool, poolMetricProducer, type PoolOptions } from '../lib/core/index.js';
+import { ConnectionIndex } from '../lib/core/connection-index.js';
+import { newCounters } from '../lib/core/pool-report.js';
+import { PoolQueue } from '../lib/core/pool-queue.js';
+import { SharedConnection } from '../lib/core/shared-connection.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
 import { alternating, callRound, serveWhenRun, type GcShare, type Rounds } from './fresh-process.js';
 
@@ -23,7 +28,27 @@ export type Cycle = () => Promise<void>;
  * that takes (a waiting caller's one promise resolved with its lease): what the API's shape costs
  * before any pool bookkeeping.
  */
-export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | LimitedVariant | MetricsVariant;
+export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | QueueVariant | IndexVariant | LimitedVariant | MetricsVariant;
+
+/**
+ * The semaphore with leases whose waiting callers queue in the pool's own queue (`PoolQueue`: a
+ * waiter record each, in a ring that takes a caller out from anywhere, dated for its deadline,
+ * the process held while any waits): what the queue's guarantees cost (every caller's
+ * `acquireTimeoutMs`, an abort that leaves at once), apart from the pool's bookkeeping of
+ * connections. Measured where callers queue.
+ */
+export type QueueVariant = "semaphore with the pool's queue";
+export const QUEUE_VARIANT: QueueVariant = "semaphore with the pool's queue";
+
+/**
+ * The semaphore with leases whose permits are connections in the pool's own index
+ * (`ConnectionIndex`): a checkout picks the connection with the fewest clients (the most recently
+ * used among equals) and refiles it, and so does a release. What choosing among shared
+ * connections costs, apart from the rest of the pool's bookkeeping. Measured where no caller
+ * queues (a queued caller is handed its connection without the index).
+ */
+export type IndexVariant = "semaphore with the pool's index";
+export const INDEX_VARIANT: IndexVariant = "semaphore with the pool's index";
 
 /**
  * The pool's warm acquire + release with its timing histograms on through `poolMetricProducer()`
@@ -121,6 +146,66 @@ function leaseSemaphore(max: number): { acquire(): Promise<PermitLease> } {
   return { acquire: () => (p.take() ? Promise.resolve(new PermitLease(p)) : p.wait()) };
 }
 
+/** The semaphore with leases, its waiting callers queued in the pool's {@link PoolQueue} with the pool's default deadline. */
+function queueSemaphore(max: number): { acquire(): Promise<PermitLease> } {
+  const timers = new Timers(systemClock);
+  const queue = new PoolQueue<PermitLease>(timers, new ProcessHold(timers), newCounters(), () => () => new Error('no permit in time'));
+  let free = max;
+  const permits = {
+    release(): void {
+      const w = queue.length !== 0 ? queue.next() : null;
+      if (w !== null) w.resolve(new PermitLease(permits));
+      else free++;
+    },
+  };
+  return { acquire: () => (free > 0 ? (free--, Promise.resolve(new PermitLease(permits))) : queue.join(60_000, undefined, undefined, undefined)) };
+}
+
+/** A lease of a connection of {@link indexSemaphore}: released once. */
+class ConnectionLease {
+  #done = false;
+  constructor(
+    readonly permits: { release(conn: SharedConnection<null>): void },
+    readonly conn: SharedConnection<null>,
+  ) {}
+  release(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.permits.release(this.conn);
+  }
+}
+
+/** The semaphore with leases over `max` exclusive connections in the pool's {@link ConnectionIndex}; its waiting callers in a FIFO of resolvers. */
+function indexSemaphore(max: number): { acquire(): Promise<ConnectionLease> } {
+  const index = new ConnectionIndex<null>(1, 'spread');
+  for (let id = 0; id < max; id++) index.add(new SharedConnection<null>(id, 1));
+  const waiting: ((lease: ConnectionLease) => void)[] = [];
+  let head = 0;
+  const permits = {
+    release(conn: SharedConnection<null>): void {
+      if (head < waiting.length) {
+        waiting[head++]!(new ConnectionLease(permits, conn));
+        if (head > 4096 && head * 2 > waiting.length) {
+          waiting.splice(0, head);
+          head = 0;
+        }
+        return;
+      }
+      conn.clients--;
+      index.update(conn);
+    },
+  };
+  return {
+    acquire(): Promise<ConnectionLease> {
+      const conn = index.pick();
+      if (conn === null) return new Promise((resolve) => waiting.push(resolve));
+      conn.clients++;
+      index.update(conn);
+      return Promise.resolve(new ConnectionLease(permits, conn));
+    },
+  };
+}
+
 /** A warm pool of `maxSize` instant connections, lent to one caller each; `extra` adds options (a limiter, metrics). */
 async function warmPool(maxSize: number, extra: Partial<PoolOptions> = {}): Promise<ConnectionPool<{ id: number }>> {
   let ids = 0;
@@ -177,7 +262,7 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
       close: async () => {},
     };
   }
-  const leases = leaseSemaphore(maxSize);
+  const leases = variant === QUEUE_VARIANT ? queueSemaphore(maxSize) : variant === INDEX_VARIANT ? indexSemaphore(maxSize) : leaseSemaphore(maxSize);
   return {
     cycle: async () => {
       const lease = await leases.acquire();

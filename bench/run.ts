@@ -24,7 +24,7 @@ import { groupReleaseMicros } from './group-scale.js';
 import { bestOf, describe, medianOf, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
 import type { GcShare } from './fresh-process.js';
-import { alternatingFreshCycles, LIMITED_VARIANTS, METRICS_VARIANTS, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { alternatingFreshCycles, LIMITED_VARIANTS, METRICS_VARIANTS, INDEX_VARIANT, QUEUE_VARIANT, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -642,34 +642,43 @@ const DECORATOR = { sets: 12, rounds: 24, calls: 40_000 };
 /**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
  * costs), each variant in a process of its own, the variants taking rounds in turn: each ratio is
- * taken round by round (see paired.ts).
+ * taken round by round (see paired.ts). A third control adds to the semaphore with leases the part
+ * of the pool's work that the shape stresses: the pool's own queue where callers queue (what its
+ * guarantees cost), the pool's connection index where none does (what choosing costs).
  */
 async function freshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const targets: Record<FreshShape, number> = { 'exclusive, 1 caller': 0.9, 'exclusive, 100 callers': 0.9, 'deep queue: 10,000 callers, maxSize 1,000': 0.7 };
-  const variants = ['pool', 'semaphore', 'semaphore with leases'] as const satisfies readonly FreshVariant[];
   const fresh: Record<string, unknown> = {};
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
-    const shares: Record<(typeof variants)[number], GcShare>[] = [];
+    const queues = SHAPES[shape].callers > SHAPES[shape].maxSize;
+    const control = queues ? QUEUE_VARIANT : INDEX_VARIANT;
+    const variants: FreshVariant[] = ['pool', 'semaphore', 'semaphore with leases', control];
+    const shares: Record<FreshVariant, GcShare>[] = [];
     const rounds = await alternatingFreshCycles(variants, shape, SETS, CYCLE_ROUNDS, (set) => shares.push(set));
     const best = bestOf(rounds);
     const ratio = pairedRatio(rounds, (r) => r.pool / r.semaphore);
     const floor = pairedRatio(rounds, (r) => r['semaphore with leases'] / r.semaphore);
     const own = pairedRatio(rounds, (r) => r.pool / r['semaphore with leases']);
     // The time of a cycle split into garbage collection and the rest (each set's processes' share of their rounds in collections, the median of the sets).
-    const gc = Object.fromEntries(variants.map((v) => [v, medianOf(shares.map((set) => set[v]))])) as Record<(typeof variants)[number], number>;
-    const split = (v: (typeof variants)[number]) => `${((1e9 / best[v]) * (1 - gc[v])).toFixed(0)} + ${((1e9 / best[v]) * gc[v]).toFixed(0)} ns`;
-    fresh[shape] = { ...best, ratio, floor, own, gcShare: gc, rounds };
+    const gc = Object.fromEntries(variants.map((v) => [v, medianOf(shares.map((set) => set[v]))])) as Record<FreshVariant, number>;
+    const split = (v: FreshVariant) => `${((1e9 / best[v]) * (1 - gc[v])).toFixed(0)} + ${((1e9 / best[v]) * gc[v]).toFixed(0)} ns`;
     const row = `${shape}, fresh processes`;
-    rows.push([row, 'nestjs-shared-pool / bare semaphore / semaphore with leases (best of each)', `${fmt(best.pool)} / ${fmt(best.semaphore)} / ${fmt(best['semaphore with leases'])}`, '']);
+    rows.push([row, `${variants.map((v) => (v === 'pool' ? 'nestjs-shared-pool' : v)).join(' / ')} (best of each)`, variants.map((v) => fmt(best[v])).join(' / '), '']);
     rows.push([row, 'ratio vs bare semaphore, round by round', describe(ratio, targets[shape]), `target ≥ ${targets[shape].toFixed(2)}×`]);
     rows.push([row, 'control: semaphore with leases / bare semaphore', describe(floor, targets[shape]), 'what a Promise<Lease> API costs before any bookkeeping']);
+    // The control for the part of the pool's work this shape stresses: the queue where callers queue, the connection index where none does.
+    const part = { control: pairedRatio(rounds, (r) => r[control] / r.semaphore), own: pairedRatio(rounds, (r) => r.pool / r[control]) };
+    const adds = queues ? 'what the queue keeps for each waiting caller (its deadline, leaving from anywhere)' : 'choosing among shared connections (the fewest clients first) and refiling the one chosen at checkout and release';
+    rows.push([row, `control: ${control} / bare semaphore`, describe(part.control, targets[shape]), `the semaphore with leases, plus ${adds}`]);
+    rows.push([row, `nestjs-shared-pool / ${control}`, describe(part.own), `the rest of the pool's bookkeeping (counts behind stats() and health, ${queues ? 'the connection handed over' : 'idle dating, the growth check'}; checks for limiters, metrics, events, groups)`]);
     rows.push([row, 'nestjs-shared-pool / semaphore with leases', describe(own), "the pool's own bookkeeping (connection index, counters, idle dating, deadlines)"]);
     rows.push([
       row,
-      'share of the rounds in garbage collection: nestjs-shared-pool / bare semaphore / semaphore with leases',
+      `share of the rounds in garbage collection: ${variants.map((v) => (v === 'pool' ? 'nestjs-shared-pool' : v)).join(' / ')}`,
       variants.map((v) => `${(gc[v] * 100).toFixed(0)} %`).join(' / '),
       `a cycle at the best rate, outside + inside collections: ${variants.map(split).join(' / ')}`,
     ]);
+    fresh[shape] = { ...best, ratio, floor, own, control, partControl: part.control, partOwn: part.own, gcShare: gc, rounds };
   }
   results.freshCycles = fresh;
 }
