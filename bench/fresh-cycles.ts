@@ -292,7 +292,7 @@ async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> 
 
 /** `sets` sets of live processes, one per variant in `shape`, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
 export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, sets: number, rounds: number, onGc?: (shares: Record<V, GcShare>) => void): Promise<Record<V, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds, onGc);
+  return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds, { gc: onGc });
 }
 
 serveWhenRun(import.meta.url, ([variant, shape]) => setUp(variant as FreshVariant, shape as FreshShape));

@@ -103,6 +103,11 @@ class LiveProcess {
     return JSON.parse(await this.#ask('gc')) as GcShare;
   }
 
+  /** The process's own CPU per call in each measured round (see {@link CpuPerCall}). */
+  async cpu(): Promise<CpuPerCall[]> {
+    return JSON.parse(await this.#ask('cpu')) as CpuPerCall[];
+  }
+
   async close(): Promise<void> {
     if (this.#exited !== undefined) return;
     const gone = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
@@ -125,8 +130,8 @@ export async function alternating<V extends string>(
   argsOf: (variant: V) => readonly string[],
   sets: number,
   rounds: number,
-  /** Given each set's processes' {@link GcShare}s, once its rounds are done. */
-  onGc?: (shares: Record<V, GcShare>) => void,
+  /** Told of each set, once its rounds are done: its processes' {@link GcShare}s, and their CPU per call round by round (see {@link CpuPerCall}). */
+  observe: SetObserver<V> = {},
 ): Promise<Record<V, number>[][]> {
   const script = fileURLToPath(moduleUrl);
   const out: Record<V, number>[][] = [];
@@ -150,16 +155,29 @@ export async function alternating<V extends string>(
         taken.push(rates);
       }
       out.push(taken);
-      if (onGc !== undefined) {
+      if (observe.gc !== undefined) {
         const shares = {} as Record<V, GcShare>;
         for (const variant of variants) shares[variant] = await live.get(variant)!.gc();
-        onGc(shares);
+        observe.gc(shares);
+      }
+      if (observe.cpu !== undefined) {
+        const perRound = taken.map(() => ({}) as Record<V, CpuPerCall>);
+        for (const variant of variants) (await live.get(variant)!.cpu()).forEach((us, i) => (perRound[i]![variant] = us));
+        observe.cpu(perRound);
       }
     } finally {
       await Promise.all([...live.values()].map((p) => p.close()));
     }
   }
   return out;
+}
+
+/** What {@link alternating} tells of each set once its rounds are done. */
+export interface SetObserver<V extends string> {
+  /** Each variant's share of its measured rounds in garbage collection. */
+  gc?: (shares: Record<V, GcShare>) => void;
+  /** Each variant's CPU per call, round by round (rounds[i][variant]), paired as the rates are. */
+  cpu?: (rounds: Record<V, CpuPerCall>[]) => void;
 }
 
 /**
@@ -198,18 +216,27 @@ async function once(setUp: (args: string[]) => Promise<Rounds>, args: string[]):
 /** Of a live process's measured rounds: the share of their time spent in garbage collections, from Node's `gc` performance entries (0–1). */
 export type GcShare = number;
 
+/**
+ * Of a live process's measured round: the CPU time the process itself spent (user and system,
+ * `process.cpuUsage()`, all its threads) per call of the round, in µs. Unlike the rate, it leaves
+ * out the time the process waited for the rest of the machine: a server on the same cores, or
+ * another process's turn on them.
+ */
+export type CpuPerCall = number;
+
 /** Node delivers a collection's `gc` entry from a native immediate: two turns later it is there. */
 async function entriesQueued(): Promise<void> {
   for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
-/** Times the collections that start within the measured rounds. */
-class GcTimes {
+/** Times the collections that start within the measured rounds, and the process's CPU in each. */
+class RoundTimes {
   /** Entries delivered, not yet counted. */
   #entries: PerformanceEntry[] = [];
   readonly #observer = new PerformanceObserver((list) => void this.#entries.push(...list.getEntries()));
   #roundsMs = 0;
   #gcMs = 0;
+  readonly cpu: CpuPerCall[] = [];
 
   constructor() {
     this.#observer.observe({ entryTypes: ['gc'] });
@@ -218,9 +245,12 @@ class GcTimes {
   async round(r: Rounds): Promise<number> {
     await entriesQueued();
     this.#entries = []; // what came before this round is not its own
+    const cpuBefore = process.cpuUsage();
     const started = performance.now();
     const rate = await r.round();
     const ended = performance.now();
+    const cpuUsed = process.cpuUsage(cpuBefore);
+    this.cpu.push((cpuUsed.user + cpuUsed.system) / ((rate * (ended - started)) / 1_000));
     this.#roundsMs += ended - started;
     await entriesQueued();
     for (const e of this.#entries) {
@@ -240,16 +270,17 @@ class GcTimes {
 
 async function serve(setUp: (args: string[]) => Promise<Rounds>, args: string[]): Promise<void> {
   let r: Rounds | undefined;
-  const gc = new GcTimes();
+  const times = new RoundTimes();
   for await (const command of createInterface({ input: process.stdin })) {
     if (command === 'warm') {
       r = await setUp(args);
       await warm(r);
       process.stdout.write('ready\n');
-    } else if (command === 'round') process.stdout.write(`${await gc.round(r!)}\n`);
-    else if (command === 'gc') process.stdout.write(`${JSON.stringify(gc.share())}\n`);
+    } else if (command === 'round') process.stdout.write(`${await times.round(r!)}\n`);
+    else if (command === 'gc') process.stdout.write(`${JSON.stringify(times.share())}\n`);
+    else if (command === 'cpu') process.stdout.write(`${JSON.stringify(times.cpu)}\n`);
     else if (command === 'close') break;
   }
-  gc.stop();
+  times.stop();
   await r?.close();
 }
