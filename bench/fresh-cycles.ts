@@ -28,7 +28,7 @@ export type Cycle = () => Promise<void>;
  * that takes (a waiting caller's one promise resolved with its lease): what the API's shape costs
  * before any pool bookkeeping.
  */
-export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | QueueVariant | IndexVariant | LimitedVariant | MetricsVariant;
+export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | QueueVariant | IndexVariant | LimitedVariant | MetricsVariant | LocalLimiterVariant;
 
 /**
  * The semaphore with leases whose waiting callers queue in the pool's own queue (`PoolQueue`: a
@@ -57,6 +57,13 @@ export const INDEX_VARIANT: IndexVariant = "semaphore with the pool's index";
  */
 export type MetricsVariant = 'metrics through the producer' | 'two clock reads per cycle';
 export const METRICS_VARIANTS: readonly MetricsVariant[] = ['metrics through the producer', 'two clock reads per cycle'];
+
+/**
+ * The pool's warm acquire + release with a `LocalLimiter` in front that has room (`limiter`, as
+ * `limits` without Redis makes): against `pool`, what an in-process admission costs a cycle.
+ */
+export type LocalLimiterVariant = 'pool with a LocalLimiter';
+export const LOCAL_LIMITER_VARIANT: LocalLimiterVariant = 'pool with a LocalLimiter';
 
 /** A reader that collects only when asked: what is measured is the recording. */
 class QuietReader extends MetricReader {
@@ -223,8 +230,13 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
     const options = { propagation: 'none' } as const;
     return { cycle: () => pool.use(body, options), close: () => pool.close() };
   }
-  if (variant === 'pool' || variant === 'metrics through the producer') {
-    const extra = variant === 'pool' ? {} : { metrics: new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench'), metricTimings: true };
+  if (variant === 'pool' || variant === 'metrics through the producer' || variant === LOCAL_LIMITER_VARIANT) {
+    const extra =
+      variant === 'pool'
+        ? {}
+        : variant === LOCAL_LIMITER_VARIANT
+          ? { limiter: new LocalLimiter({ global: 1_000_000 }) }
+          : { metrics: new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench'), metricTimings: true };
     const pool = await warmPool(maxSize, extra);
     return {
       cycle: async () => {

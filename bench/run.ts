@@ -24,7 +24,7 @@ import { groupReleaseMicros } from './group-scale.js';
 import { bestOf, describe, medianOf, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
 import type { GcShare } from './fresh-process.js';
-import { alternatingFreshCycles, LIMITED_VARIANTS, METRICS_VARIANTS, INDEX_VARIANT, QUEUE_VARIANT, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
+import { alternatingFreshCycles, LIMITED_VARIANTS, LOCAL_LIMITER_VARIANT, METRICS_VARIANTS, INDEX_VARIANT, QUEUE_VARIANT, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
 type Resource = { id: number };
 
@@ -692,21 +692,23 @@ async function freshBench(results: Record<string, unknown>, rows: string[][], fm
 }
 
 /**
- * The timing histograms through `poolMetricProducer()` against metrics off, and the control (two
- * clock reads per cycle, metrics off), each variant in a process of its own, the variants taking
- * rounds in turn, the ratios round by round (the bound from the best cycle). In one process these rows run
- * after the SDK path has left its JIT feedback at the pool's call sites.
+ * The production path in fresh processes: the timing histograms through `poolMetricProducer()`,
+ * and a `LocalLimiter` in front, each against metrics off and no limiter, with the control (two
+ * clock reads per cycle, metrics off); each variant in a process of its own, the variants taking
+ * rounds in turn, the ratios round by round (the bound from the best cycle). In one process these
+ * rows run after the SDK path has left its JIT feedback at the pool's call sites.
  */
 async function metricsFreshBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
   const out: Record<string, unknown> = {};
   const readNs = clockReadNs();
-  const variants = ['pool', ...METRICS_VARIANTS] as const;
+  const variants = ['pool', ...METRICS_VARIANTS, LOCAL_LIMITER_VARIANT] as const;
   for (const shape of ['exclusive, 1 caller', 'exclusive, 100 callers'] as const) {
     const rounds = await alternatingFreshCycles(variants, shape, SETS, CYCLE_ROUNDS);
     const best = bestOf(rounds);
     const produced = pairedRatio(rounds, (r) => r['metrics through the producer'] / r.pool);
     const clocked = pairedRatio(rounds, (r) => r['two clock reads per cycle'] / r.pool);
-    out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], produced, clocked, rounds };
+    const limited = pairedRatio(rounds, (r) => r[LOCAL_LIMITER_VARIANT] / r.pool);
+    out[shape] = { off: best.pool, producer: best['metrics through the producer'], clockReads: best['two clock reads per cycle'], localLimiter: best[LOCAL_LIMITER_VARIANT], produced, clocked, limited, rounds };
     const row = `metrics, ${shape}, fresh processes`;
     rows.push([row, 'metrics off / timings through the producer / off with two clock reads (best of each)', `${fmt(best.pool)} / ${fmt(best['metrics through the producer'])} / ${fmt(best['two clock reads per cycle'])}`, '']);
     rows.push([row, 'with the timings through the producer / off, round by round', describe(produced, 0.9), `target ≥ 0.90×; two clock reads alone: ${describe(clocked)} (${((1 / best['two clock reads per cycle'] - 1 / best.pool) * 1e9).toFixed(0)} ns), the producer ${((1 / best['metrics through the producer'] - 1 / best.pool) * 1e9).toFixed(0)} ns`]);
@@ -715,6 +717,9 @@ async function metricsFreshBench(results: Record<string, unknown>, rows: string[
     const bound = cycleNs / (cycleNs + 2 * readNs);
     (out[shape] as Record<string, unknown>).clockBound = bound;
     rows.push([row, 'bound: a cycle / (a cycle + two clock reads)', `${bound.toFixed(2)}×`, `${cycleNs.toFixed(0)} ns a cycle; ${readNs.toFixed(1)} ns a performance.now() read in this Node`]);
+    const limiterRow = `a LocalLimiter, ${shape}, fresh processes`;
+    rows.push([limiterRow, 'no limiter / a LocalLimiter in front (best of each)', `${fmt(best.pool)} / ${fmt(best[LOCAL_LIMITER_VARIANT])}`, `${((1 / best[LOCAL_LIMITER_VARIANT] - 1 / best.pool) * 1e9).toFixed(0)} ns an admission and its release`]);
+    rows.push([limiterRow, 'a LocalLimiter in front / no limiter, round by round', describe(limited, 0.8), 'target ≥ 0.80×']);
   }
   out.clockReadNs = readNs;
   results.metricsFresh = out;
@@ -900,9 +905,11 @@ async function main() {
   const onlyDashboard = process.argv.includes('--dashboard');
   // `npm run bench -- --adaptive`: only the adaptive limit against a LocalLimiter in fresh processes, printed, results.json left as it is.
   const onlyAdaptive = process.argv.includes('--adaptive');
-  if (onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
+  // `npm run bench -- --production`: only the fresh-process rows of metrics and a LocalLimiter against neither, printed, results.json left as it is.
+  const onlyProduction = process.argv.includes('--production');
+  if (onlyProduction || onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
-    if (onlyMetrics) await metricsFreshBench(results, rows, fmt);
+    if (onlyMetrics || onlyProduction) await metricsFreshBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
     if (onlyExclusive || onlyAdaptive) await adaptiveFreshBench(results, rows, fmt);
     if (onlyDecorator) await decoratorBench(results, rows, fmt);
