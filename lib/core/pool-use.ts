@@ -30,13 +30,16 @@ export interface UsingPool<T> {
 
 /**
  * @internal `use()` for a decorated method: `pool[kUseOn](body, self, args, options)` runs
- * `body.call(self, connection, args)`. One body serves every call of the method, so a call makes
+ * `body(connection, self, args)`. One body serves every call of the method, so a call makes
  * no closure of its own (what a caller holds while it waits is what a deep queue's collector copies).
  */
 export const kUseOn = Symbol('useOn');
 
-/** A decorated method's body: called on the instance with the connection and the call's arguments. */
-export type MethodBody<T = unknown, R = unknown> = (this: unknown, conn: T, args: unknown[]) => R | Promise<R>;
+/**
+ * A decorated method's body: called with the connection, the instance and the call's arguments
+ * (a plain call, so a scope runs it directly, with no `call()` in between).
+ */
+export type MethodBody<T = unknown, R = unknown> = (conn: T, self: unknown, args: unknown[]) => R | Promise<R>;
 
 /** What has `pool.use()`. */
 interface UsePool {
@@ -51,12 +54,12 @@ export interface MethodPool {
 /** Runs `body` on `self` in `pool.use()`; a pool without {@link kUseOn} (a test's stand-in) gets a closure. */
 export function useOn<R>(pool: UsePool & Partial<MethodPool>, body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R> {
   if (pool[kUseOn] !== undefined) return pool[kUseOn](body, self, args, options);
-  return pool.use<R>((conn) => body.call(self, conn, args), options);
+  return pool.use<R>((conn) => body(conn, self, args), options);
 }
 
 /** `fn(conn)`, or a method body on `self` with the call's `args` (see {@link kUseOn}). */
 function invoke<T, R>(fn: MethodBody<T, R>, conn: T, self: unknown, args: unknown[] | undefined): R | Promise<R> {
-  return args === undefined ? (fn as (conn: T) => R | Promise<R>)(conn) : fn.call(self, conn, args);
+  return args === undefined ? (fn as (conn: T) => R | Promise<R>)(conn) : fn(conn, self, args);
 }
 
 /**
@@ -67,7 +70,7 @@ function invoke<T, R>(fn: MethodBody<T, R>, conn: T, self: unknown, args: unknow
  * accepts) fails the lease and tries again on another connection after a backoff.
  */
 export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Promise<R>, options: UseOptions | undefined): Promise<R>;
-/** A decorated method's call: `body.call(self, connection, args)`. */
+/** A decorated method's call: `body(connection, self, args)`. */
 export async function runUse<T, R>(host: UsingPool<T>, body: MethodBody<T, R>, options: UseOptions | undefined, self: unknown, args: unknown[]): Promise<R>;
 export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, options: UseOptions | undefined, self?: unknown, args?: unknown[]): Promise<R> {
   const propagation = options?.propagation;
@@ -86,8 +89,8 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
       if (!scoped) running = invoke(fn, conn, self, args);
       else {
         const frame = { pool: host.pool, lease, parent: scopes.getStore() };
-        // use()'s own function runs with its one argument; a method body through invoke().
-        running = args === undefined ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn) : scopes.run(frame, invoke, fn, conn, self, args);
+        // use()'s own function runs with its one argument; a method body with its three.
+        running = args === undefined ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn) : scopes.run(frame, fn, conn, self, args);
       }
       const result = await running;
       host.scopes(-1);

@@ -101,7 +101,7 @@ export class PooledCall {
   }
 
   /**
-   * Runs `body` in `pool.use()` on the pool of `self`, as `body.call(self, connection, args)`: one
+   * Runs `body` in `pool.use()` on the pool of `self`, as `body(connection, self, args)`: one
    * body serves every call of the method. A `key()` that throws or returns no key rejects, as the
    * call would.
    */

@@ -106,9 +106,9 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
  */
 function wrapPromise(method: Method, call: PooledCall): Method {
   const at = call.connectionAt;
-  const body = function (this: unknown, conn: unknown, args: unknown[]) {
+  const body = (conn: unknown, self: unknown, args: unknown[]) => {
     if (at !== undefined) args[at] = conn;
-    const result = method.apply(this, args);
+    const result = method.apply(self, args);
     if (!(result instanceof Promise) && isObservable(result)) {
       throw call.error('the method', 'declares a Promise but returned an Observable');
     }
