@@ -64,11 +64,18 @@ async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unkno
   return { query, close: () => pool.close() };
 }
 
-/** `variant` with `callers` concurrent callers, set up: a round is 20,000 queries (queries per second); two warm it. */
+/**
+ * A round: 5,000 queries, about 0.1-0.2 s here. Short rounds, many of them (see run.ts's
+ * PG_ROUNDS): this machine's speed flips within a second, and a flip between two paired rounds
+ * moves their ratio.
+ */
+const ROUND_QUERIES = 5_000;
+
+/** `variant` with `callers` concurrent callers, set up: a round is {@link ROUND_QUERIES} queries (queries per second); 40,000 warm it. */
 async function setUp(variant: PgVariant, callers: number): Promise<Rounds> {
   const { query, close } = await queryOf(variant);
   const round = callRound(callers, query);
-  return { round: () => round(20_000), close, warmRounds: 2 };
+  return { round: () => round(ROUND_QUERIES), close, warmRounds: 40_000 / ROUND_QUERIES };
 }
 
 /** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}); `onCpu` is told each set's client CPU per query, round by round. */

@@ -621,13 +621,12 @@ async function hookBench(results: Record<string, unknown>, rows: string[][], fmt
 
 /**
  * The fresh-process rows: sets of live processes (one per variant), one after another, each set
- * running rounds of each variant in turn (three, or more and shorter ones below). Each set is one
+ * running short rounds of each variant in turn (how many, below for each kind of row). Each set is one
  * sample; with eight, the sign test's range is the second least to the second greatest sample, at
  * 93 % (with six it was the least to the greatest, so one set of processes with a speed of its own
  * widened every range).
  */
 const SETS = 8;
-const ROUNDS = 3;
 /** The cycle rows' rounds per set: twelve short ones (see fresh-cycles.ts's ROUND_SHARE). */
 const CYCLE_ROUNDS = 12;
 
@@ -649,6 +648,11 @@ const DECORATOR = { sets: 20, rounds: 24, calls: 40_000 };
  * seventh of eight.
  */
 const PG_SETS = 16;
+/**
+ * The PostgreSQL rows' rounds per set: twelve of 5,000 queries (pg-cycles.ts), in place of three
+ * of 20,000: the same queries, four times the pairs.
+ */
+const PG_ROUNDS = 12;
 
 /**
  * The pool against a bare semaphore, and a semaphore that hands out leases (what the API's shape
@@ -774,7 +778,7 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
     const cpu: Record<PgVariant, number>[][] = [];
-    const rounds = await alternatingPgCycles(variants, callers, PG_SETS, ROUNDS, (set) => cpu.push(set));
+    const rounds = await alternatingPgCycles(variants, callers, PG_SETS, PG_ROUNDS, (set) => cpu.push(set));
     const best = bestOf(rounds);
     // Queries per second of the client's own CPU, paired round by round as the rates: the server's time, and the waits for it on these two shared cores, left out.
     const cpuUse = pairedRatio(cpu, (r) => r['pg.Pool'] / r['use()']);
