@@ -41,6 +41,16 @@ class Service {
   }
 
   @UsePooled('db')
+  async echo(...args: unknown[]): Promise<[unknown, unknown[], number]> {
+    return [this, args, this.db.current.id];
+  }
+
+  @UsePooled('db')
+  async fourth(a: unknown, b?: unknown, c?: unknown, @PooledConnection() conn?: FakeConnection): Promise<unknown[]> {
+    return [this, a, b, c, conn === this.db.current];
+  }
+
+  @UsePooled('db')
   async fails(error: Error): Promise<never> {
     throw error;
   }
@@ -301,6 +311,23 @@ describe('@UsePooled on async methods', () => {
     expect(Service.prototype.below.name).toBe('below');
     expect(Reflect.getMetadata(PATH_METADATA, CatsController.prototype.count)).toBe('count');
     await expect(service.connectionId.call(service)).resolves.toBe(1);
+  });
+
+  it('passes `this` and every argument as given, whatever their number', async () => {
+    const { service, pool } = await setup();
+    // None to three arguments are passed by a plain call, more through apply(): each count once.
+    for (const args of [[], [undefined], ['a', 2], [null, { b: 2 }, [3]], [1, 2, 3, 4], [1, 2, 3, 4, 5, 6, 7]]) {
+      const [self, got, id] = await service.echo(...args);
+      expect(self).toBe(service);
+      expect(got).toEqual(args);
+      expect(got).toHaveLength(args.length);
+      expect(id).toBe(1);
+    }
+    // A @PooledConnection() after three arguments, with fewer, as many and more passed.
+    await expect(service.fourth('a')).resolves.toEqual([service, 'a', undefined, undefined, true]);
+    await expect(service.fourth('a', 'b', 'c')).resolves.toEqual([service, 'a', 'b', 'c', true]);
+    await expect((service.fourth as (...args: unknown[]) => Promise<unknown[]>)('a', 'b', 'c', 'not a connection', 'e')).resolves.toEqual([service, 'a', 'b', 'c', true]);
+    expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 9, released: 9 } });
   });
 
   it('works in request-scoped providers', async () => {
