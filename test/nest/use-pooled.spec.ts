@@ -324,9 +324,9 @@ describe('@UsePooled on async methods', () => {
       expect(id).toBe(1);
     }
     // A @PooledConnection() after three arguments, with fewer, as many and more passed.
-    await expect(service.fourth('a')).resolves.toEqual([service, 'a', undefined, undefined, true]);
-    await expect(service.fourth('a', 'b', 'c')).resolves.toEqual([service, 'a', 'b', 'c', true]);
-    await expect((service.fourth as (...args: unknown[]) => Promise<unknown[]>)('a', 'b', 'c', 'not a connection', 'e')).resolves.toEqual([service, 'a', 'b', 'c', true]);
+    await expect(service.fourth('a')).resolves.toStrictEqual([service, 'a', undefined, undefined, true]);
+    await expect(service.fourth('a', 'b', 'c')).resolves.toStrictEqual([service, 'a', 'b', 'c', true]);
+    await expect((service.fourth as (...args: unknown[]) => Promise<unknown[]>)('a', 'b', 'c', 'not a connection', 'e')).resolves.toStrictEqual([service, 'a', 'b', 'c', true]);
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 9, released: 9 } });
   });
 
