@@ -637,7 +637,7 @@ const CYCLE_ROUNDS = 12;
  * rounds and twelve sets: 0.99x (0.89-1.05) and 0.99x (0.96-1.01). With 100 callers twelve sets
  * left the cost undecided against its target in two runs (1.04x (1.02-1.13), 1.05x (1.02-1.10)):
  * twenty sets take the range from the sixth sample to the fifteenth, at 96 %, instead of the third
- * to the tenth. Twenty left it undecided in turn, one run with one caller, the next with 100
+ * to the tenth. Twenty left it undecided in turn, one run with 100 callers, the next with one
  * (1.04x (1.01-1.09), then 1.01x (0.98-1.05)): a set's own speed spread its sample over 0.94-1.11
  * with the median at 1.01. Forty sets, of sixteen rounds each (a set's rounds share its bias, so
  * more of them narrow its sample less than more sets narrow the median), take the range from the
