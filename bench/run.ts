@@ -577,7 +577,8 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   // The honest case: each variant in a process of its own (no shared JIT feedback), the variants
   // taking rounds in turn. The ratio is taken round by round (see paired.ts), and so is the control's.
   for (const callers of [1, 100]) {
-    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, DECORATOR.sets, DECORATOR.rounds, DECORATOR.calls);
+    const { sets, rounds: perSet } = DECORATOR[callers as 1 | 100];
+    const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, sets, perSet, DECORATOR_CALLS);
     const best = bestOf(rounds);
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
     // Two identical variants differ by this much: a smaller cost cannot be told from none.
@@ -641,9 +642,19 @@ const CYCLE_ROUNDS = 12;
  * (1.04x (1.01-1.09), then 1.01x (0.98-1.05)): a set's own speed spread its sample over 0.94-1.11
  * with the median at 1.01. Forty sets, of sixteen rounds each (a set's rounds share its bias, so
  * more of them narrow its sample less than more sets narrow the median), take the range from the
- * fifteenth sample to the twenty-sixth, at 92 %.
+ * fifteenth sample to the twenty-sixth, at 92 %. With one caller that left 1.02x (1.01-1.05) undecided
+ * by the range's top, 1.0505 (the 20:32 run): the sets' samples spread by a standard deviation of
+ * 0.050, about 0.031 of it the median of a set's sixteen rounds (a round's ratio spread by 0.10),
+ * the rest the processes' own speed. One caller takes sixty-four sets of twenty-four rounds (the
+ * range from the twenty-fifth sample to the fortieth, at 94 %; about four seconds a set); 100
+ * callers, met in both runs of forty, keep them.
  */
-const DECORATOR = { sets: 40, rounds: 16, calls: 40_000 };
+const DECORATOR = {
+  1: { sets: 64, rounds: 24 },
+  100: { sets: 40, rounds: 16 },
+} as const;
+/** Calls in a round of the `@UsePooled` rows: 30-45 ms here. */
+const DECORATOR_CALLS = 40_000;
 
 /**
  * The PostgreSQL rows' sets of processes: the server shares the two cores, and a set's ratio of
