@@ -576,8 +576,8 @@ async function decoratorBench(results: Record<string, unknown>, rows: string[][]
   }
   // The honest case: each variant in a process of its own (no shared JIT feedback), the variants
   // taking rounds in turn. The ratio is taken round by round (see paired.ts), and so is the control's.
-  for (const callers of [1, 100]) {
-    const { sets, rounds: perSet } = DECORATOR[callers as 1 | 100];
+  for (const callers of [1, 100] as const) {
+    const { sets, rounds: perSet } = DECORATOR[callers];
     const rounds = await alternatingDecoratorCases(['use', 'decorated', 'use again'], callers, sets, perSet, DECORATOR_CALLS);
     const best = bestOf(rounds);
     const cost = pairedRatio(rounds, (r) => r.use / r.decorated);
