@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { checkAcquireOptions, checkCloseOptions, checkUseOptions, isCheckedOnce, type AcquireOptions, type CloseOptions, type UseOptions } from './call-options.js';
 import { ProcessHold, Timers, type TimerHandle } from './clock.js';
 import { kBudget, kMember, type ConnectionBudget, type MemberSide } from './connection-budget.js';
+import { ConnectionReset } from './connection-reset.js';
 import { ConnectionSupply } from './connection-supply.js';
 import type { Connector } from './connector.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError } from './errors.js';
@@ -55,6 +56,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
   readonly #mayRefuse: boolean;
   /** Clients per capacity at which one more connection opens ahead of demand (Infinity: never). */
   readonly #growLoad: number;
+  /** Cleans a connection its caller gave back, when the connector resets connections. */
+  readonly #reset: ConnectionReset<T> | undefined;
 
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -122,6 +125,16 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
       scopes: (delta) => void (this.#scopesLive += delta),
     };
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
+    this.#reset = connector.reset === undefined ? undefined : new ConnectionReset(connector.reset.bind(connector), {
+      timers,
+      counters: this.#counters,
+      resetTimeoutMs: o.resetTimeoutMs,
+      retire: (conn, detail, cause) => {
+        o.logger.warn(`pool "${o.name}": connection ${conn.id} retired, ${detail}`);
+        this.#supply.retire(conn, 'reset', detail, cause);
+      },
+      done: (conn) => this.#checkin(conn),
+    });
     this.#supply.keeper.start();
   }
 
@@ -338,10 +351,9 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
   }
 
   /** @internal Called by {@link Lease.release}. */
-  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void {
-    // The common case in one step: nothing timed, published or shared with a group (through
-    // #givenBack and the group's check, the release cost 3-5 % of the 1- and 100-caller benches).
-    if (watch === undefined && this.#supply.budget === undefined && !events.release.hasSubscribers) {
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, thrown: boolean): void {
+    // The common case in one step: nothing timed, published, reset or shared with a group.
+    if (watch === undefined && this.#reset === undefined && this.#supply.budget === undefined && !events.release.hasSubscribers) {
       this.#counters.released++;
       this.#checkin(conn);
       return;
@@ -350,7 +362,9 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
     if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.#timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
-    this.#checkin(conn);
+    // A connection that stays in service is cleaned before anyone else gets it; a retired one just closes.
+    if (this.#reset !== undefined && conn.state === 'ready') this.#reset.run(conn, thrown);
+    else this.#checkin(conn);
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */

@@ -150,6 +150,7 @@ export class ConnectionSet<T> {
       ageMs: c.state === 'opening' || c.state === 'establishing' ? 0 : now - c.createdAt,
       idleMs: c.clients === 0 && c.state === 'ready' ? idleFor(c, now) : 0,
       validating: c.validating,
+      resetting: c.endReset !== null,
       rotating: c.rotating,
     }));
   }

@@ -360,7 +360,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
 
   /**
    * The pool is closing: background work stops, creates in flight are given up (a late arrival is
-   * closed), every connection retires, and running validations end.
+   * closed), every connection retires, and running validations and resets end.
    */
   stop(): void {
     this.keeper.stop();
@@ -368,7 +368,10 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     this.set.idleStamps.stop();
     for (const conn of [...this.set.all]) conn.abandon?.();
     this.refresh('closed');
-    for (const conn of [...this.set.all]) conn.endValidation?.();
+    for (const conn of [...this.set.all]) {
+      conn.endValidation?.();
+      conn.endReset?.();
+    }
   }
 
   /** After the grace period: closes what still drains, and settles when every close has. */

@@ -16,6 +16,12 @@ export interface CreateContext {
   setClientLimit(limit: number): void;
 }
 
+/** What the pool passes to {@link Connector.reset}. */
+export interface ResetContext {
+  /** Whether the caller's code threw (a `use()` or `@UsePooled` call that ended in an error). */
+  readonly failed: boolean;
+}
+
 /** How a pool opens, checks and closes connections of type `T`. */
 export interface Connector<T> {
   /**
@@ -33,6 +39,17 @@ export interface Connector<T> {
   close?(conn: T): Promise<void> | void;
   /** Liveness check before handing out a connection idle longer than `validateAfterIdleMs`. */
   validate?(conn: T): boolean | Promise<boolean>;
+  /**
+   * Makes an exclusive connection clean for its next caller, when its caller gives it back: roll
+   * back a transaction left open, clear session state. Called before anyone else gets the
+   * connection, and only in a pool whose `clientLimit` is 1 (a shared connection carries no
+   * caller's state: the pool refuses a `reset` with `clientLimit` above 1). Answer synchronously
+   * when the client knows it is clean (pg's `getTransactionStatus()` is `'I'`): then the
+   * connection goes straight to the next caller, with no round trip and no extra turn. A promise
+   * keeps it out of service until it settles, within `resetTimeoutMs`. `false`, a throw, a
+   * rejection or the timeout retire the connection: it is never handed out again.
+   */
+  reset?(conn: T, ctx: ResetContext): boolean | void | Promise<boolean | void>;
   /** Whether an error thrown by user code means the connection is broken (retire it, maybe retry). */
   isFatal?(err: unknown): boolean;
 }

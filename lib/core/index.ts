@@ -1,7 +1,7 @@
 // The public surface of the core. Internals (the option resolver, timers, the connection
 // records, symbol-keyed methods) stay in their files for the other layers to import directly.
 export { systemClock, type Clock, type TimerHandle } from './clock.js';
-export type { Connector, CreateContext } from './connector.js';
+export type { Connector, CreateContext, ResetContext } from './connector.js';
 export {
   CapacityExceededError,
   ConnectionFailedError,

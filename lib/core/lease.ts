@@ -5,6 +5,9 @@ import type { SharedConnection } from './shared-connection.js';
 /** @internal The pool's side of a lease: a release. */
 export const kCheckin = Symbol('checkin');
 
+/** @internal A release after the caller's code threw (not fatally): the connector's reset is told. */
+export const kReleaseThrown = Symbol('releaseThrown');
+
 /** @internal The pool's side of a lease: a release of a connection its user failed. */
 export const kCheckinFailed = Symbol('checkinFailed');
 
@@ -31,8 +34,8 @@ export class LeaseWatch {
 
 /** @internal */
 export interface LeaseOwner<T> {
-  /** `watch`: what the pool keeps on the lease, when it times or tracks it. */
-  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined): void;
+  /** `watch`: what the pool keeps on the lease, when it times or tracks it; `thrown`: the caller's code threw. */
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, thrown: boolean): void;
   [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void;
 }
 
@@ -131,7 +134,15 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn, this.#watch);
+    this.#owner[kCheckin](this.#conn, this.#watch, false);
+    this.#admission?.release();
+  }
+
+  /** @internal `release()` after the caller's code threw an error that does not break the connection. */
+  [kReleaseThrown](): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#owner[kCheckin](this.#conn, this.#watch, true);
     this.#admission?.release();
   }
 

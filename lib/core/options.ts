@@ -59,6 +59,12 @@ export interface PoolOptions {
   /** Bound on one `validate()`; past it the connection counts as dead. `Infinity`: no bound. Default 5 000. */
   validateTimeoutMs?: number;
   /**
+   * Bound on one connector `reset()` that answers with a promise; past it the connection is
+   * retired (never handed out again), so a reset that hangs holds one connection for this long at
+   * most, never the pool. Finite. Default 5 000.
+   */
+  resetTimeoutMs?: number;
+  /**
    * Bound on one connector `close()`; past it a warning is logged and the pool stops waiting, so
    * `pool.close()` always completes. `Infinity`: wait for it. Default 5 000.
    */
@@ -141,6 +147,7 @@ export interface ResolvedOptions {
   readonly growAt: number;
   readonly validateAfterIdleMs: number;
   readonly validateTimeoutMs: number;
+  readonly resetTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly blockingPeriod: boolean;
   readonly breakerFailures: number;
@@ -159,7 +166,7 @@ export interface ResolvedOptions {
   readonly maxHoldMs: number;
 }
 
-const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'isFatal'] as const;
+const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
 
 /** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
 export function validateConnector(pool: string, connector: unknown): void {
@@ -182,7 +189,7 @@ export function validateConnector(pool: string, connector: unknown): void {
 }
 
 /** Every key of {@link PoolOptions}: any other is refused. */
-export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, growMaxSizeTo: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
+export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, growMaxSizeTo: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, resetTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
 export function resolveOptions(options: PoolOptions = {}, connector?: Connector<unknown>): ResolvedOptions {
@@ -220,12 +227,17 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     read.fail('limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
   }
 
+  const clientLimit = read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1);
+  if (clientLimit > 1 && connector?.reset !== undefined) {
+    read.fail('clientLimit', `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or use the connector without its reset (e.g. pgConnector({ reset: false }))`);
+  }
+
   return {
     name,
     maxSize,
     growMaxSizeTo,
     minSize,
-    clientLimit: read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1),
+    clientLimit,
     maxIdleMs: read.get('maxIdleMs', is.above(0), 300_000),
     maxLifetimeMs: read.get('maxLifetimeMs', is.above(0), Infinity),
     createTimeoutMs: read.get('createTimeoutMs', is.above(0), 10_000),
@@ -236,6 +248,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     growAt: read.get('growAt', is.fraction, 0.8),
     validateAfterIdleMs: read.get('validateAfterIdleMs', is.atLeast(0), 30_000),
     validateTimeoutMs: read.get('validateTimeoutMs', is.above(0), 5_000),
+    resetTimeoutMs: read.get('resetTimeoutMs', is.finiteAbove(0), 5_000),
     closeTimeoutMs: read.get('closeTimeoutMs', is.atLeast(0), 5_000),
     blockingPeriod: read.get('blockingPeriod', is.boolean, true),
     breakerFailures: read.get('breakerFailures', is.whole(1), 5),

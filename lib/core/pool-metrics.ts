@@ -34,7 +34,7 @@ export interface MetricsMeter {
 }
 
 const HEALTH_STATES: readonly PoolHealth[] = ['healthy', 'degraded', 'critical', 'exhausted', 'failing'];
-const REASONS: readonly RetireReason[] = ['idle', 'lifetime', 'failed', 'connector', 'validation', 'refresh', 'closed', 'group'];
+const REASONS: readonly RetireReason[] = ['idle', 'lifetime', 'failed', 'connector', 'validation', 'reset', 'refresh', 'closed', 'group'];
 const MODES = ['local', 'redis', 'quarantine', 'unreachable', 'fallback', 'fail-closed'] as const;
 const POOL = 'db.client.connection.pool.name';
 

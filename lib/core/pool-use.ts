@@ -2,7 +2,7 @@ import { backoffMs } from './backoff.js';
 import type { Timers } from './clock.js';
 import type { Connector } from './connector.js';
 import { PoolClosedError } from './errors.js';
-import { kEnded, type Lease } from './lease.js';
+import { kEnded, kReleaseThrown, type Lease } from './lease.js';
 import type { PoolLogger } from './logger.js';
 import { messageOf } from './message-of.js';
 import type { RetryOptions, UseOptions } from './call-options.js';
@@ -103,7 +103,7 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
       const fatal = isFatal(host, err);
       const retryable = attempt < attempts && (fatal || retryOn(host, retry, err));
       if (retryable || fatal) lease.fail(err);
-      else lease.release();
+      else lease[kReleaseThrown]();
       if (!retryable) throw err;
       await pause(host, backoffMs(attempt, retry?.baseDelayMs ?? 10, retry?.maxDelayMs ?? 1_000));
     }

@@ -28,6 +28,8 @@ export class SharedConnection<T> {
   validating = false;
   /** Ends a running validation at once (the pool is closing); null when none runs. */
   endValidation: (() => void) | null = null;
+  /** Ends a running reset at once (the pool is closing); null when none runs. */
+  endReset: (() => void) | null = null;
   /** Its replacement is opening; it keeps serving until that one is ready. */
   rotating = false;
   /** The connection this one replaces (rotation). */

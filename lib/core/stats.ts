@@ -13,15 +13,18 @@ export interface ConnectionStats {
   ageMs: number;
   idleMs: number;
   validating: boolean;
+  /** Its connector's `reset()` is cleaning it for the next caller (it counts as in use meanwhile). */
+  resetting: boolean;
   rotating: boolean;
 }
 
 /**
  * Why a connection was taken out of service: idle past `maxIdleMs`, past its lifetime (rotated),
  * failed by its user (`lease.fail()`), retired by its connector (`ctx.retire()`), found dead by
- * validation, `refresh()`, the pool closing, or its place given to another member of a pool group.
+ * validation, not made clean by its connector's `reset()`, `refresh()`, the pool closing, or its
+ * place given to another member of a pool group.
  */
-export type RetireReason = 'idle' | 'lifetime' | 'failed' | 'connector' | 'validation' | 'refresh' | 'closed' | 'group';
+export type RetireReason = 'idle' | 'lifetime' | 'failed' | 'connector' | 'validation' | 'reset' | 'refresh' | 'closed' | 'group';
 
 /** Running totals since the pool was made. */
 export interface PoolCounters {
@@ -52,6 +55,10 @@ export interface PoolCounters {
   failedFast: number;
   /** Validations that found a connection dead: `validate()` returned false, threw, or outran `validateTimeoutMs` (one that ends after `close()` cut it short counts too). */
   validationFailures: number;
+  /** Connector `reset()` calls that answered with a promise: the returns that cost a round trip (a reset answered at once costs none). */
+  resets: number;
+  /** Resets that left a connection unclean: `reset()` returned false, threw, rejected or outran `resetTimeoutMs`. Each retired its connection. */
+  resetFailures: number;
   /** Leases reported as possible leaks (held past `leakDetectionMs`). */
   leaks: number;
   /** Leases whose signal aborted, held past `maxHoldMs`. */

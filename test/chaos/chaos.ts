@@ -1,8 +1,8 @@
 /**
  * The chaos harness: one seed makes one random schedule of a faulty connector (create throws,
  * hangs, arrives late or after close, resolves nothing or a connection twice; ready false /
- * throws / hangs; close throws / hangs; validate false / throws / slow / hangs; retire and
- * setClientLimit at any time) and adversarial callers (random holds, timeouts, aborts, fails,
+ * throws / hangs; close throws / hangs; validate false / throws / slow / hangs; reset on return
+ * at once, late, false / throws / rejects / hangs; retire and setClientLimit at any time) and adversarial callers (random holds, timeouts, aborts, fails,
  * double releases, nested uses, tasks that outlive their scope, refresh, warmup, close part-way),
  * runs it against a pool, and checks invariants at every handout and every quiet point.
  *
@@ -58,6 +58,10 @@ export class ChaosConn {
   validateStart = -1;
   validatedOkAt = -Infinity;
   servedSinceValidated = true;
+  /** A caller left state on it that only a reset clears (with a resetting connector). */
+  dirty = false;
+  /** Its reset() began and has not settled (a hung one never does): nobody may get it meanwhile. */
+  resetPending = false;
   /** Step at which the harness saw it retired (ctx.retire, lease.fail, refresh, a failed validation). */
   retiredAt = Infinity;
   constructor(
@@ -183,6 +187,7 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     acquireTimeoutMs: between(50, 1_500) * scale,
     validateAfterIdleMs: pickOf(rnd, [0, 20, 200, Infinity]),
     validateTimeoutMs: between(20, 120) * scale,
+    resetTimeoutMs: between(20, 120) * scale,
     closeTimeoutMs: between(10, 100) * scale,
     maxIdleMs: between(100, 2_000) * scale,
     maxLifetimeMs: chance(0.5) ? Infinity : between(200, 2_000) * scale,
@@ -225,6 +230,9 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   let validateCalls = 0;
   /** Each validate() call: when it began, and when and how it settled (never: it hangs). */
   const validations: { start: number; settledAfter: number; dead: boolean }[] = [];
+  /** reset() calls, and those that answered with a promise. */
+  let resetCalls = 0;
+  let resetPromises = 0;
   let closeStartedAt = Infinity;
   /** Connector close() calls not settled: each may keep a closeTimeoutMs timer of the pool's. */
   let closesInFlight = 0;
@@ -333,6 +341,43 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     },
     isFatal: (err) => err instanceof ChaosError && err.fatal,
   };
+  // An exclusive pool's connector may clean connections on return; a shared pool's may not.
+  const resets = settings.clientLimit === 1 && chance(0.7);
+  if (resets) {
+    connector.reset = (conn) => {
+      resetCalls++;
+      if (poolClosed) violate(`reset() called on connection ${conn.id} after close()`);
+      if (conn.holders > 0) violate(`reset() called on connection ${conn.id} while ${conn.holders} caller(s) hold it`);
+      if (conn.resetPending) violate(`connection ${conn.id} reset twice at once`);
+      const unclean = () => void (conn.retiredAt = Math.min(conn.retiredAt, step));
+      const clean = () => void (conn.dirty = false);
+      const r = rnd();
+      const p = storm * 0.3;
+      trace(`reset of ${conn.id}`);
+      if (r < p * 0.2) return unclean(), false;
+      if (r < p * 0.4) {
+        unclean();
+        throw new Error('ROLLBACK failed (chaos)');
+      }
+      if (r >= p && chance(0.7)) return clean(), chance(0.5) ? true : undefined; // clean, known at once
+      resetPromises++;
+      conn.resetPending = true;
+      if (r < p * 0.6) return new Promise<boolean>(() => {}); // hangs: resetTimeoutMs must end it
+      // In time or late, never on the boundary, where which comes first is the clock's choice.
+      const timeoutMs = settings.resetTimeoutMs!;
+      const late = chance(0.3);
+      const after = late ? between(timeoutMs + slack, 2 * timeoutMs + slack) : between(0, Math.max(0, timeoutMs - slack));
+      const fails = r < p;
+      return sleep(after).then(() => {
+        conn.resetPending = false;
+        // Past resetTimeoutMs the pool has retired it already, whatever the answer.
+        if (fails || late) unclean();
+        else clean();
+        if (fails && chance(0.5)) throw new Error('ROLLBACK failed late (chaos)');
+        return !fails;
+      });
+    };
+  }
 
   let pool: ConnectionPool<ChaosConn>;
   try {
@@ -361,6 +406,9 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (!(conn instanceof ChaosConn)) return violate(`${how} handed out ${String(conn)}`);
     if (conn.closeCalls > 0) violate(`${how} got connection ${conn.id} after it was closed`);
     if (conn.validating) violate(`${how} got connection ${conn.id} while it was being validated`);
+    if (conn.resetPending) violate(`${how} got connection ${conn.id} while its reset ran`);
+    if (conn.dirty) violate(`${how} got connection ${conn.id} with its last caller's state on it`);
+    if (resets) conn.dirty = true;
     if (conn.retiredAt < step) violate(`${how} got connection ${conn.id}, retired at step ${conn.retiredAt} (now ${step})`);
     trace(`${how} got connection ${conn.id}`);
     conn.holders++;
@@ -584,7 +632,10 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       holders += conn.holders;
       conn.limitAtStep = conn.limit;
     }
-    if (s.clients !== holders) violate(`stats().clients ${s.clients}, the callers hold ${holders}`);
+    // A connection being reset still counts its caller's slot.
+    const resetting = s.connections.filter((c) => c.resetting).length;
+    if (s.clients !== holders + resetting) violate(`stats().clients ${s.clients}, the callers hold ${holders}, ${resetting} reset(s) run`);
+    if (resetting > made.filter((c) => c.resetPending).length) violate(`${resetting} connection(s) resetting, more than the reset() calls pending`);
     for (const key of ['acquired', 'released', 'timeouts', 'aborted', 'failedFast'] as const) {
       if (s.counters[key] !== counts[key]) violate(`counters.${key} is ${s.counters[key]}, the harness counted ${counts[key]}`);
     }
@@ -612,6 +663,11 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     }
     if (c.retired > c.opened) violate(`retired ${c.retired} > opened ${c.opened}`);
     if (c.validationFailures > validateCalls) violate(`validationFailures ${c.validationFailures} > ${validateCalls} validate() calls`);
+    if (c.resets !== resetPromises) violate(`counters.resets is ${c.resets}, reset() answered ${resetPromises} times with a promise`);
+    // A reset that fails on a connection already retired (by its connector, by close()) retires nothing more.
+    if (c.resetFailures > resetCalls || c.retiredBy.reset > c.resetFailures) {
+      violate(`counters.resetFailures ${c.resetFailures}, retiredBy.reset ${c.retiredBy.reset}, ${resetCalls} reset() calls`);
+    }
     if (s.ready !== c.opened - c.retired) violate(`ready ${s.ready}, but opened ${c.opened} − retired ${c.retired} = ${c.opened - c.retired}`);
     if (s.counters.createsStarted !== creates) violate(`counters.createsStarted is ${s.counters.createsStarted}, the connector saw ${creates}`);
     const closes = made.reduce((n, c) => n + c.closeCalls, 0);

@@ -150,7 +150,7 @@ describe('retirements by reason', () => {
     pool.refresh();
     await pool.acquire().then((l) => l.release());
     await clock.advance(200); // the new one idles out
-    expect(pool.stats().counters.retiredBy).toEqual({ idle: 1, lifetime: 0, failed: 1, connector: 0, validation: 0, refresh: 2, closed: 0, group: 0 });
+    expect(pool.stats().counters.retiredBy).toEqual({ idle: 1, lifetime: 0, failed: 1, connector: 0, validation: 0, reset: 0, refresh: 2, closed: 0, group: 0 });
     await pool.close();
   });
 });

@@ -254,7 +254,7 @@ describe('stats and health', () => {
     const { connections, size, ready, idle } = pool.stats();
     expect({ size, ready, idle }).toEqual({ size: 1, ready: 1, idle: 0 });
     expect(connections).toEqual([
-      { id: lease.connectionId, state: 'ready', clients: 1, clientLimit: 4, uses: 1, ageMs: 1_500, idleMs: 0, validating: false, rotating: false },
+      { id: lease.connectionId, state: 'ready', clients: 1, clientLimit: 4, uses: 1, ageMs: 1_500, idleMs: 0, validating: false, resetting: false, rotating: false },
     ]);
     lease.release();
     await pool.close();
