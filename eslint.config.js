@@ -18,7 +18,7 @@ export default tseslint.config(
   // The layers: core knows only pools; limits build on core; connectors on core; groups on core and limits; nest on all; the dashboard on nest.
   layer('lib/core/**/*.ts', 'lib/core knows only pools', ['../limits/*', '../nest/*', '../connectors/*', '../groups/*', '../dashboard/*', '../index.js', '@nestjs/*', 'ioredis', 'rxjs']),
   layer('lib/limits/**/*.ts', 'lib/limits builds on lib/core only', ['../nest/*', '../connectors/*', '../groups/*', '../index.js', '@nestjs/*']),
-  layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', ['../nest/*', '../limits/*', '../index.js', '@nestjs/*']),
+  layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', ['../nest/*', '../limits/*', '../index.js', '../../nest/*', '../../limits/*', '../../groups/*', '../../index.js', '@nestjs/*']),
   layer('lib/groups/**/*.ts', 'lib/groups build on lib/core and lib/limits only', ['../nest/*', '../connectors/*', '../index.js', '@nestjs/*', 'rxjs']),
   layer('lib/nest/**/*.ts', 'lib/nest does not know the dashboard', ['../dashboard/*']),
   {

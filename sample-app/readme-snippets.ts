@@ -3,7 +3,7 @@ import { Injectable, Module, type CanActivate, type ExecutionContext } from '@ne
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
 import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
-import { pgConnector } from './app/connectors.js';
+import { pgConnector } from 'nestjs-shared-pool/connectors/pg';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { POOL_CHANNELS, type RetireMessage } from 'nestjs-shared-pool/core';
 import { AdaptiveLimiter } from 'nestjs-shared-pool/limits';
@@ -83,6 +83,27 @@ export class ServerTime {
   async serverTime(zone: string, @PooledConnection() db?: pg.Client): Promise<string> {
     const { rows } = await db!.query<{ at: string }>(`SELECT to_char(now() AT TIME ZONE $1, 'HH24:MI') AS at`, [zone]);
     return rows[0].at;
+  }
+}
+
+export function databaseRegistration(databaseUrl: string) {
+  return PoolModule.forRoot({
+    pools: [{ name: 'db', connector: pgConnector(databaseUrl), options: { maxSize: 10 } }],
+  });
+}
+
+@Injectable()
+export class TenantOrders {
+  constructor(@InjectPool('db') readonly db: ConnectionPool<pg.Client>) {}
+
+  @UsePooled('db')
+  async ordersOf(tenant: string) {
+    const db = this.db.current;
+    await db.query('BEGIN');
+    await db.query("SELECT set_config('app.tenant', $1, true)", [tenant]); // SET LOCAL: this transaction only
+    const { rows } = await db.query('SELECT * FROM orders'); // the policy reads current_setting('app.tenant')
+    await db.query('COMMIT');
+    return rows;
   }
 }
 

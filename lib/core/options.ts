@@ -229,7 +229,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
 
   const clientLimit = read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1);
   if (clientLimit > 1 && connector?.reset !== undefined) {
-    read.fail('clientLimit', `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or use the connector without its reset (e.g. pgConnector({ reset: false }))`);
+    read.fail('clientLimit', `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or make the connector without its reset (the pg connector: pgConnector(url, { reset: false }))`);
   }
 
   return {

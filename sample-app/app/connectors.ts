@@ -1,7 +1,7 @@
-// The connectors of the sample app's pools: each says how to open, check and close one client.
+// The sample app's own connectors, for clients the package has none for: each says how to open,
+// check and close one client. PostgreSQL comes ready-made (nestjs-shared-pool/connectors/pg).
 import { ContainerClient } from '@azure/storage-blob';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import type { Connector } from 'nestjs-shared-pool';
 
 /**
@@ -43,30 +43,5 @@ export function redisConnector(url: string): Connector<Redis> {
       await client.quit().catch(() => client.disconnect());
     },
     isFatal: (err) => err instanceof Error && /Connection is closed|ECONNRESET|Stream isn't writeable/.test(err.message),
-  };
-}
-
-/** PostgreSQL clients from `pg`: one query at a time each, so the pool runs them with clientLimit 1. */
-export function pgConnector(connectionString: string): Connector<pg.Client> {
-  return {
-    clientLimit: 1, // a transaction is state of its connection: never shared (also the default)
-    async create(ctx) {
-      const client = new pg.Client({ connectionString });
-      client.on('error', (err: Error) => ctx.retire(err.message)); // an idle client's error never crashes the process
-      await client.connect();
-      return client;
-    },
-    ready: async (client) => {
-      await client.query('SELECT 1');
-    },
-    validate: (client) => client.query('SELECT 1').then(
-      () => true,
-      () => false,
-    ),
-    close: (client) => client.end(),
-    isFatal: (err) => {
-      const code = (err as { code?: string })?.code;
-      return code === '57P01' || code === 'ECONNRESET' || (err instanceof Error && /Connection terminated/.test(err.message));
-    },
   };
 }

@@ -2,8 +2,9 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Http2SessionConnector, PoolModule, type GroupDefinition, type PoolDefinition } from 'nestjs-shared-pool';
 import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
+import { pgConnector } from 'nestjs-shared-pool/connectors/pg';
 import type { SampleConfig } from './config.js';
-import { blobContainerConnector, pgConnector, redisConnector } from './connectors.js';
+import { blobContainerConnector, redisConnector } from './connectors.js';
 import { CountersController, JOBS_KEY, JobsController } from './counters.controller.js';
 import { DashboardGuard } from './dashboard.js';
 import { FilesController } from './files.controller.js';
@@ -65,7 +66,7 @@ export class SampleModule {
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
-      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, minSize: 1, metrics } }); // exclusive: the connector says clientLimit 1
+      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, minSize: 1, metrics } }); // exclusive, reset on return: the connector says so
       controllers.push(NotesController);
     }
     return {

@@ -4,7 +4,7 @@
 // check can fail.
 import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { pgConnector } from '../../sample-app/app/connectors.js';
+import { pgConnector } from '../../lib/connectors/pg/index.js';
 import { ConnectionPool, type Connector, type PoolOptions } from '../../lib/index.js';
 
 const URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';

@@ -7,8 +7,9 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { adaptiveRegistration, asyncRegistration, Completions, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
-import { pgConnector } from '../../sample-app/app/connectors.js';
+import { adaptiveRegistration, asyncRegistration, Completions, databaseRegistration, TenantOrders, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
+import pg from 'pg';
+import { pgConnector } from '../../lib/connectors/pg/index.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { docPages, readmeBlocks, root, source } from '../support/readme.js';
 
@@ -135,6 +136,37 @@ describe('the README excerpts, run', () => {
     const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
     expect(pool.stats().admission).toMatchObject({ mode: 'local', limit: 20, perKey: 5, adaptive: { algorithm: 'aimd', successes: 5, overloads: 0 } });
     await moduleRef.close();
+  });
+
+  it('per-tenant settings with SET LOCAL under row-level security: each tenant sees its own orders, none after', async () => {
+    const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+    const schema = `nsp_rls_${process.pid}`;
+    const admin = new pg.Client(url);
+    await admin.connect();
+    try {
+      // Row-level security binds no superuser: the app logs in as a role of its own.
+      await admin.query("DO $$ BEGIN CREATE ROLE nsp_rls_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.query(`CREATE TABLE ${schema}.orders (tenant text NOT NULL, item text NOT NULL)`);
+      await admin.query(`INSERT INTO ${schema}.orders SELECT 'tenant-' || t, 'item-' || t || '-' || i FROM generate_series(0, 19) t, generate_series(1, 2) i`);
+      await admin.query(`ALTER TABLE ${schema}.orders ENABLE ROW LEVEL SECURITY`);
+      await admin.query(`CREATE POLICY by_tenant ON ${schema}.orders USING (tenant = current_setting('app.tenant', true))`);
+      await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO nsp_rls_app; GRANT SELECT ON ${schema}.orders TO nsp_rls_app`);
+      const appUrl = `postgresql://nsp_rls_app@127.0.0.1:5432/test?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      const moduleRef = await Test.createTestingModule({ imports: [databaseRegistration(appUrl)], providers: [TenantOrders] }).setLogger(new RecordingNestLogger()).compile();
+      await moduleRef.init();
+      const orders = moduleRef.get(TenantOrders);
+      const seen = await Promise.all(Array.from({ length: 200 }, (_, i) => orders.ordersOf(`tenant-${(i * 7) % 20}`).then((rows) => ({ tenant: `tenant-${(i * 7) % 20}`, rows }))));
+      for (const { tenant, rows } of seen) expect(rows.map((r: { tenant: string }) => r.tenant)).toEqual([tenant, tenant]);
+      // Outside a transaction no tenant is set on any connection: the policy shows nothing.
+      const db = moduleRef.get<ConnectionPool<pg.Client>>(getPoolToken('db'));
+      const after = await Promise.all(Array.from({ length: 20 }, () => db.use((client) => client.query('SELECT count(*)::int AS n FROM orders').then((r) => r.rows[0].n))));
+      expect(after).toEqual(Array(20).fill(0));
+      await moduleRef.close();
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
   });
 
   it('a method with propagation none, its connection as a parameter, on PostgreSQL', async () => {

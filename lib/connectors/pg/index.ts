@@ -1,0 +1,2 @@
+// nestjs-shared-pool/connectors/pg: PostgreSQL through `pg` (an optional peer dependency).
+export { isPgConnectionError, pgConnector, type PgConnectorOptions, type PgReset } from './pg-connector.js';

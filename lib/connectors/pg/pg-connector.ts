@@ -1,0 +1,149 @@
+import type pg from 'pg';
+import type { Connector, CreateContext } from '../../core/index.js';
+import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
+
+/**
+ * What a connection given back is cleaned of before its next caller:
+ * - `'transaction'` (the default): a transaction left open or failed is rolled back. A clean
+ *   connection costs nothing: the client knows its transaction status without a round trip.
+ * - `'session'`: also every session setting (`DISCARD ALL`: `SET`, `set_config(…, false)`,
+ *   temporary tables, prepared statements, advisory locks, `LISTEN`), one round trip per call.
+ *   For apps that keep per-tenant state in the session.
+ * - `{ statement }`: like `'session'`, with your own statement (`'RESET ALL'`, `'SELECT app.clear()'`).
+ * - `false`: no reset; the only choice that lets a pool share its clients (`clientLimit` above 1).
+ */
+export type PgReset = 'transaction' | 'session' | false | { readonly statement: string };
+
+/** Options of {@link pgConnector}. */
+export interface PgConnectorOptions {
+  /** What a connection given back is cleaned of (see {@link PgReset}). Default `'transaction'`. */
+  reset?: PgReset;
+  /** The client class to make clients of. Default: `pg.Client`, loaded on the first create. */
+  Client?: new (config: string | pg.ClientConfig) => pg.Client;
+}
+
+/** SQLSTATE classes and codes after which a session is gone: connection exceptions, shutdowns. */
+const FATAL_STATES = /^(08|57P0[1-3])/;
+const FATAL_ERRNOS = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']);
+const FATAL_MESSAGES = /Connection terminated|connection error|not queryable|Query read timeout/i;
+
+/**
+ * Whether an error from `pg` means its connection is broken (the server shut down or killed the
+ * backend, the socket failed, the client was closed), not that one statement failed.
+ */
+export function isPgConnectionError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (FATAL_STATES.test(code) || FATAL_ERRNOS.has(code))) return true;
+  return FATAL_MESSAGES.test(err.message);
+}
+
+/** What of a `pg.Client` the reset reads beyond its typed surface. */
+interface ClientState {
+  /** False while a statement runs or waits (a caller that did not await one). */
+  readyForQuery?: boolean;
+  /** The client's record of the named statements the server holds, which `DISCARD ALL` drops. */
+  connection?: { parsedStatements?: Record<string, unknown>; submittedNamedStatements?: Record<string, unknown> };
+}
+
+let loaded: Promise<typeof pg> | undefined;
+
+/** `pg`, an optional peer dependency, loaded once on first use. */
+function loadPg(): Promise<typeof pg> {
+  loaded ??= import('pg').then(
+    (m) => (m as { default?: typeof pg }).default ?? (m as unknown as typeof pg),
+    (err: unknown) => {
+      loaded = undefined;
+      throw new Error('pgConnector() needs the "pg" package: npm install pg', { cause: err });
+    },
+  );
+  return loaded;
+}
+
+/**
+ * PostgreSQL clients from `pg`, one caller at a time each (a transaction is state of its
+ * connection). A client is ready after a real round trip; an idle client's `'error'` or `'end'`
+ * retires it quietly (never an unhandled `'error'`); `isFatal` knows pg's connection-level
+ * errors; `validate` runs `SELECT 1`; a connection comes back clean (see {@link PgReset}).
+ *
+ * @param client a connection string or `pg.ClientConfig`, as `new pg.Client()` takes.
+ */
+export function pgConnector(client: string | pg.ClientConfig, options: PgConnectorOptions = {}): Connector<pg.Client> {
+  const read = new OptionReader({ subject: 'module', name: 'pgConnector()' }, options).only(keysOf<PgConnectorOptions>({ reset: true, Client: true }), "pgConnector()'s options");
+  if (typeof client !== 'string' && (typeof client !== 'object' || client === null)) {
+    read.fail('client', `(the first argument) must be a connection string or a pg.ClientConfig, got ${shown(client)}`);
+  }
+  const Client = read.get('Client', is.function);
+  const statement = sessionStatement(read, options.reset);
+  const connector: Connector<pg.Client> = {
+    clientLimit: 1,
+    create: async (ctx) => {
+      const made = new (Client ?? (await loadPg()).Client)(client);
+      if (options.reset !== false && typeof made.getTransactionStatus !== 'function') {
+        throw new Error('pgConnector() resets connections from client.getTransactionStatus(), which pg has from 8.21: npm install pg@^8.21 (or pass { reset: false })');
+      }
+      return connect(made, ctx);
+    },
+    ready: async (c) => {
+      await c.query('SELECT 1');
+    },
+    validate: (c) => c.query('SELECT 1').then(
+      () => true,
+      () => false,
+    ),
+    close: (c) => c.end(),
+    isFatal: isPgConnectionError,
+  };
+  if (options.reset === false) return connector;
+  connector.reset = (c) => resetClient(c, statement);
+  return connector;
+}
+
+/** The statement a session reset runs after any rollback; undefined for `'transaction'`. */
+function sessionStatement(read: OptionReader<PgConnectorOptions>, reset: unknown): string | undefined {
+  if (reset === undefined || reset === 'transaction' || reset === false) return undefined;
+  if (reset === 'session') return 'DISCARD ALL';
+  const statement = (reset as { statement?: unknown } | null)?.statement;
+  if (typeof reset === 'object' && reset !== null && Object.keys(reset).length === 1 && typeof statement === 'string' && statement.trim() !== '') return statement;
+  return read.fail('reset', `must be 'transaction', 'session', false or { statement: 'RESET ALL' } (a statement that clears your session state), got ${shown(reset)}`);
+}
+
+/** Connects `client`; the pool's abort (its createTimeoutMs, its close) ends the attempt. */
+async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client> {
+  // Broken while idle: retired quietly. Without a listener pg's 'error' would crash the process.
+  client.on('error', (err: Error) => ctx.retire(err));
+  client.on('end', () => ctx.retire(new Error('the connection to PostgreSQL ended')));
+  const abort = () => void client.end().catch(() => {});
+  ctx.signal.addEventListener('abort', abort, { once: true });
+  try {
+    await client.connect();
+  } catch (err) {
+    abort();
+    throw err;
+  } finally {
+    ctx.signal.removeEventListener('abort', abort);
+  }
+  return client;
+}
+
+/**
+ * Cleans a client given back. Idle with nothing in flight and no session statement: clean at
+ * once, no round trip. A transaction open or failed, or a statement still running (whose
+ * transaction is not known yet): `ROLLBACK`, queued behind it. Then the session statement, if any.
+ */
+function resetClient(client: pg.Client, statement: string | undefined): boolean | Promise<boolean> {
+  const state = client as unknown as ClientState;
+  const settled = state.readyForQuery !== false && client.getTransactionStatus() === 'I';
+  if (settled && statement === undefined) return true;
+  return (async () => {
+    if (!settled) await client.query('ROLLBACK');
+    if (statement !== undefined) {
+      await client.query(statement);
+      // DISCARD ALL drops the server's prepared statements: pg must prepare them again.
+      for (const cache of [state.connection?.parsedStatements, state.connection?.submittedNamedStatements]) {
+        if (cache !== undefined) for (const name of Object.keys(cache)) delete cache[name];
+      }
+    }
+    return client.getTransactionStatus() === 'I';
+  })();
+}
