@@ -3,7 +3,9 @@ import { Injectable, Module, type CanActivate, type ExecutionContext } from '@ne
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
 import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
-import { pgConnector } from 'nestjs-shared-pool/connectors/pg';
+import { asPgPool, pgConnector } from 'nestjs-shared-pool/connectors/pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { POOL_CHANNELS, type RetireMessage } from 'nestjs-shared-pool/core';
 import { AdaptiveLimiter } from 'nestjs-shared-pool/limits';
@@ -105,6 +107,16 @@ export class TenantOrders {
     await db.query('COMMIT');
     return rows;
   }
+}
+
+/** Kysely on the pool: its own API, the pool's deadlines, limits, health, metrics and reset on return. */
+export function kyselyOn(db: ConnectionPool<pg.Client>) {
+  return new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: asPgPool(db) }) });
+}
+
+/** Drizzle on the pool, the same way. */
+export function drizzleOn(db: ConnectionPool<pg.Client>) {
+  return drizzle({ client: asPgPool(db) });
 }
 
 // One database per tenant, one budget of connections for all of them (the server's cap, or PgBouncer's).

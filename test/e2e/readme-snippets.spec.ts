@@ -7,8 +7,10 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { adaptiveRegistration, asyncRegistration, Completions, databaseRegistration, TenantOrders, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
+import { adaptiveRegistration, asyncRegistration, Completions, databaseRegistration, drizzleOn, kyselyOn, TenantOrders, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
 import pg from 'pg';
+import { sql } from 'kysely';
+import { sql as dsql } from 'drizzle-orm';
 import { pgConnector } from '../../lib/connectors/pg/index.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { docPages, readmeBlocks, root, source } from '../support/readme.js';
@@ -136,6 +138,16 @@ describe('the README excerpts, run', () => {
     const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
     expect(pool.stats().admission).toMatchObject({ mode: 'local', limit: 20, perKey: 5, adaptive: { algorithm: 'aimd', successes: 5, overloads: 0 } });
     await moduleRef.close();
+  });
+
+  it('Kysely and Drizzle on the pool through its pg.Pool face', async () => {
+    const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+    const kysely = kyselyOn(new ConnectionPool(pgConnector(url), { name: 'kysely' }));
+    expect((await sql<{ n: number }>`SELECT 40 + 2 AS n`.execute(kysely)).rows[0]!.n).toBe(42);
+    await kysely.destroy();
+    const orm = drizzleOn(new ConnectionPool(pgConnector(url), { name: 'drizzle' }));
+    expect((await orm.execute<{ n: number }>(dsql`SELECT 40 + 2 AS n`)).rows[0]!.n).toBe(42);
+    await orm.$client.end();
   });
 
   it('per-tenant settings with SET LOCAL under row-level security: each tenant sees its own orders, none after', async () => {

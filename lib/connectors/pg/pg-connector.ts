@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { Connector, CreateContext } from '../../core/index.js';
 import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
 
@@ -18,7 +18,7 @@ export type PgReset = 'transaction' | 'session' | false | { readonly statement: 
 export interface PgConnectorOptions {
   /** What a connection given back is cleaned of (see {@link PgReset}). Default `'transaction'`. */
   reset?: PgReset;
-  /** The client class to make clients of. Default: `pg.Client`, loaded on the first create. */
+  /** The client class to make clients of (a subclass, a `pg` of your own). Default: `pg.Client`. */
   Client?: new (config: string | pg.ClientConfig) => pg.Client;
 }
 
@@ -46,20 +46,6 @@ interface ClientState {
   connection?: { parsedStatements?: Record<string, unknown>; submittedNamedStatements?: Record<string, unknown> };
 }
 
-let loaded: Promise<typeof pg> | undefined;
-
-/** `pg`, an optional peer dependency, loaded once on first use. */
-function loadPg(): Promise<typeof pg> {
-  loaded ??= import('pg').then(
-    (m) => (m as { default?: typeof pg }).default ?? (m as unknown as typeof pg),
-    (err: unknown) => {
-      loaded = undefined;
-      throw new Error('pgConnector() needs the "pg" package: npm install pg', { cause: err });
-    },
-  );
-  return loaded;
-}
-
 /**
  * PostgreSQL clients from `pg`, one caller at a time each (a transaction is state of its
  * connection). A client is ready after a real round trip; an idle client's `'error'` or `'end'`
@@ -78,7 +64,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
   const connector: Connector<pg.Client> = {
     clientLimit: 1,
     create: async (ctx) => {
-      const made = new (Client ?? (await loadPg()).Client)(client);
+      const made = new (Client ?? pg.Client)(client);
       if (options.reset !== false && typeof made.getTransactionStatus !== 'function') {
         throw new Error('pgConnector() resets connections from client.getTransactionStatus(), which pg has from 8.21: npm install pg@^8.21 (or pass { reset: false })');
       }
