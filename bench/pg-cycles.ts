@@ -11,15 +11,17 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { ConnectionPool, type Connector } from '../lib/core/index.js';
+import { pgConnector } from '../lib/connectors/pg/index.js';
 import { alternating, callRound, serveWhenRun, type CpuPerCall, type Rounds } from './fresh-process.js';
 
 /**
  * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
  * `pool.query()`; `pg.Pool, a scope per query`: each query run
  * inside an AsyncLocalStorage scope of its own (`als.run()`), as `use()` runs its function: what
- * a scope per call costs any pool on Node 20, and `use()`'s equal terms.
+ * a scope per call costs any pool on Node 20, and `use()`'s equal terms; `use(), reset on return`:
+ * `use()` on the package's pg connector, whose reset checks each client given back.
  */
-export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, a scope per query';
+export type PgVariant = 'use()' | 'acquire' | 'pg.Pool' | 'pg.Pool, a scope per query' | 'use(), reset on return';
 
 export const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MAX = 10;
@@ -48,10 +50,11 @@ async function queryOf(variant: PgVariant): Promise<{ query: () => Promise<unkno
   }
   // Health lines (exhausted under this load, by design) would land in the measurement's stdout.
   const logger = { warn: () => {}, error: (message: string) => console.error(message) };
-  const pool = new ConnectionPool(clients, { name: 'pg', maxSize: MAX, minSize: MAX, metrics: false, logger });
+  const connector = variant === 'use(), reset on return' ? pgConnector(PG_URL) : clients;
+  const pool = new ConnectionPool(connector, { name: 'pg', maxSize: MAX, minSize: MAX, metrics: false, logger });
   await pool.warmup();
   const query =
-    variant === 'use()'
+    variant !== 'acquire'
       ? () => pool.use((client) => client.query('SELECT 1'))
       : async () => {
           const lease = await pool.acquire();

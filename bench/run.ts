@@ -789,7 +789,7 @@ async function adaptiveFreshBench(results: Record<string, unknown>, rows: string
  * range says so.
  */
 async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: (n: number) => string): Promise<void> {
-  const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, a scope per query'];
+  const variants: PgVariant[] = ['use()', 'acquire', 'pg.Pool', 'pg.Pool, a scope per query', 'use(), reset on return'];
   const pgResults: Record<string, unknown> = {};
   for (const callers of [50, 200]) {
     const cpu: Record<PgVariant, number>[][] = [];
@@ -805,8 +805,9 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
     const byHand = pairedRatio(rounds, (r) => r.acquire / r['pg.Pool']);
     const scoped = pairedRatio(rounds, (r) => r['pg.Pool, a scope per query'] / r['pg.Pool']);
     const equal = pairedRatio(rounds, (r) => r['use()'] / r['pg.Pool, a scope per query']);
+    const reset = pairedRatio(rounds, (r) => r['use(), reset on return'] / r['use()']);
     const scopeInUse = pairedRatio(rounds, (r) => r['use()'] / r.acquire);
-    pgResults[`c${callers}`] = { ...best, use, byHand, scoped, equal, scopeInUse, cpu: { use: cpuUse, byHand: cpuByHand, scoped: cpuScoped, equal: cpuEqual, rounds: cpu }, rounds };
+    pgResults[`c${callers}`] = { ...best, use, byHand, scoped, equal, reset, scopeInUse, cpu: { use: cpuUse, byHand: cpuByHand, scoped: cpuScoped, equal: cpuEqual, rounds: cpu }, rounds };
     const shape = `PostgreSQL SELECT 1, max 10, ${callers} callers, fresh processes`;
     rows.push([shape, 'pool.use() / a lease by hand / pg.Pool query() (best of each)', `${fmt(best['use()'])} / ${fmt(best.acquire)} / ${fmt(best['pg.Pool'])}`, '']);
     rows.push([shape, 'pool.use() / pg.Pool, round by round', describe(use, 1), 'target ≥ 1.00×']);
@@ -814,7 +815,8 @@ async function pgBench(results: Record<string, unknown>, rows: string[][], fmt: 
     rows.push([shape, 'pool.use() / a lease by hand', describe(scopeInUse), "what use()'s scope costs it"]);
     rows.push([shape, 'control: pg.Pool with each query in an AsyncLocalStorage scope / pg.Pool', describe(scoped), 'what a scope per call (as use() opens) costs any pool on Node 20']);
     rows.push([shape, 'pool.use() / pg.Pool with a scope per query', describe(equal, 1), 'the pools compared on equal terms: each call in a scope']);
-    rows.push([shape, "the client's own CPU per query (median of rounds): pool.use() / a lease by hand / pg.Pool / pg.Pool with a scope per query", `${variants.map(cpuOf).join(' / ')} µs`, 'process.cpuUsage() over each round: the server and the waits for the cores left out']);
+    rows.push([shape, "pool.use() on the pg connector, reset on return / pool.use() without a reset", describe(reset, 0.97), 'target ≥ 0.97×: the reset of a clean client costs no round trip']);
+    rows.push([shape, "the client's own CPU per query (median of rounds): pool.use() / a lease by hand / pg.Pool / pg.Pool with a scope per query / pool.use() with reset on return", `${variants.map(cpuOf).join(' / ')} µs`, 'process.cpuUsage() over each round: the server and the waits for the cores left out']);
     rows.push([shape, 'queries per client CPU second, pool.use() / pg.Pool, round by round', describe(cpuUse, 1), 'target ≥ 1.00×, on the client side alone']);
     rows.push([shape, 'queries per client CPU second, a lease by hand / pg.Pool', describe(cpuByHand, 1), 'no scope']);
     rows.push([shape, 'control: queries per client CPU second, pg.Pool with a scope per query / pg.Pool', describe(cpuScoped), 'what a scope per call costs any pool on Node 20']);
