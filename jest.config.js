@@ -15,7 +15,7 @@ export default {
     ...esm.moduleNameMapper,
     '^nestjs-shared-pool$': '<rootDir>/lib/index.ts',
     '^nestjs-shared-pool/(core|limits|groups|connectors|dashboard)$': '<rootDir>/lib/$1/index.ts',
-    '^nestjs-shared-pool/connectors/(pg)$': '<rootDir>/lib/connectors/$1/index.ts',
+    '^nestjs-shared-pool/connectors/(pg|mysql2|ioredis|amqp)$': '<rootDir>/lib/connectors/$1/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],

@@ -8,7 +8,7 @@ import { ConnectionPool, InjectPool, PoolConfigError, PoolModule, UsePooled, typ
 import { pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { boot } from '../support/nest.js';
-import { PgProxy } from '../support/pg-proxy.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { sleep, until } from '../support/wait.js';
 
 const URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
@@ -153,9 +153,9 @@ describe('pgConnector: a connection comes back clean', () => {
 });
 
 describe('pgConnector: what a reset costs, counted at the server', () => {
-  let proxy: PgProxy;
+  let proxy: TcpProxy;
   beforeAll(async () => {
-    proxy = await PgProxy.start();
+    proxy = await TcpProxy.start();
   });
   afterAll(() => proxy.close());
 
@@ -231,7 +231,7 @@ describe('pgConnector: broken connections', () => {
   });
 
   it('a server restart mid-run: sessions cut, connects refused, then served again; nothing hangs or leaks', async () => {
-    const proxy = await PgProxy.start();
+    const proxy = await TcpProxy.start();
     const pool = new ConnectionPool(pgConnector(proxy.url), { name: 'pg-restart', maxSize: 4, minSize: 2, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 });
     try {
       await pool.warmup();

@@ -1,4 +1,4 @@
-// A TCP proxy in front of the real PostgreSQL that counts the statements the server receives, and
+// A TCP proxy in front of a real server (PostgreSQL: counting the statements it receives) that
 // can go down and come back, as a server restart looks to its clients: every session cut, connects
 // refused, then accepted again. The suite's other files share the server, so it is never restarted.
 import net from 'node:net';
@@ -7,7 +7,7 @@ import net from 'node:net';
 const STATEMENT_TYPES = new Set(['Q', 'E']);
 const SSL_REQUEST = 80877103;
 
-export class PgProxy {
+export class TcpProxy {
   /** Statements the server received through the proxy. */
   statements = 0;
   /** The text of each simple query, in order (extended-protocol statements are counted only). */
@@ -18,14 +18,17 @@ export class PgProxy {
   private constructor(
     readonly port: number,
     readonly target: { host: string; port: number },
+    /** Whether the stream is PostgreSQL's, whose statements it counts. */
+    readonly counts: boolean,
   ) {}
 
-  static async start(target = { host: '127.0.0.1', port: 5432 }): Promise<PgProxy> {
+  /** A proxy to `target`; one to another server than PostgreSQL (`counts: false`) only relays, cuts and refuses. */
+  static async start(target = { host: '127.0.0.1', port: 5432 }, counts = target.port === 5432): Promise<TcpProxy> {
     const probe = net.createServer();
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const port = (probe.address() as net.AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const proxy = new PgProxy(port, target);
+    const proxy = new TcpProxy(port, target, counts);
     await proxy.up();
     return proxy;
   }
@@ -75,9 +78,9 @@ export class PgProxy {
         server.destroy();
       });
     }
-    const count = this.#counter();
+    const count = this.counts ? this.#counter() : undefined;
     client.on('data', (chunk: Buffer) => {
-      count(chunk);
+      count?.(chunk);
       server.write(chunk);
     });
     server.on('data', (chunk: Buffer) => client.write(chunk));
