@@ -2,9 +2,10 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Http2SessionConnector, PoolModule, type GroupDefinition, type PoolDefinition } from 'nestjs-shared-pool';
 import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
+import { redisConnector } from 'nestjs-shared-pool/connectors/ioredis';
 import { pgConnector } from 'nestjs-shared-pool/connectors/pg';
 import type { SampleConfig } from './config.js';
-import { blobContainerConnector, redisConnector } from './connectors.js';
+import { blobContainerConnector } from './connectors.js';
 import { CountersController, JOBS_KEY, JobsController } from './counters.controller.js';
 import { DashboardGuard } from './dashboard.js';
 import { FilesController } from './files.controller.js';
@@ -60,7 +61,7 @@ export class SampleModule {
     const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
-      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, metrics } }); // exclusive: the connector says clientLimit 1
+      pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, metrics } }); // exclusive, reset on return: the connector says so
       const url = config.redisUrl;
       providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) }, { provide: JOBS_KEY, useValue: config.jobsKey });
       controllers.push(CountersController, JobsController);
