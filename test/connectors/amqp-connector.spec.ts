@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import amqp, { type ChannelModel } from 'amqplib';
 import { ConnectionPool, PoolConfigError, type PoolLogger } from '../../lib/index.js';
 import { amqpConnector } from '../../lib/connectors/amqp/index.js';
+import { throughOutage } from '../support/connector-runs.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { sleep, until } from '../support/wait.js';
+import { until } from '../support/wait.js';
 
 const QUEUE = `nsp.amqp-connector.${process.pid}`;
 const quiet: PoolLogger = { warn: () => {}, error: () => {} };
@@ -104,26 +105,7 @@ describe('amqpConnector', () => {
     const pool = new ConnectionPool(amqpConnector(url()), { name: 'amqp-cut', maxSize: 4, minSize: 2, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000, maxCreateBackoffMs: 500 });
     try {
       await pool.warmup();
-      const outcomes = { ok: 0, failed: 0 };
-      let running = true;
-      const worker = async () => {
-        while (running) {
-          await pool.use((channel) => channel.checkQueue(QUEUE), { retry: { attempts: 3, baseDelayMs: 20 } }).then(
-            () => outcomes.ok++,
-            () => outcomes.failed++,
-          );
-          await sleep(1);
-        }
-      };
-      const workers = Array.from({ length: 6 }, worker);
-      await sleep(300);
-      await proxy.down();
-      await sleep(500);
-      const okWhileDown = outcomes.ok;
-      await proxy.up();
-      await until(() => outcomes.ok > okWhileDown + 50, 10_000);
-      running = false;
-      await Promise.all(workers);
+      await throughOutage(proxy, () => pool.use((channel) => channel.checkQueue(QUEUE), { retry: { attempts: 3, baseDelayMs: 20 } }), { workers: 6 });
       expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(2);
       expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0 });
     } finally {

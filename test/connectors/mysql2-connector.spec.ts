@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import mysql from 'mysql2/promise';
 import { ConnectionPool, PoolConfigError, type PoolLogger, type PoolOptions } from '../../lib/index.js';
 import { mysql2Connector, type Mysql2ConnectorOptions } from '../../lib/connectors/mysql2/index.js';
+import { tenantLeaks, throughOutage, type TenantState } from '../support/connector-runs.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { sleep, until } from '../support/wait.js';
 
@@ -101,21 +102,14 @@ describe('mysql2Connector: a connection comes back clean', () => {
     await pool.close();
   });
 
+  const mysqlTenant: TenantState<mysql.Connection> = {
+    read: async (conn) => (await conn.query<mysql.RowDataPacket[]>('SELECT @tenant AS t'))[0][0]!.t as string | null,
+    write: async (conn, tenant) => void (await conn.query('SET @tenant = ?', [tenant])),
+  };
+
   async function tenants(reset: Mysql2ConnectorOptions['reset'], calls = 500): Promise<number> {
     const pool = poolOf({ reset }, { maxSize: 4 });
-    let leaks = 0;
-    let next = 0;
-    const worker = async () => {
-      while (next < calls) {
-        const tenant = `tenant-${next++ % 20}`;
-        await pool.use(async (conn) => {
-          const [rows] = await conn.query<mysql.RowDataPacket[]>('SELECT @tenant AS t');
-          if (rows[0]!.t !== null) leaks++;
-          await conn.query('SET @tenant = ?', [tenant]);
-        });
-      }
-    };
-    await Promise.all(Array.from({ length: 12 }, worker));
+    const leaks = await tenantLeaks(pool, mysqlTenant, calls);
     await pool.close();
     return leaks;
   }
@@ -173,25 +167,7 @@ describe('mysql2Connector: broken connections', () => {
     const pool = poolOf({}, { maxSize: 4, minSize: 2, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 }, { ...CONFIG, port: proxy.port, connectTimeout: 1_000 });
     try {
       await pool.warmup();
-      const outcomes = { ok: 0, failed: 0 };
-      let running = true;
-      const worker = async () => {
-        while (running) {
-          await pool.use((conn) => conn.query('SELECT SLEEP(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }).then(
-            () => outcomes.ok++,
-            () => outcomes.failed++,
-          );
-        }
-      };
-      const workers = Array.from({ length: 8 }, worker);
-      await sleep(300);
-      await proxy.down();
-      await sleep(500);
-      const okWhileDown = outcomes.ok;
-      await proxy.up();
-      await until(() => outcomes.ok > okWhileDown + 50, 10_000);
-      running = false;
-      await Promise.all(workers);
+      await throughOutage(proxy, () => pool.use((conn) => conn.query('SELECT SLEEP(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }));
       const { counters } = pool.stats();
       expect(counters.retired).toBeGreaterThanOrEqual(2);
       expect(counters.createFailures).toBeGreaterThan(0);

@@ -8,6 +8,7 @@ import { ConnectionPool, InjectPool, PoolConfigError, PoolModule, UsePooled, typ
 import { pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { boot } from '../support/nest.js';
+import { tenantLeaks, throughOutage, type TenantState } from '../support/connector-runs.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { sleep, until } from '../support/wait.js';
 
@@ -93,23 +94,14 @@ describe('pgConnector: a connection comes back clean', () => {
     await pool.close();
   });
 
+  const pgTenant: TenantState<pg.Client> = {
+    read: async (client) => (await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t")).rows[0]!.t,
+    write: async (client, tenant) => void (await client.query("SELECT set_config('app.tenant', $1, false)", [tenant])),
+  };
+
   async function tenants(reset: PgConnectorOptions['reset'], calls = 500): Promise<number> {
     const pool = poolOf({ reset }, { maxSize: 4 });
-    let leaks = 0;
-    let next = 0;
-    const worker = async () => {
-      while (next < calls) {
-        const tenant = `tenant-${next++ % 20}`;
-        await pool.use(async (client) => {
-          const before = await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t");
-          if ((before.rows[0]!.t ?? '') !== '') leaks++;
-          await client.query("SELECT set_config('app.tenant', $1, false)", [tenant]);
-          const after = await client.query<{ t: string }>("SELECT current_setting('app.tenant') AS t");
-          expect(after.rows[0]!.t).toBe(tenant);
-        });
-      }
-    };
-    await Promise.all(Array.from({ length: 12 }, worker));
+    const leaks = await tenantLeaks(pool, pgTenant, calls);
     await pool.close();
     return leaks;
   }
@@ -235,28 +227,7 @@ describe('pgConnector: broken connections', () => {
     const pool = new ConnectionPool(pgConnector(proxy.url), { name: 'pg-restart', maxSize: 4, minSize: 2, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 });
     try {
       await pool.warmup();
-      const outcomes = { ok: 0, failed: 0 };
-      let running = true;
-      const worker = async () => {
-        while (running) {
-          await pool.use((client) => client.query('SELECT pg_sleep(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }).then(
-            () => outcomes.ok++,
-            (err: Error) => {
-              outcomes.failed++;
-              expect(err.message).toMatch(/terminated|ECONNREFUSED|ECONNRESET|connection|exhausted|timed out/i);
-            },
-          );
-        }
-      };
-      const workers = Array.from({ length: 8 }, worker);
-      await sleep(300);
-      await proxy.down();
-      await sleep(500);
-      const okWhileDown = outcomes.ok;
-      await proxy.up();
-      await until(() => outcomes.ok > okWhileDown + 50, 10_000);
-      running = false;
-      await Promise.all(workers); // every call settled: none hung
+      await throughOutage(proxy, () => pool.use((client) => client.query('SELECT pg_sleep(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }));
       // The outage was real: every session was cut, and connects were refused while it lasted.
       const { counters } = pool.stats();
       expect(counters.retired).toBeGreaterThanOrEqual(2);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { ConnectionPool, PoolConfigError, type PoolLogger, type PoolOptions } from '../../lib/index.js';
 import { redisConnector, sharedRedisConnector } from '../../lib/connectors/ioredis/index.js';
+import { throughOutage } from '../support/connector-runs.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { sleep, until } from '../support/wait.js';
 
@@ -184,26 +185,7 @@ describe('Redis connectors: broken connections', () => {
     const pool = new ConnectionPool(make(`redis://127.0.0.1:${proxy.port}/0`), { name: 'redis-restart', maxSize: 4, minSize: 1, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 });
     try {
       await pool.warmup();
-      const outcomes = { ok: 0, failed: 0 };
-      let running = true;
-      const worker = async () => {
-        while (running) {
-          await pool.use((client) => client.incr(`${KEY}:restart`), { retry: { attempts: 3, baseDelayMs: 20 } }).then(
-            () => outcomes.ok++,
-            () => outcomes.failed++,
-          );
-          await sleep(1);
-        }
-      };
-      const workers = Array.from({ length: 8 }, worker);
-      await sleep(300);
-      await proxy.down();
-      await sleep(500);
-      const okWhileDown = outcomes.ok;
-      await proxy.up();
-      await until(() => outcomes.ok > okWhileDown + 50, 10_000);
-      running = false;
-      await Promise.all(workers);
+      await throughOutage(proxy, () => pool.use((client) => client.incr(`${KEY}:restart`), { retry: { attempts: 3, baseDelayMs: 20 } }));
       expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(1);
       expect(pool.stats().counters.createFailures).toBeGreaterThan(0);
       expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0 });
