@@ -112,6 +112,7 @@ describe('redisConnector: an exclusive client comes back clean', () => {
     await pool.use((client) => void client.blpop(`${KEY}:never`, 5).catch(() => {}));
     expect(await pool.use((client) => client.ping())).toBe('PONG');
     expect(pool.stats().counters).toMatchObject({ resetFailures: 2, retiredBy: { reset: 2 } });
+    expect(String(pool.stats().lastError)).toMatch(/a blocking command was still waiting on the client/);
     await pool.close();
     expect(Date.now() - started).toBeLessThan(2_000); // not behind the BLPOP's five seconds, nor its close
   });

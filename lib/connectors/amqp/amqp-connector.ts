@@ -131,7 +131,11 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
       // A round trip on the channel: the broker answers only on an open one.
       await channel.checkExchange('amq.direct');
     },
-    reset: (channel) => consumersOf(channel) === 0,
+    reset: (channel) => {
+      const consumers = consumersOf(channel);
+      if (consumers > 0) throw new Error(`the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`);
+      return true;
+    },
     close: async (channel) => {
       await channel.close().catch(() => {});
     },

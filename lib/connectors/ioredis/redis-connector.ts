@@ -113,6 +113,16 @@ function track(client: Redis): void {
   };
 }
 
+/** Why `client` cannot be made clean for another caller, if it cannot. */
+function uncleanable(client: Redis, state: Tracked | undefined): string | undefined {
+  if (state === undefined) return 'the client was not made by redisConnector: its state is unknown';
+  if (client.status !== 'ready') return `the client is ${client.status}, not ready`;
+  if (client.mode !== 'normal') return `the client was left in ${client.mode} mode`;
+  if ((client as unknown as { condition?: { subscriber?: unknown } }).condition?.subscriber) return 'the client was left subscribed';
+  if (state.blocked > 0) return 'a blocking command was still waiting on the client';
+  return undefined;
+}
+
 /**
  * Cleans a client given back: a WATCH or a MULTI left open is ended, the client's own database
  * selected again; nothing is sent when there is nothing to clean. A client in subscriber or
@@ -121,8 +131,8 @@ function track(client: Redis): void {
  */
 function resetClient(client: Redis): boolean | Promise<boolean> {
   const state = tracked.get(client);
-  const subscribed = (client as unknown as { condition?: { subscriber?: unknown } }).condition?.subscriber;
-  if (state === undefined || client.status !== 'ready' || client.mode !== 'normal' || subscribed || state.blocked > 0) return false;
+  const unclean = uncleanable(client, state);
+  if (unclean !== undefined || state === undefined) throw new Error(unclean);
   if (!state.multi && !state.watching && state.db === state.home) return true;
   return (async () => {
     if (state.multi) await client.discard(); // DISCARD also ends a WATCH
