@@ -58,6 +58,8 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
   readonly #growLoad: number;
   /** Cleans a connection its caller gave back, when the connector resets connections. */
   readonly #reset: ConnectionReset<T> | undefined;
+  /** No reset and no group budget: a release without a watch or a listener is a bare checkin. */
+  readonly #plainCheckin: boolean;
 
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -135,6 +137,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
       },
       done: (conn) => this.#checkin(conn),
     });
+    this.#plainCheckin = this.#reset === undefined && budget === undefined;
     this.#supply.keeper.start();
   }
 
@@ -353,7 +356,7 @@ export class ConnectionPool<T> implements LeaseOwner<T>, MethodPool {
   /** @internal Called by {@link Lease.release}. */
   [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, thrown: boolean): void {
     // The common case in one step: nothing timed, published, reset or shared with a group.
-    if (watch === undefined && this.#reset === undefined && this.#supply.budget === undefined && !events.release.hasSubscribers) {
+    if (watch === undefined && this.#plainCheckin && !events.release.hasSubscribers) {
       this.#counters.released++;
       this.#checkin(conn);
       return;
