@@ -279,7 +279,7 @@ describe('pgConnector: through @UsePooled', () => {
     await accounts.write('nest-next');
     expect(await rowsOf('nest-next')).toBe(1);
     expect(await rowsOf('nest-lost')).toBe(0);
-    const seen = await Promise.all(Array.from({ length: 200 }, (_, i) => accounts.asTenant(`tenant-${i % 20}`)));
+    const seen = await Promise.all(Array.from({ length: 500 }, (_, i) => accounts.asTenant(`tenant-${i % 20}`)));
     expect(seen.filter((t) => t !== '')).toEqual([]);
   });
 });
