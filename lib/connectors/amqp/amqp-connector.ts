@@ -1,6 +1,7 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import type { Connector, CreateContext } from '../../core/index.js';
-import { is, keysOf, OptionReader, optionError, shown } from '../../core/option-rules.js';
+import { is, keysOf, OptionReader } from '../../core/option-rules.js';
+import { checkTarget } from '../driver-connect.js';
 
 /** Options of {@link amqpConnector}. */
 export interface AmqpConnectorOptions {
@@ -57,9 +58,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
 export function amqpConnector(url: string | Options.Connect, options?: AmqpConnectorOptions): Connector<Channel>;
 export function amqpConnector(url: string | Options.Connect, options: AmqpConnectorOptions = {}): Connector<Channel> {
   const read = new OptionReader({ subject: 'module', name: 'amqpConnector()' }, options).only(keysOf<AmqpConnectorOptions>({ confirm: true, channelsPerConnection: true, socketOptions: true }), "amqpConnector()'s options");
-  if (typeof url !== 'string' && (typeof url !== 'object' || url === null)) {
-    throw optionError({ subject: 'module', name: 'amqpConnector()' }, 'url', `(the first argument) must be an amqp:// URL or amqplib connect options, got ${shown(url)}`);
-  }
+  checkTarget('amqpConnector()', 'url', url, 'an amqp:// URL or amqplib connect options');
   const confirm = read.get('confirm', is.boolean, false);
   const perConnection = read.get('channelsPerConnection', is.whole(1), Infinity);
   const socketOptions = read.get('socketOptions', is.object, {});

@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Connector, CreateContext } from '../../core/index.js';
-import { is, keysOf, OptionReader, optionError, shown } from '../../core/option-rules.js';
+import { is, keysOf, OptionReader } from '../../core/option-rules.js';
+import { checkTarget, connectAbortably } from '../driver-connect.js';
 
 /** A command as ioredis sends it, as far as the connectors read it. */
 interface SentCommand {
@@ -32,12 +33,6 @@ export function isRedisConnectionError(err: unknown): boolean {
 /** Options every pooled client gets: the pool, not ioredis, replaces a broken connection. */
 const POOLED: RedisOptions = { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, autoResubscribe: false, reconnectOnError: () => false };
 
-/** Refuses a first argument that is neither a URL nor ioredis options. */
-function checkConfig(name: string, config: unknown): void {
-  if (typeof config === 'string' || (typeof config === 'object' && config !== null)) return;
-  throw optionError({ subject: 'module', name }, 'config', `(the first argument) must be a redis:// URL or ioredis options, got ${shown(config)}`);
-}
-
 /** Closes `client` at once; one already closed is left alone (ioredis's disconnect() would leave a 2 s timer behind for nothing). */
 function hangUp(client: Redis): void {
   if (client.status !== 'end') client.disconnect();
@@ -49,16 +44,7 @@ async function connect(config: string | RedisOptions, extra: RedisOptions, ctx: 
   // Broken while idle: retired quietly, never an unhandled 'error'.
   client.on('error', (err: Error) => ctx.retire(err));
   client.on('end', () => ctx.retire(new Error('the connection to Redis ended')));
-  const abort = () => hangUp(client);
-  ctx.signal.addEventListener('abort', abort, { once: true });
-  try {
-    await client.connect();
-  } catch (err) {
-    hangUp(client);
-    throw err;
-  } finally {
-    ctx.signal.removeEventListener('abort', abort);
-  }
+  await connectAbortably(ctx.signal, () => client.connect(), () => hangUp(client));
   return client;
 }
 
@@ -154,7 +140,7 @@ function resetClient(client: Redis): boolean | Promise<boolean> {
  * @param config a `redis://` URL or ioredis options.
  */
 export function redisConnector(config: string | RedisOptions): Connector<Redis> {
-  checkConfig('redisConnector()', config);
+  checkTarget('redisConnector()', 'config', config, 'a redis:// URL or ioredis options');
   return {
     clientLimit: 1,
     create: async (ctx) => {
@@ -196,7 +182,7 @@ function unsharable(command: SentCommand): string | undefined {
  * with an error that says to use {@link redisConnector}.
  */
 export function sharedRedisConnector(config: string | RedisOptions, options: SharedRedisConnectorOptions = {}): Connector<Redis> {
-  checkConfig('sharedRedisConnector()', config);
+  checkTarget('sharedRedisConnector()', 'config', config, 'a redis:// URL or ioredis options');
   const read = new OptionReader({ subject: 'module', name: 'sharedRedisConnector()' }, options).only(keysOf<SharedRedisConnectorOptions>({ clientLimit: true }), "sharedRedisConnector()'s options");
   const clientLimit = read.get('clientLimit', is.whole(1), 100);
   const pipelining: RedisOptions = typeof config === 'object' && config.enableAutoPipelining !== undefined ? {} : { enableAutoPipelining: true };

@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import type { Connector, CreateContext } from '../../core/index.js';
 import { keysOf, OptionReader, shown } from '../../core/option-rules.js';
+import { checkTarget } from '../driver-connect.js';
 
 /**
  * What a connection given back is cleaned of before its next caller:
@@ -100,9 +101,7 @@ function track(conn: mysql.Connection): void {
  */
 export function mysql2Connector(config: string | mysql.ConnectionOptions, options: Mysql2ConnectorOptions = {}): Connector<mysql.Connection> {
   const read = new OptionReader({ subject: 'module', name: 'mysql2Connector()' }, options).only(keysOf<Mysql2ConnectorOptions>({ reset: true }), "mysql2Connector()'s options");
-  if (typeof config !== 'string' && (typeof config !== 'object' || config === null)) {
-    read.fail('config', `(the first argument) must be a connection URI or mysql2 connection options, got ${shown(config)}`);
-  }
+  checkTarget('mysql2Connector()', 'config', config, 'a connection URI or mysql2 connection options');
   const reset: Mysql2Reset = options.reset ?? 'transaction';
   if (reset !== 'transaction' && reset !== 'session' && reset !== false) read.fail('reset', `must be 'transaction', 'session' or false, got ${shown(reset)}`);
   const connector: Connector<mysql.Connection> = {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Connector, CreateContext } from '../../core/index.js';
 import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
+import { checkTarget, connectAbortably } from '../driver-connect.js';
 
 /**
  * What a connection given back is cleaned of before its next caller:
@@ -56,9 +57,7 @@ interface ClientState {
  */
 export function pgConnector(client: string | pg.ClientConfig, options: PgConnectorOptions = {}): Connector<pg.Client> {
   const read = new OptionReader({ subject: 'module', name: 'pgConnector()' }, options).only(keysOf<PgConnectorOptions>({ reset: true, Client: true }), "pgConnector()'s options");
-  if (typeof client !== 'string' && (typeof client !== 'object' || client === null)) {
-    read.fail('client', `(the first argument) must be a connection string or a pg.ClientConfig, got ${shown(client)}`);
-  }
+  checkTarget('pgConnector()', 'client', client, 'a connection string or a pg.ClientConfig');
   const Client = read.get('Client', is.function);
   const statement = sessionStatement(read, options.reset);
   const connector: Connector<pg.Client> = {
@@ -99,16 +98,7 @@ async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client
   // Broken while idle: retired quietly. Without a listener pg's 'error' would crash the process.
   client.on('error', (err: Error) => ctx.retire(err));
   client.on('end', () => ctx.retire(new Error('the connection to PostgreSQL ended')));
-  const abort = () => void client.end().catch(() => {});
-  ctx.signal.addEventListener('abort', abort, { once: true });
-  try {
-    await client.connect();
-  } catch (err) {
-    abort();
-    throw err;
-  } finally {
-    ctx.signal.removeEventListener('abort', abort);
-  }
+  await connectAbortably(ctx.signal, () => client.connect(), () => void client.end().catch(() => {}));
   return client;
 }
 
