@@ -39,7 +39,9 @@ describe('Http2SessionConnector', () => {
     ['grows past maxSize, up to growMaxSizeTo, to carry maxSize × clientLimit callers', { growMaxSizeTo: 8 }, 8],
     ['without growMaxSizeTo keeps maxSize, and so carries fewer callers', {}, 2],
   ] as const)('when the peer allows fewer streams than clientLimit, the pool %s', async (_what, grow, sessions) => {
-    const { pool, get, upstream } = await setup({ maxConcurrentStreams: 5, responseDelayMs: 100 }, { maxSize: 2, clientLimit: 20, ...grow });
+    // Responses take long enough that no stream ends before the last session opens, however loaded the machine:
+    // a stream that ended early would let a waiting caller in without the pool growing.
+    const { pool, get, upstream } = await setup({ maxConcurrentStreams: 5, responseDelayMs: 500 }, { maxSize: 2, clientLimit: 20, ...grow });
     let most = 0;
     let widest = 0;
     const sample = setInterval(() => {
