@@ -3,6 +3,7 @@
 // must be and tests it; a bad value becomes a PoolConfigError that names its subject (the pool, the
 // limiter, the module method, the decorator), the field, the rule and the value given.
 import { closest } from './did-you-mean.js';
+import { scrub } from './scrub.js';
 import { PoolConfigError, type ConfigSubject } from './errors.js';
 
 /** What an option may be: the words for an error ("a whole number of 1 or more") and the test. */
@@ -15,8 +16,10 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.i
 
 /** The rules options use. Numbers never accept NaN; only the `finite` ones refuse Infinity. */
 export const is = {
-  /** An integer of `min` or more (never Infinity). */
-  whole: (min: number): Rule => ({ says: `a whole number of ${min} or more`, ok: (v) => Number.isInteger(v) && (v as number) >= min }),
+  /** An integer of `min` or more, and a safe one (never Infinity, never 1e308). */
+  whole: (min: number): Rule => ({ says: `a whole number of ${min} or more`, ok: (v) => Number.isSafeInteger(v) && (v as number) >= min }),
+  /** An integer from `min` to `max`. */
+  count: (min: number, max: number, why: string): Rule => ({ says: `a whole number from ${min} to ${max.toLocaleString('en-US')} (${why})`, ok: (v) => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max }),
   /** A number of `min` or more, Infinity included. */
   atLeast: (min: number): Rule => ({ says: `a number of ${min} or more`, ok: (v) => isNumber(v) && v >= min }),
   /** A number above `min`, Infinity included. */
@@ -41,7 +44,7 @@ export const is = {
 /** How a value reads in an error: numbers as written, strings quoted, other values by their type. */
 export function shown(value: unknown): string {
   if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return value === '' ? 'an empty string' : JSON.stringify(value);
+  if (typeof value === 'string') return value === '' ? 'an empty string' : JSON.stringify(scrub(value));
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return typeof value;

@@ -3,6 +3,7 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
+import { scrubbingLogger } from './scrub.js';
 import { is, keysOf, OptionReader, optionError, shown, violation } from './option-rules.js';
 import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
 import { meterRule, type MetricsMeter } from './pool-metrics.js';
@@ -166,6 +167,12 @@ export interface ResolvedOptions {
   readonly maxHoldMs: number;
 }
 
+/** Connections one process may hold: past it (the ports of one host run out near 64 000) a value means "unbounded", which a pool must not be. */
+export const MAX_CONNECTIONS = 100_000;
+export const CONNECTIONS = is.count(1, MAX_CONNECTIONS, 'a pool of more connections than one process can open is no bound');
+/** Callers of one connection: the pool keeps a slot per client count, so the bound keeps its index small. */
+const CLIENT_LIMIT = is.count(1, 1_000_000, 'callers one connection serves at once; a slot is kept for each count');
+
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
 
 /** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
@@ -184,7 +191,7 @@ export function validateConnector(pool: string, connector: unknown): void {
     const invalid = violation(scope, method, c[method], is.function);
     if (invalid !== undefined) throw invalid;
   }
-  const badLimit = violation(scope, 'clientLimit', c.clientLimit, is.whole(1));
+  const badLimit = violation(scope, 'clientLimit', c.clientLimit, CLIENT_LIMIT);
   if (badLimit !== undefined) throw badLimit;
 }
 
@@ -202,10 +209,10 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   if (connector !== undefined) validateConnector(name, connector);
   const read = new OptionReader({ subject: 'pool', name }, options).only(POOL_OPTION_KEYS, "a pool's options");
 
-  const maxSize = read.get('maxSize', is.whole(1), 10);
+  const maxSize = read.get('maxSize', CONNECTIONS, 10);
   const minSize = read.get('minSize', is.whole(0), 0);
   if (minSize > maxSize) read.fail('minSize', `(${minSize}) must not exceed maxSize (${maxSize})`);
-  const growMaxSizeTo = read.get('growMaxSizeTo', is.whole(1), maxSize);
+  const growMaxSizeTo = read.get('growMaxSizeTo', CONNECTIONS, maxSize);
   if (growMaxSizeTo < maxSize) read.fail('growMaxSizeTo', `(${growMaxSizeTo}) must be at least maxSize (${maxSize}): it is how far maxSize may grow`);
   const createBackoffMs = read.get('createBackoffMs', is.finiteAbove(0), 10);
   const maxCreateBackoffMs = read.get('maxCreateBackoffMs', is.finiteAbove(0), 5_000);
@@ -220,14 +227,15 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   if (typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
     read.fail('clock', 'must have now(), setTimeout() and clearTimeout()');
   }
-  const logger = options.logger ?? consoleLogger;
-  if (typeof logger.warn !== 'function' || typeof logger.error !== 'function') read.fail('logger', 'must have warn() and error()');
+  const given = options.logger ?? consoleLogger;
+  if (typeof given.warn !== 'function' || typeof given.error !== 'function') read.fail('logger', 'must have warn() and error()');
+  const logger = scrubbingLogger(given);
   const limiter = options.limiter;
   if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
     read.fail('limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
   }
 
-  const clientLimit = read.get('clientLimit', is.whole(1), connector?.clientLimit ?? 1);
+  const clientLimit = read.get('clientLimit', CLIENT_LIMIT, connector?.clientLimit ?? 1);
   if (clientLimit > 1 && connector?.reset !== undefined) {
     read.fail('clientLimit', `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or make the connector without its reset (the pg connector: pgConnector(url, { reset: false }))`);
   }

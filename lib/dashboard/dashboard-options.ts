@@ -47,7 +47,10 @@ const KEYS = keysOf<PoolDashboardOptions>({
   maxMemberRows: true,
 });
 
-const urlPath: Rule = { says: "a URL path such as '/pools/ui' (letters, digits, - _ . / only)", ok: (v) => typeof v === 'string' && /^\/?[A-Za-z0-9\-_.~/]*[A-Za-z0-9\-_~]$/.test(v) && !v.includes('//') };
+const urlPath: Rule = {
+  says: "a URL path such as '/pools/ui' (segments of letters, digits, - _ . ~; none of them '.' or '..')",
+  ok: (v) => typeof v === 'string' && /^\/?(?:(?!\.\.?(?:\/|$))[A-Za-z0-9\-_.~]+\/)*(?!\.\.?$)[A-Za-z0-9\-_.~]*[A-Za-z0-9\-_~]$/.test(v),
+};
 const guardList: Rule = { says: 'an array of Nest guards (classes or instances with canActivate)', ok: (v) => Array.isArray(v) && v.every((g) => typeof g === 'function' || (typeof g === 'object' && g !== null && typeof (g as CanActivate).canActivate === 'function')) };
 
 /** Checks and defaults the options; a bad one throws a PoolConfigError that names it. */

@@ -1,6 +1,6 @@
 import type { AdaptiveStats, AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
 import type { Hunger } from '../groups/group-planner.js';
-import { scrub } from './scrub.js';
+import { scrub } from '../core/scrub.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
 export interface WindowQuantiles {

@@ -69,8 +69,7 @@ function dashboardController(o: ResolvedDashboardOptions): Type {
     @Get()
     page(@Req() req: unknown, @Res() res: unknown): void {
       const { req: request, res: response } = rawOf(req, res);
-      const path = (request.url ?? o.path).split('?')[0]!.replace(/\/+$/, '');
-      send(response, dashboardAssets().page(path), {
+      send(response, dashboardAssets().page(pagePath(request.url, o.path)), {
         'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         'referrer-policy': 'no-referrer',
       });
@@ -102,6 +101,19 @@ function dashboardController(o: ResolvedDashboardOptions): Type {
   if (check !== undefined) guards.push({ canActivate: (context: ExecutionContext) => check(context) });
   if (guards.length > 0) UseGuards(...guards)(PoolDashboardController);
   return PoolDashboardController;
+}
+
+/** Segments of letters, digits and - _ . ~, none of them `.` or `..`. */
+const PLAIN_PATH = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-_.~]+)+$/;
+
+/**
+ * Where the page was asked for, as its links should point: the path of the request (a global
+ * prefix included), never an origin. A request line in absolute form (`GET http://evil.example/pools/ui`)
+ * or with a doubled slash (`//evil.example/...`, an origin to a browser) gives the configured path.
+ */
+export function pagePath(url: string | undefined, configured: string): string {
+  const path = (url ?? '').split(/[?#]/)[0]!.replace(/\/+$/, '');
+  return PLAIN_PATH.test(path) && path.endsWith(configured) ? path : configured;
 }
 
 /** Node's request and response under Express's or Fastify's (a Fastify reply is hijacked: we answer on the raw one). */

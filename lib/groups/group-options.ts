@@ -1,6 +1,7 @@
 import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
 import { is, keysOf, OptionReader, shown } from '../core/option-rules.js';
-import { resolveOptions } from '../core/options.js';
+import { CONNECTIONS, resolveOptions } from '../core/options.js';
+import { scrubbingLogger } from '../core/scrub.js';
 import { meterRule, type MetricsMeter } from '../core/pool-metrics.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
@@ -105,7 +106,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
   const name = options.name ?? 'group';
   if (typeof name !== 'string' || name.length === 0) throw new PoolConfigError(String(name), 'name', `must be a non-empty string, got ${shown(name)}`, 'group');
   const read = new OptionReader({ subject: 'group', name }, options).only(GROUP_KEYS, "a pool group's options");
-  const maxTotal = read.get('maxTotal', is.whole(1)) ?? read.fail('maxTotal', 'is required: the connections all members may have at once');
+  const maxTotal = read.get('maxTotal', CONNECTIONS) ?? read.fail('maxTotal', 'is required: the connections all members may have at once');
   const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
   for (const key of Object.keys(member)) if (key in SET_BY_GROUP) read.fail(`member.${key}`, `is set by the group, not by its options: ${SET_BY_GROUP[key]}`);
@@ -124,6 +125,6 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     maxWaiting: read.get('maxWaiting', { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) }, Infinity),
     metrics: read.get('metrics', meterRule, true),
     clock: read.get('clock', is.object, systemClock),
-    logger: read.get('logger', is.object, consoleLogger),
+    logger: scrubbingLogger(read.get('logger', is.object, consoleLogger)),
   };
 }

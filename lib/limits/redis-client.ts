@@ -2,6 +2,7 @@
 // a Redis error means for the limiter's user.
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { backoffMs } from '../core/backoff.js';
+import { messageOf } from '../core/message-of.js';
 import { PoolConfigError } from '../core/index.js';
 import type { RedisLimitOptions } from './limits-options.js';
 
@@ -114,7 +115,7 @@ export function whereOf({ url, client, options, cluster }: RedisLimitOptions): s
 
 /** What a Redis error means for the limiter, with what to change; the error's own text kept. */
 export function describeRedisError(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
+  const text = messageOf(err);
   const code = String((err as { code?: unknown })?.code ?? '');
   if (/^NOPERM/.test(text)) {
     return `the Redis user may not run a command the limiter needs (${text}); grant it +@scripting +@transaction +@sortedset +@hash +@pubsub +@connection, or use another user`;

@@ -13,6 +13,7 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import { Timers } from '../core/clock.js';
+import { scrubbingLogger } from '../core/scrub.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
 import { events } from '../core/pool-events.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
@@ -105,7 +106,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#clock = options.clock ?? systemClock;
     this.#availability = new RedisAvailability(this.#settings, this.#clock);
     this.#timers = new Timers(this.#clock);
-    this.#logger = options.logger ?? consoleLogger;
+    this.#logger = scrubbingLogger(options.logger ?? consoleLogger);
     this.#leases = new RedisLeases(this.#timers, this.#settings.ttlMs, this.#keys, {
       clock: this.#clock,
       logger: this.#logger,

@@ -8,6 +8,7 @@ import {
   PoolClosedError,
   PoolError,
   QueueFullError,
+  scrub,
 } from '../core/index.js';
 
 /** How one pool error is answered over HTTP. */
@@ -21,6 +22,7 @@ export interface PoolErrorResponse {
     /** The error's stable code, e.g. `KEY_LIMIT`. */
     code: string;
     pool: string;
+    /** The error's message, credentials hidden (see `scrub`). */
     message: string;
   };
 }
@@ -54,7 +56,7 @@ export function poolErrorResponse(error: PoolError): PoolErrorResponse {
   return {
     status,
     retryAfterSeconds,
-    body: { statusCode: status, error: reason, code: error.code, pool: error.pool, message: error.message },
+    body: { statusCode: status, error: reason, code: error.code, pool: error.pool, message: scrub(error.message) },
   };
 }
 
@@ -79,7 +81,7 @@ export class PoolErrorFilter implements ExceptionFilter<PoolError> {
       return;
     }
     const { status, retryAfterSeconds, body } = poolErrorResponse(error);
-    if (status === 500) this.#logger.error(error.message, error.stack);
+    if (status === 500) this.#logger.error(scrub(error.message), error.stack === undefined ? undefined : scrub(error.stack));
     if (retryAfterSeconds !== undefined) httpAdapter.setHeader(response, 'Retry-After', String(retryAfterSeconds));
     httpAdapter.reply(response, body, status);
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PoolConfigError, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
+import { PoolConfigError, scrub, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
 import type { PoolGroupStats } from '../groups/index.js';
 import { PoolRegistry } from './pool-registry.js';
 
@@ -30,6 +30,7 @@ export interface PoolHealthDetails {
   /** Clients / (maxSize × clientLimit), to 4 decimals. */
   utilization: number;
   waiting: number;
+  /** The last error's text, credentials hidden (see `scrub`): /health is often open to anyone. */
   lastError: string | null;
   /** For a pool group: its members now (its `size` and `maxSize` are then the group's connections and `maxTotal`). */
   members?: number;
@@ -124,7 +125,7 @@ function report(s: PoolStats): PoolHealthDetails {
     clientLimit: s.clientLimit,
     utilization: round(s.utilization),
     waiting: s.waiting,
-    lastError: s.lastError ?? null,
+    lastError: s.lastError === undefined ? null : scrub(s.lastError),
     ...admission,
   };
 }
@@ -141,7 +142,7 @@ function reportGroup(s: PoolGroupStats): PoolHealthDetails {
     clientLimit: s.clientLimit,
     utilization: round(s.utilization),
     waiting: s.waiting,
-    lastError,
+    lastError: lastError === null ? null : scrub(lastError),
     members: s.members.length,
   };
 }

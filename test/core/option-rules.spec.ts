@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { closest, editDistance } from '../../lib/core/did-you-mean.js';
 import { is, OptionReader, shown, violation } from '../../lib/core/option-rules.js';
-import { ConnectionPool, LocalLimiter, PoolConfigError, PoolModule, RedisLimiter, UsePooled, type ConfigSubject, type UsePooledOptions } from '../../lib/index.js';
+import { ConnectionPool, LocalLimiter, PoolConfigError, PoolGroup, PoolModule, RedisLimiter, UsePooled, type ConfigSubject, type UsePooledOptions } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { configError } from '../support/harness.js';
 
@@ -57,7 +57,7 @@ describe('option rules', () => {
   // Every layer, one shape: [subject, name, field, message] for one bad value each.
   const connector = new FakeConnector();
   const cases: [string, () => unknown, ConfigSubject, string, string, string][] = [
-    ['pool option', () => new ConnectionPool(connector, { name: 'db', maxSize: 2.5 }), 'pool', 'db', 'maxSize', 'pool "db": option "maxSize" must be a whole number of 1 or more, got 2.5'],
+    ['pool option', () => new ConnectionPool(connector, { name: 'db', maxSize: 2.5 }), 'pool', 'db', 'maxSize', 'pool "db": option "maxSize" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 2.5'],
     ['pool option of the wrong type', () => new ConnectionPool(connector, { name: 'db', strategy: 7 as never }), 'pool', 'db', 'strategy', "pool \"db\": option \"strategy\" must be 'spread' or 'pack', got 7"],
     ['limiter option', () => new LocalLimiter({ name: 'db:limits', perKey: 0 }), 'limiter', 'db:limits', 'limits.perKey', 'limiter "db:limits": option "limits.perKey" must be a whole number of 1 or more, got 0'],
     ['limiter flag', () => new LocalLimiter({ wait: 'yes' as never }), 'limiter', 'limits', 'limits.wait', 'limiter "limits": option "limits.wait" must be true or false, got "yes"'],
@@ -100,6 +100,24 @@ describe('option rules', () => {
     const err = configError(fn);
     expect([err.subject, err.pool, err.field, err.code]).toEqual([subject, name, field, 'POOL_CONFIG']);
     expect(err.message).toBe(message);
+  });
+
+  it.each([
+    ['maxSize', { maxSize: 1e308 }],
+    ['maxSize', { maxSize: 100_001 }],
+    ['growMaxSizeTo', { maxSize: 2, growMaxSizeTo: Number.MAX_VALUE }],
+    ['clientLimit', { clientLimit: 1e9 }],
+    ['minSize', { minSize: 2 ** 60 }],
+    ['maxConcurrentCreates', { maxConcurrentCreates: 1e21 }],
+  ])('refuse a number so large it stands for no bound: %s in %j', (field, options) => {
+    const err = configError(() => new ConnectionPool(connector, { name: 'db', ...options }));
+    expect(err.field).toBe(field);
+    expect(err.message).toMatch(/must be a whole number (of|from) [01]/);
+  });
+
+  it('refuse a group budget past what one process can open', () => {
+    const err = configError(() => new PoolGroup({ name: 'g', maxTotal: 1e308, connector: () => connector }));
+    expect(err.message).toBe('pool group "g": option "maxTotal" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 1e+308');
   });
 
   it('give the same shape for bad call options, which reject instead of throwing', async () => {

@@ -90,7 +90,7 @@ describe('option validation', () => {
     expect(make({ clientLimit: 2 }, declared).options.clientLimit).toBe(2);
     const bad = new FakeConnector();
     bad.clientLimit = 0;
-    expect(configError(() => make({}, bad)).message).toBe('pool "orders": option "connector.clientLimit" must be a whole number of 1 or more, got 0');
+    expect(configError(() => make({}, bad)).message).toBe('pool "orders": option "connector.clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 0');
   });
 
   it('rejects bad acquire() options without queuing anything', async () => {

@@ -288,11 +288,11 @@ describe('a pool group', () => {
   it('refuses bad options and keys, saying what to change', async () => {
     const connector = () => new FakeConnector();
     expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');
-    expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe('pool group "group": option "maxTotal" must be a whole number of 1 or more, got 0');
+    expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe('pool group "group": option "maxTotal" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0');
     expect(configError(() => new PoolGroup({ maxTotal: 2 } as never)).message).toBe('pool group "group": option "connector" is required: a function of the key that makes its connector');
     expect(configError(() => new PoolGroup({ maxTotal: 2, connector, minHoldMs: -1 })).message).toBe('pool group "group": option "minHoldMs" must be a finite number of 0 or more, got -1');
     expect(configError(() => new PoolGroup({ maxTotal: 2, connector, maxMembers: 0.5 })).message).toBe('pool group "group": option "maxMembers" must be a whole number of 1 or more, or Infinity, got 0.5');
-    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain('option "clientLimit" must be a whole number of 1 or more, got 0');
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain('option "clientLimit" must be a whole number from 1 to 1,000,000');
     const { g } = group();
     await expect(g.use('', () => 1)).rejects.toThrow('pool group "tenants": option "key" must be a non-empty string naming the member (a tenant, a database), got an empty string');
     await g.close();

@@ -193,7 +193,7 @@ describe('PoolModule.forRoot', () => {
       [() => PoolModule.forRoot({ pools: [{ name: 'status', connector }] }), 'option "name" is reserved by health checks'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: {} as never }] }), 'pool "db": option "connector" must be a connector class'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: { useFactory: 3 } as never }] }), 'option "connector.useFactory" must be a function'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }), 'pool "db": option "maxSize" must be a whole number of 1 or more, got 0'],
+      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }), 'pool "db": option "maxSize" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }), 'PoolModule.forRoot: option "shutdownGraceMs" must be a number of 0 or more'],
       [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }), 'PoolModule.forRoot: option "isGlobal" must be true or false'],
       [() => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }), 'PoolModule.forRootAsync: option "options" takes exactly one of useFactory, useClass or useExisting; got none'],
@@ -248,7 +248,7 @@ describe('PoolModule.forRootAsync', () => {
       })
         .setLogger(new RecordingNestLogger())
         .compile();
-    await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow('pool "db": option "clientLimit" must be a whole number of 1 or more, got 1.5');
+    await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow('pool "db": option "clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 1.5');
     await expect(start({ pools: { dbb: {} } })).rejects.toThrow('pool "dbb": option "pools" has options but is not declared in forRootAsync({ pools }); declared: db');
     await expect(start(null)).rejects.toThrow('PoolModule.forRootAsync: option "settings" must be an object, got null');
     await expect(start({ failOnWarmupError: 1 })).rejects.toThrow('option "failOnWarmupError" must be true or false');
