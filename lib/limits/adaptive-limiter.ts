@@ -1,6 +1,7 @@
 import { CapacityExceededError, systemClock, type Admission, type AdmissionRequest, type CallResult, type Clock, type LimitChange, type PoolLogger } from '../core/index.js';
 import { is, OptionReader } from '../core/option-rules.js';
 import { events } from '../core/pool-events.js';
+import { scrubbingLogger } from '../core/scrub.js';
 import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
 import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
@@ -30,6 +31,19 @@ export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'w
   /** Tells overload from success from an error that says nothing about capacity. Default {@link classifyCall}. */
   classify?: (result: CallResult) => CallVerdict;
   /**
+   * The longest pause one overload may ask for, ms: a `Retry-After` (or a `classify` verdict's
+   * `retryAfterMs`) past it pauses for this long. An upstream that is wrong or hostile for one
+   * answer must not stop the service for an hour. Default 30 000; 0: never pause.
+   */
+  maxPauseMs?: number;
+  /**
+   * While paused, one call every this many ms goes through as a probe: its success ends the pause
+   * at once, an overload pauses again (for its own Retry-After, capped). Default 1 000; Infinity:
+   * no probes, the pause runs its course. With `redis`, the pause is the fleet's (no instance admits
+   * until it ends) and runs its course, capped.
+   */
+  pauseProbeMs?: number;
+  /**
    * Share one limit with every instance through Redis (the options of `RedisLimiter`'s `redis`):
    * the fleet finds one limit for the backend, not one per instance. Default: this process only.
    */
@@ -40,6 +54,48 @@ const CHANGES = 20;
 
 /** The algorithm an adaptive limiter uses unless told otherwise (the simulation in test/qos gates it). */
 export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
+
+/** The admission of a probe through a pause: it tells the limiter how the probe ended, once, however it ends. */
+class ProbeAdmission implements Admission {
+  #told = false;
+
+  constructor(
+    readonly inner: Admission,
+    readonly told: (result: CallResult | undefined) => void,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+
+  get signal(): AbortSignal {
+    return this.inner.signal;
+  }
+
+  get fence(): number | undefined {
+    return this.inner.fence;
+  }
+
+  expire(why: string): void {
+    this.inner.expire?.(why);
+  }
+
+  ended(result: CallResult): void {
+    this.inner.ended?.(result);
+    this.#tell(result);
+  }
+
+  release(): void {
+    this.inner.release();
+    this.#tell(undefined);
+  }
+
+  #tell(result: CallResult | undefined): void {
+    if (this.#told) return;
+    this.#told = true;
+    this.told(result);
+  }
+}
 
 /** An admission of an {@link AdaptiveLimiter} shared through Redis: the inner one, and when and at what load it began. One small object, no closure. */
 class TrackedAdmission implements Admission {
@@ -102,6 +158,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #name: string;
   readonly #changes: LimitChange[] = [];
   #pausedUntil = -Infinity;
+  readonly #maxPauseMs: number;
+  readonly #probeEveryMs: number;
+  /** When the last probe went through, and whether it is still out. */
+  #probedAt = -Infinity;
+  #probing = false;
   #overloads = 0;
   #successes = 0;
   #ignored = 0;
@@ -110,10 +171,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #learner: Learner;
 
   constructor(options: AdaptiveLimiterOptions = {}) {
-    const { adaptive = DEFAULT_ADAPTIVE, classify, redis, ...limits } = options;
+    const { adaptive = DEFAULT_ADAPTIVE, classify, redis, maxPauseMs, pauseProbeMs, ...limits } = options;
     const name = limits.name ?? 'limits';
-    const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify } as { classify?: unknown });
+    const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify, maxPauseMs, pauseProbeMs } as Record<string, unknown>);
     read.get('classify', is.function);
+    this.#maxPauseMs = read.get('maxPauseMs', is.noted(is.finiteAtLeast(0), 'a pause must end: 0 never pauses'), 30_000);
+    this.#probeEveryMs = read.get('pauseProbeMs', is.noted(is.above(0), 'Infinity: no probes'), 1_000);
     if ((limits as LimitOptions).global !== undefined) read.fail('global', 'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead');
     if ((limits as LimitOptions).wait !== undefined) read.fail('wait', 'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take');
     this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
@@ -130,10 +193,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     } else {
       this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
       this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
-      this.#redis[kShare](this.#shared, (ms) => (this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms)));
+      this.#redis[kShare](this.#shared, (ms) => this.#pause(ms, this.#clock.now()));
     }
     this.#classify = classify ?? classifyCall;
-    this.#logger = limits.logger;
+    this.#logger = limits.logger === undefined ? undefined : scrubbingLogger(limits.logger);
     this.#name = name;
   }
 
@@ -150,7 +213,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   admit(request: AdmissionRequest): Promise<Admission> {
     const paused = this.#paused();
-    if (paused > 0) return Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
+    if (paused > 0) return this.#local !== undefined && this.#mayProbe() ? this.#probe(request) : Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
     if (this.#local !== undefined) return this.#local.admit(request);
     return this.#redis!.admit(request).then((admission) => this.#tracked(admission));
   }
@@ -180,6 +243,48 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   async close(): Promise<void> {
     await this.#redis?.close();
+  }
+
+  /** Pauses admissions for `ms` from `now`, at most `maxPauseMs`; a longer pause already running stays. */
+  #pause(ms: number, now: number): number {
+    const pause = Math.min(ms, this.#maxPauseMs);
+    if (pause <= 0) return 0;
+    // A new pause waits pauseProbeMs before its first probe: the upstream just said it is full.
+    if (this.#pausedUntil <= now) this.#probedAt = now;
+    this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
+    return pause;
+  }
+
+  /** Whether a probe may go through the pause now: none is out, and the last went `pauseProbeMs` ago. */
+  #mayProbe(): boolean {
+    if (this.#probing || this.#probeEveryMs === Infinity) return false;
+    return this.#clock.now() - this.#probedAt >= this.#probeEveryMs;
+  }
+
+  /** One call through the pause, in this process: how it ends decides whether the pause goes on. */
+  #probe(request: AdmissionRequest): Promise<Admission> {
+    this.#probing = true;
+    this.#probedAt = this.#clock.now();
+    return this.#local!.admit(request).then(
+      (admission) => new ProbeAdmission(admission, (result) => this.#probed(result)),
+      (err: unknown) => {
+        this.#probing = false;
+        throw err;
+      },
+    );
+  }
+
+  /** A probe ended: a success ends the pause; an overload has paused again in #learn; anything else lets the next probe try. */
+  #probed(result: CallResult | undefined): void {
+    this.#probing = false;
+    if (result === undefined) return; // released without a word (a lease by hand): says nothing
+    let verdict: unknown;
+    try {
+      verdict = this.#classify(result);
+    } catch {
+      return; // counted as ignored by #learn
+    }
+    if (verdict === 'success') this.#pausedUntil = -Infinity;
   }
 
   /** Ms left of the pause an upstream asked for; 0 with none (and no clock read when none was asked). */
@@ -227,10 +332,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (overload) {
       this.#overloads++;
       const asked = (verdict as Extract<CallVerdict, object>).retryAfterMs;
-      if (asked !== undefined && asked > 0 && Number.isFinite(asked)) {
-        pause = asked;
-        this.#pausedUntil = Math.max(this.#pausedUntil, now + pause);
-      }
+      // Capped however it was asked for (a classify() may return 10^15): see maxPauseMs.
+      if (typeof asked === 'number' && asked > 0 && !Number.isNaN(asked)) pause = this.#pause(asked, now) || undefined;
     }
     const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' } as const;
     const shared = this.#shared;

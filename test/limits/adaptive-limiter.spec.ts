@@ -31,7 +31,7 @@ describe('AdaptiveLimiter', () => {
   });
 
   it('cuts on a 429 and admits nothing for its Retry-After, then admits again', async () => {
-    const { pool, clock, limiter } = setup({ adaptive: { algorithm: 'aimd', initial: 10, backoff: 0.5 } });
+    const { pool, clock, limiter } = setup({ adaptive: { algorithm: 'aimd', initial: 10, backoff: 0.5 }, pauseProbeMs: Infinity });
     const answer = await pool.use(async () => ({ status: 429, headers: { 'retry-after': '2' } }));
     expect(answer.status).toBe(429); // the caller gets the answer as it was
     expect(limiter.limit).toBe(5);
@@ -46,6 +46,78 @@ describe('AdaptiveLimiter', () => {
     await clock.advance(500);
     await expect(pool.use(async () => 'in time')).resolves.toBe('in time');
     await pool.close();
+  });
+
+  it.each([
+    ['a Retry-After of 99999999 s', () => ({ status: 503, headers: { 'retry-after': '99999999' } }), undefined],
+    ['a classify() asking for 10^15 ms', () => ({ status: 503 }), () => ({ overload: true, retryAfterMs: 1e15 }) as const],
+    ['a classify() asking for Infinity', () => ({ status: 503 }), () => ({ overload: true, retryAfterMs: Infinity }) as const],
+  ])('pauses for at most maxPauseMs, however long %s asks for', async (_what, answer, classify) => {
+    const { pool, clock, limiter } = setup({ maxPauseMs: 5_000, pauseProbeMs: Infinity, ...(classify === undefined ? {} : { classify }) });
+    await pool.use(async () => answer());
+    expect(limiter.stats().adaptive!.pausedMs).toBe(5_000);
+    await expect(pool.use(async () => 'early')).rejects.toMatchObject({ reason: 'paused', retryAfterMs: 5_000 });
+    await clock.advance(5_000);
+    await expect(pool.use(async () => 'after the cap')).resolves.toBe('after the cap');
+    await pool.close();
+  });
+
+  it('pauses 30 s at most by default, and not at all with maxPauseMs: 0', async () => {
+    const capped = setup({ pauseProbeMs: Infinity });
+    await capped.pool.use(async () => ({ status: 429, headers: { 'retry-after': '3600' } }));
+    expect(capped.limiter.stats().adaptive!.pausedMs).toBe(30_000);
+    const never = setup({ maxPauseMs: 0 });
+    await never.pool.use(async () => ({ status: 429, headers: { 'retry-after': '3600' } }));
+    expect(never.limiter.stats().adaptive!.pausedMs).toBe(0);
+    await expect(never.pool.use(async () => 'admitted')).resolves.toBe('admitted');
+    await Promise.all([capped.pool.close(), never.pool.close()]);
+  });
+
+  it('lets one probe through the pause every pauseProbeMs: its success ends the pause, an overload renews it', async () => {
+    const { pool, clock, limiter } = setup({ pauseProbeMs: 1_000 });
+    await pool.use(async () => ({ status: 503, headers: { 'retry-after': '20' } }));
+    // No probe before pauseProbeMs: the upstream just said it is full.
+    await expect(pool.use(async () => 'early')).rejects.toMatchObject({ reason: 'paused' });
+    await clock.advance(1_000);
+    // The probe is out: the calls beside it are refused, and so is a second probe.
+    let answerProbe!: (v: unknown) => void;
+    const probe = pool.use(() => new Promise((resolve) => (answerProbe = resolve)));
+    await flush();
+    await expect(pool.use(async () => 'beside the probe')).rejects.toMatchObject({ reason: 'paused' });
+    answerProbe({ status: 503, headers: { 'retry-after': '20' } });
+    await probe;
+    expect(limiter.stats().adaptive!.pausedMs).toBe(20_000); // renewed from the probe's answer
+    await clock.advance(999);
+    await expect(pool.use(async () => 'too soon for a probe')).rejects.toMatchObject({ reason: 'paused' });
+    await clock.advance(1);
+    await expect(pool.use(async () => ({ status: 200 }))).resolves.toEqual({ status: 200 });
+    expect(limiter.stats().adaptive!.pausedMs).toBe(0); // the success ended it, 19 s early
+    await expect(pool.use(async () => 'admitted')).resolves.toBe('admitted');
+    await pool.close();
+  });
+
+  it('keeps pausing when a probe ends in an error that says nothing, or throws, or its lease is released by hand', async () => {
+    const { pool, clock, limiter } = setup({ pauseProbeMs: 100 });
+    await pool.use(async () => ({ status: 503, headers: { 'retry-after': '10' } }));
+    await clock.advance(100);
+    await expect(pool.use(async () => Promise.reject(new Error('a 404')))).rejects.toThrow('a 404');
+    expect(limiter.stats().adaptive!.pausedMs).toBeGreaterThan(9_000);
+    await clock.advance(100);
+    const lease = await pool.acquire();
+    lease.release();
+    expect(limiter.stats().adaptive!.pausedMs).toBeGreaterThan(9_000);
+    await clock.advance(100);
+    await expect(pool.use(async () => 'the next probe')).resolves.toBe('the next probe');
+    expect(limiter.stats().adaptive!.pausedMs).toBe(0);
+    await pool.close();
+  });
+
+  it.each([
+    [{ maxPauseMs: Infinity }, 'option "limits.maxPauseMs" must be a finite number of 0 or more (a pause must end: 0 never pauses), got Infinity'],
+    [{ maxPauseMs: -1 }, 'got -1'],
+    [{ pauseProbeMs: 0 }, 'option "limits.pauseProbeMs" must be a number above 0 (Infinity: no probes), got 0'],
+  ])('refuses %j', (options, message) => {
+    expect(() => new AdaptiveLimiter(options)).toThrow(message);
   });
 
   it('publishes each change of its limit on the limiter:limit channel, and its limit as the pool’s limit in stats', async () => {
