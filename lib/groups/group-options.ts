@@ -40,7 +40,8 @@ export interface PoolGroupOptions<T> {
    * Most members at once. A new key past it takes the place of the member used longest ago that
    * has no caller now (its idle connections close); with none, the call waits for such a place
    * (first come, first served) until its deadline, then fails with `CapacityExceededError`
-   * (reason `members`). Bounds the memory keys from outside can take. Default `Infinity`.
+   * (reason `members`). Bounds the memory keys from outside can take (a member costs about 9 KB
+   * with no connection). Default 1 000; `Infinity` only for keys the application chooses itself.
    */
   maxMembers?: number;
   /**
@@ -100,6 +101,9 @@ const SET_BY_GROUP: Readonly<Record<string, string>> = {
   growAt: 'members open connections as their callers need them, not ahead of demand',
 };
 
+/** Members a group keeps at most unless told otherwise: keys often come from requests (a tenant header, a user id). */
+export const DEFAULT_MAX_MEMBERS = 1_000;
+
 /** Applies defaults and checks every field; throws a {@link PoolConfigError} naming the first bad one. */
 export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGroupOptions<T> {
   if (typeof options !== 'object' || options === null) throw new PoolConfigError('group', 'options', `must be an object, got ${shown(options)}`, 'group');
@@ -121,7 +125,7 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     giveBackAfterMs: read.get('giveBackAfterMs', is.atLeast(0)),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
-    maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, Infinity),
+    maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, DEFAULT_MAX_MEMBERS),
     maxWaiting: read.get('maxWaiting', { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) }, Infinity),
     metrics: read.get('metrics', meterRule, true),
     clock: read.get('clock', is.object, systemClock),

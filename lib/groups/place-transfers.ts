@@ -49,9 +49,13 @@ export class PlaceTransfers<M extends TransferMember> {
     this.handOut();
     if (this.group.total() < this.group.maxTotal) return;
     for (const m of this.group.members()) if (m.side.waiting() > 0) this.#starving.add(m);
+    // What the starving wait for is counted once: each steal adds a place on its way, and the
+    // loop stops once they cover it (asking #placesCover before each steal made a tick quadratic
+    // in the members that wait: a second with a thousand new keys at once).
+    const unmet = this.#unmet();
     for (const m of this.#starving) {
-      if (m.side.waiting() === 0) this.#starving.delete(m);
-      else this.steal(m);
+      if (this.freeing >= unmet || this.group.total() < this.group.maxTotal) return;
+      this.#stealFor(m);
     }
   }
 
@@ -83,6 +87,10 @@ export class PlaceTransfers<M extends TransferMember> {
   /** Takes an idle place of the most overfull member for hungry `taker`, unless enough are on their way. */
   steal(taker: M): void {
     if (this.group.total() < this.group.maxTotal || this.#placesCover()) return;
+    this.#stealFor(taker);
+  }
+
+  #stealFor(taker: M): void {
     const shares = this.#planned();
     if (shares.hungerOf(taker) !== 'hungry') return;
     const victim = shares.mostOverfull(taker, this.#minHoldMs);
@@ -148,6 +156,18 @@ export class PlaceTransfers<M extends TransferMember> {
       if (unmet > this.freeing) return false;
     }
     return true;
+  }
+
+  /** Connections the starving members wait for and are not opening (those that no longer wait leave the set). */
+  #unmet(): number {
+    const perConnection = this.group.clientLimit;
+    let unmet = 0;
+    for (const m of this.#starving) {
+      const waiting = m.side.waiting();
+      if (waiting === 0) this.#starving.delete(m);
+      else unmet += Math.max(0, connectionsFor(0, waiting, perConnection) - m.side.load(Infinity).opening);
+    }
+    return unmet;
   }
 
   #giving(member: M): void {

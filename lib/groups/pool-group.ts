@@ -203,10 +203,7 @@ export class PoolGroup<T> {
     if (this.#closed) return new PoolClosedError(this.name);
     if (typeof key !== 'string' || key.length === 0) return new PoolConfigError(this.name, 'key', `must be a non-empty string naming the member (a tenant, a database), got ${typeof key === 'string' ? 'an empty string' : typeof key}`, 'group');
     const member = this.#members.get(key);
-    if (member !== undefined) {
-      member.lastUsed = this.#timers.now();
-      return member;
-    }
+    if (member !== undefined) return this.#touch(member);
     // Those that came first have the first places.
     if (this.#keyWaiters.length > 0) return undefined;
     return this.#admit(key);
@@ -215,11 +212,17 @@ export class PoolGroup<T> {
   /** A new key waits for a member place, then goes on in the same turn, within its deadline. */
   #waitForPlace<R>(key: string, options: AcquireOptions | undefined, go: (pool: ConnectionPool<T>, timeoutMs: number) => Promise<R>): Promise<R> {
     const timeoutMs = options?.timeoutMs ?? this.options.member.acquireTimeoutMs;
-    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) => {
-      const member = this.#members.get(key)!;
-      member.lastUsed = this.#timers.now();
-      return go(member.pool, left);
-    });
+    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) => go(this.#touch(this.#members.get(key)!).pool, left));
+  }
+
+  /** `member` is used now: it goes to the back of the map, which keeps members by last use (eviction takes from the front). */
+  #touch(member: Member<T>): Member<T> {
+    const now = this.#timers.now();
+    if (member.lastUsed === now) return member; // already in its place for this instant
+    member.lastUsed = now;
+    this.#members.delete(member.key);
+    this.#members.set(member.key, member);
+    return member;
   }
 
   /** The members that freed a place may let new keys in: looked at once the current turn ends. */
@@ -245,16 +248,18 @@ export class PoolGroup<T> {
     return member;
   }
 
-  /** Makes room for a new member: the member used longest ago that has no caller is closed and forgotten. Whether there was one. */
+  /**
+   * Makes room for a new member: the member used longest ago that has no caller is closed and
+   * forgotten. Whether there was one. The members are in order of last use, so this is the first
+   * without a caller: one look while the oldest are idle, however many members there are.
+   */
   #evictOne(): boolean {
-    let oldest: Member<T> | undefined;
     for (const m of this.#members.values()) {
       if (m.side.waiting() > 0 || m.side.load(Infinity).inUse > 0) continue;
-      if (oldest === undefined || m.lastUsed < oldest.lastUsed) oldest = m;
+      this.#forget(m);
+      return true;
     }
-    if (oldest === undefined) return false;
-    this.#forget(oldest);
-    return true;
+    return false;
   }
 
   #forget(m: Member<T>): void {
