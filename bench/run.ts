@@ -23,6 +23,7 @@ import { alternatingPgCycles, type PgVariant } from './pg-cycles.js';
 import { groupReleaseMicros } from './group-scale.js';
 import { bestOf, describe, medianOf, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
+import { dashboardScaleBench } from './dashboard-scale.js';
 import type { GcShare } from './fresh-process.js';
 import { alternatingFreshCycles, LIMITED_VARIANTS, LOCAL_LIMITER_VARIANT, METRICS_VARIANTS, INDEX_VARIANT, QUEUE_VARIANT, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
@@ -896,6 +897,18 @@ async function dashboardBench(results: Record<string, unknown>, rows: string[][]
   rows.push(['  the same phases', `the dashboard's own time with ${d.pages} pages open (building and writing snapshots)`, `${d.busyMsPerSec.toFixed(2)} ms/s`, `${((d.busyMsPerSec / 1000) * 100).toFixed(2)} % of a core`]);
 }
 
+/** A 10,000-member group's app with 500 stream clients (half never reading) against none. */
+async function dashboardScale(results: Record<string, unknown>, rows: string[][]): Promise<void> {
+  const d = await dashboardScaleBench();
+  results.dashboardScale = d;
+  const at = `${d.members.toLocaleString('en')}-member group, ${d.viewers} streams (half never reading)`;
+  const ms = (x: number) => `${x.toFixed(1)} ms`;
+  rows.push([at, "event loop delay p99: with streams / without (the app's own monitor)", `${ms(d.with.p99Ms)} / ${ms(d.without.p99Ms)}`, `target within 20 ms: +${ms(d.with.p99Ms - d.without.p99Ms)}; max ${ms(d.with.maxMs)} / ${ms(d.without.maxMs)}`]);
+  rows.push(['  the same phases', `memory growth over ${d.phaseMs / 1000} s: with streams / without (reachable after a GC, heap and buffers)`, `${d.with.liveGrowthMB} / ${d.without.liveGrowthMB} MB`, `target < 30 MB; RSS ${d.with.rssGrowthMB} / ${d.without.rssGrowthMB} MB; written, not yet taken by viewers at the end ${d.with.bufferedKB} KB`]);
+  rows.push(['  the same phases', "the dashboard's own time with the streams open (building and writing)", `${(d.with.busyMs / (d.phaseMs / 1000)).toFixed(1)} ms/s`, `${d.with.built} snapshots, ${(d.with.busyMs / Math.max(d.with.built, 1)).toFixed(1)} ms each`]);
+  rows.push(['  a snapshot built from scratch', `median / longest of 20, ${d.build.memberRows} member rows`, `${ms(d.build.medianMs)} / ${ms(d.build.maxMs)}`, `target < 10 ms; ${(d.build.bytes / 1024).toFixed(0)} KB`]);
+}
+
 async function main() {
   if (!(globalThis as { gc?: unknown }).gc) throw new Error('run with node --expose-gc (npm run bench does)');
   const results: Record<string, unknown> = {
@@ -927,11 +940,13 @@ async function main() {
   const onlyGroups = process.argv.includes('--groups');
   // `npm run bench -- --dashboard`: only the sample app with and without dashboard pages open, printed, results.json left as it is.
   const onlyDashboard = process.argv.includes('--dashboard');
+  // `npm run bench -- --dashboard-scale`: only the dashboard with 500 streams on a 10,000-member group, printed, results.json left as it is.
+  const onlyDashboardScale = process.argv.includes('--dashboard-scale');
   // `npm run bench -- --adaptive`: only the adaptive limit against a LocalLimiter in fresh processes, printed, results.json left as it is.
   const onlyAdaptive = process.argv.includes('--adaptive');
   // `npm run bench -- --production`: only the fresh-process rows of metrics and a LocalLimiter against neither, printed, results.json left as it is.
   const onlyProduction = process.argv.includes('--production');
-  if (onlyProduction || onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard) {
+  if (onlyProduction || onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard || onlyDashboardScale) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyMetrics || onlyProduction) await metricsFreshBench(results, rows, fmt);
     if (onlyExclusive) await exclusiveBench(results, rows, fmt);
@@ -943,11 +958,13 @@ async function main() {
     if (onlyPg) await pgBench(results, rows, fmt);
     if (onlyGroups) await groupScaleBench(results, rows);
     if (onlyDashboard) await dashboardBench(results, rows);
+    if (onlyDashboardScale) await dashboardScale(results, rows);
     for (const r of rows) console.log(r.join(' | '));
     return;
   }
   if (!onlyLimiters) await poolBench(results, rows, fmt);
   if (!onlyLimiters) await dashboardBench(results, rows);
+  if (!onlyLimiters) await dashboardScale(results, rows);
 
   const lim = await limiterBench();
   results.limiters = lim;

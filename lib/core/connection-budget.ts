@@ -12,6 +12,8 @@ export interface ConnectionBudget {
   began(member: BudgetMember): void;
   /** A connection of `member` is gone: its close finished, or its create failed or was given up. */
   ended(member: BudgetMember): void;
+  /** A create of `member` is ready: its smoothed connect time (`connectMs`) changed. */
+  connected(member: BudgetMember): void;
   /** `member` has callers its connections cannot serve and may not open: the budget may free a connection for it. */
   starved(member: BudgetMember): void;
   /**
@@ -47,6 +49,8 @@ export interface MemberSide extends BudgetMember {
   waiting(): number;
   /** Every connection, from the start of its create to the end of its close (as `load().connections`, in O(1)). */
   connectionCount(): number;
+  /** Callers its connections serve now, in O(1). */
+  clientCount(): number;
   /** How long the caller queued longest has waited, ms; 0 with none. */
   waitedMs(): number;
   /** How long a create took to be ready, ms, smoothed; 0 before the first. */

@@ -201,6 +201,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const now = this.timers.now();
     const took = now - conn.createdAt;
     this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
+    this.budget?.connected(this);
     if (events.createEnd.hasSubscribers) events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
     this.metrics?.created(took);
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
@@ -283,6 +284,10 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   }
 
   /** @internal For a pool group: every connection, opening and closing ones included. */
+  clientCount(): number {
+    return this.set.clients;
+  }
+
   connectionCount(): number {
     return this.set.all.size;
   }

@@ -27,6 +27,9 @@ export interface FeedStats {
   readonly busyMs: number;
 }
 
+/** Viewers written to in one turn of the event loop. */
+const WRITES_PER_TURN = 50;
+
 /** An open page's stream. */
 interface Viewer {
   readonly res: ServerResponse;
@@ -46,8 +49,12 @@ export class DashboardFeed {
   readonly #viewers = new Set<Viewer>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
-  /** The last snapshot and its event text, built at most once a tick. */
-  #last: { at: number; snapshot: DashboardSnapshot; event: string } | undefined;
+  /**
+   * The last snapshot and its event, built at most once a tick. The event is encoded once and the
+   * same bytes go to every viewer: a socket keeps a reference to what it could not send yet, not a
+   * copy, so 500 viewers cost one encoding and a viewer that reads nothing holds no bytes of its own.
+   */
+  #last: { at: number; snapshot: DashboardSnapshot; event: Buffer } | undefined;
   #built = 0;
   #dropped = 0;
   #cutOff = 0;
@@ -113,31 +120,41 @@ export class DashboardFeed {
     this.state.stop();
   }
 
-  #current(): { snapshot: DashboardSnapshot; event: string } {
+  #current(): { snapshot: DashboardSnapshot; event: Buffer } {
     const now = this.now();
     if (this.#last !== undefined && now - this.#last.at < this.settings.intervalMs / 2) return this.#last;
     const snapshot = this.state.snapshot(this.#viewers.size, this.#busyMs);
     this.#built++;
-    this.#last = { at: now, snapshot, event: `event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n` };
+    this.#last = { at: now, snapshot, event: Buffer.from(`event: snapshot\ndata: ${JSON.stringify(snapshot)}\n\n`) };
     if (this.#timer === undefined) this.state.stop(); // a one-off read watches nothing afterwards
     return this.#last;
   }
 
   #tick(): void {
     const began = performance.now();
+    let event: Buffer;
     try {
-      this.#sendAll();
+      event = this.#current().event;
     } catch {
       // A snapshot that could not be built this tick: the pages keep the last one; the next tick tries again.
+      return;
     } finally {
       this.#busyMs += performance.now() - began;
     }
+    this.#sendFrom([...this.#viewers], 0, event);
   }
 
-  #sendAll(): void {
-    const { event } = this.#current();
+  /**
+   * Writes `event` to `viewers` from `from` on, WRITES_PER_TURN of them a turn: with hundreds of
+   * viewers, the writes of one tick would otherwise hold the event loop for milliseconds at once.
+   */
+  #sendFrom(viewers: readonly Viewer[], from: number, event: Buffer): void {
+    const began = performance.now();
     const now = this.now();
-    for (const viewer of [...this.#viewers]) {
+    const end = Math.min(from + WRITES_PER_TURN, viewers.length);
+    for (let i = from; i < end; i++) {
+      const viewer = viewers[i]!;
+      if (!this.#viewers.has(viewer)) continue; // left since the tick began
       if (viewer.fullSince === undefined) {
         this.#send(viewer, event);
         continue;
@@ -150,10 +167,12 @@ export class DashboardFeed {
       viewer.res.destroy();
       this.#leave(viewer);
     }
+    this.#busyMs += performance.now() - began;
+    if (end < viewers.length && !this.#closed) setImmediate(() => this.#sendFrom(viewers, end, event));
   }
 
   /** Writes unless the viewer's socket is full; a full one waits for its drain and misses ticks meanwhile. */
-  #send(viewer: Viewer, event: string): void {
+  #send(viewer: Viewer, event: Buffer): void {
     if (viewer.res.write(event)) return;
     viewer.fullSince = this.now();
     viewer.res.once('drain', () => (viewer.fullSince = undefined));

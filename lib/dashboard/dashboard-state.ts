@@ -1,5 +1,5 @@
 import { watchedQuantile, type LimiterMode, type PoolCounters, type PoolHealth, type PoolStats, type TimingWatch } from '../core/index.js';
-import type { PoolGroupStats } from '../groups/index.js';
+import type { PoolGroupSummary } from '../groups/index.js';
 import { limiterView, troubleOf, type DashboardGroup, type DashboardMember, type DashboardPool, type DashboardRates, type DashboardSnapshot, type HealthChange, type WindowQuantiles } from './dashboard-snapshot.js';
 import { scrubbed } from '../core/scrub.js';
 
@@ -11,7 +11,8 @@ export interface WatchedPool {
 
 /** What the dashboard reads of a group. */
 export interface WatchedGroup {
-  stats(): PoolGroupStats;
+  /** Its figures and the members most in trouble, at most `rows`: cheap however many members it has. */
+  summary(rows: number): PoolGroupSummary;
 }
 
 /** One name of the application: a pool or a group. */
@@ -113,7 +114,7 @@ export class DashboardState {
     for (const w of this.watched()) {
       const track = this.#track(w.name, tick);
       try {
-        if ('group' in w) groups.push(this.#group(w.group.stats(), track, at));
+        if ('group' in w) groups.push(this.#group(w.group.summary(this.settings.maxMemberRows), track, at));
         else if (typeof w.pool.stats === 'function') pools.push(this.#pool(w.pool, w.pool.stats(), track, at));
       } catch {
         // A provider whose stats() throws (a test's stand-in, say) is left out; the others are shown.
@@ -179,16 +180,12 @@ export class DashboardState {
     };
   }
 
-  #group(g: PoolGroupStats, track: Track, at: number): DashboardGroup {
+  #group(g: PoolGroupSummary, track: Track, at: number): DashboardGroup {
     const base = track.sample({ at, wait: undefined, hold: undefined, counters: undefined, refused: undefined, transfers: g.transfers });
     track.observe(at, g.health);
     const seconds = Math.max(at - base.at, 1_000) / 1_000;
-    let hungry = 0;
-    const members: DashboardMember[] = g.members.map((m) => {
-      if (m.hunger === 'hungry') hungry++;
-      return { key: m.key, quota: m.quota, hunger: m.hunger, connections: m.pool.size, clients: m.pool.clients, waiting: m.pool.waiting, health: m.pool.health, holdMs: m.holdMs };
-    });
-    members.sort((a, b) => b.waiting - a.waiting || Number(b.hunger === 'hungry') - Number(a.hunger === 'hungry') || b.clients - a.clients || a.key.localeCompare(b.key));
+    // Already the rows the page shows, most trouble first.
+    const members: DashboardMember[] = g.members;
     return {
       name: g.name,
       health: g.health,
@@ -202,9 +199,9 @@ export class DashboardState {
       transfersPerSec: perSec(g.transfers, base.transfers, seconds),
       givenBack: g.givenBack,
       forgotten: g.forgotten,
-      memberCount: g.members.length,
-      hungry,
-      members: members.slice(0, this.settings.maxMemberRows),
+      memberCount: g.memberCount,
+      hungry: g.hungry,
+      members,
       timeline: [...track.timeline],
     };
   }

@@ -39,3 +39,30 @@ export interface PoolGroupStats {
   readonly minHoldMs: number;
   readonly members: PoolGroupMemberStats[];
 }
+
+/** A member in a group's summary: what a page shows of it, read in O(1). */
+export interface PoolGroupMemberRow {
+  readonly key: string;
+  /** Its share of `maxTotal` as last planned (at most once per rebalance tick). */
+  readonly quota: number;
+  readonly hunger: Hunger;
+  /** Its connections, opening and closing ones included. */
+  readonly connections: number;
+  readonly clients: number;
+  readonly waiting: number;
+  readonly health: PoolHealth;
+  /** Mean hold time the planner weighs the member by, ms. */
+  readonly holdMs: number;
+}
+
+/**
+ * What `group.summary(rows)` returns: the group's figures as in `stats()`, the member count, and
+ * the members most in trouble (waiting, hungry, busiest; then the most recently used), at most
+ * `rows` of them. Its cost grows with the members by a few reads each, not by a pool report each.
+ */
+export interface PoolGroupSummary extends Omit<PoolGroupStats, 'members'> {
+  readonly memberCount: number;
+  /** Members below their share with callers waiting. */
+  readonly hungry: number;
+  readonly members: PoolGroupMemberRow[];
+}

@@ -30,6 +30,7 @@ export interface TransferGroup<M> {
 export class PlaceTransfers<M extends TransferMember> {
   readonly #shares: PlannedShares<M>;
   #planDue = true;
+  #plannedAt = -Infinity;
   /** The minimum hold in force, as of the last plan. */
   #minHoldMs = 0;
   /** Members that had callers they could not serve (some may have none by now): those a place may go to. */
@@ -129,10 +130,20 @@ export class PlaceTransfers<M extends TransferMember> {
     member.giving = 0;
   }
 
+  /**
+   * The shares of the budget (each member's `quota`, and `hungerOf` it), planned anew if due and
+   * the last plan is older than `maxAgeMs`: a view that may lag a little plans less often.
+   */
+  shares(maxAgeMs = 0): PlannedShares<M> {
+    if (this.#planDue && this.group.now() - this.#plannedAt < maxAgeMs) return this.#shares;
+    return this.#planned();
+  }
+
   /** The shares of the budget, planned anew if due. */
   #planned(): PlannedShares<M> {
     if (this.#planDue) {
       this.#planDue = false;
+      this.#plannedAt = this.group.now();
       const members = [...this.group.members()];
       const settings = this.group.settings();
       this.#minHoldMs = settings.minHoldMs;

@@ -106,10 +106,10 @@ export class PlannedShares<M extends SharedMember> {
     }
   }
 
-  /** How `member` stands against its share now. */
-  hungerOf(member: M): Hunger {
+  /** How `member` stands against its share now (`waiting`: its callers waiting, if read already). */
+  hungerOf(member: M, waiting?: number): Hunger {
     const connections = member.side.connectionCount();
-    const owed = member.quota === 0 && connections === 0 && member.side.waiting() > 0 ? 1 : member.quota;
+    const owed = member.quota === 0 && connections === 0 && (waiting ?? member.side.waiting()) > 0 ? 1 : member.quota;
     return connections < owed ? 'hungry' : connections > owed ? 'overfull' : 'satisfied';
   }
 

@@ -146,7 +146,7 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
             ...Array.from({ length: 59 }, (_, i) => ({ name: `pool-${String(i).padStart(2, '0')}`, connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 1 } })),
             { name: 'llm', connector: new FakeConnector(), options: { limits: new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }) } },
           ],
-          groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 50, member: { clientLimit: 1 } } }],
+          groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 50, maxMembers: 2_000, member: { clientLimit: 1 } } }],
         }),
         PoolDashboardModule.forRoot({ intervalMs: 200 }),
       ],

@@ -285,6 +285,34 @@ describe('a pool group', () => {
     await closing;
   });
 
+  it('sums itself up as stats() does, with only the members most in trouble: waiting, then busiest, then the most recently used', async () => {
+    const { g, clock } = group({ maxTotal: 2, maxMembers: 10 });
+    const idle = await g.acquire('idle');
+    idle.release();
+    const busy = await g.acquire('busy');
+    await clock.advance(100);
+    const queued = track(g.acquire('queued'));
+    await flush();
+    await clock.advance(1);
+    const recent = track(g.acquire('recent'));
+    await flush();
+    const summary = g.summary(3);
+    const stats = g.stats();
+    expect(summary).toMatchObject({ name: 'tenants', maxTotal: 2, total: stats.total, waiting: stats.waiting, utilization: stats.utilization, health: stats.health, forgotten: stats.forgotten, memberCount: 4 });
+    expect(summary.members.map((m) => [m.key, m.waiting, m.clients])).toEqual([
+      ['recent', 1, 0], // waits (the budget is spent)
+      ['queued', 0, 1], // took the idle member's place at once; as busy as busy, and used since
+      ['busy', 0, 1],
+    ]);
+    expect(summary.hungry).toBe(stats.members.filter((m) => m.hunger === 'hungry' && m.pool.waiting > 0).length);
+    expect(g.summary(0).members).toEqual([]);
+    expect(g.summary(10).members.map((m) => m.key)).toEqual(['recent', 'queued', 'busy', 'idle']);
+    busy.release();
+    await clock.advance(200);
+    for (const t of [queued, recent]) (t.value as Lease<FakeConnection> | undefined)?.release();
+    await g.close();
+  });
+
   it('refuses bad options and keys, saying what to change', async () => {
     const connector = () => new FakeConnector();
     expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');

@@ -21,6 +21,7 @@ class TestBudget implements ConnectionBudget {
   began(): void {
     this.peak = Math.max(this.peak, ++this.total);
   }
+  connected(): void {}
   ended(): void {
     this.total--;
     this.starvedQueue.shift()?.demand();

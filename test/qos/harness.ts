@@ -115,6 +115,7 @@ class FirstComeBudget implements ConnectionBudget {
   began(): void {
     this.#total++;
   }
+  connected(): void {}
   ended(): void {
     this.#total--;
     for (const member of [...this.#waiting]) {
