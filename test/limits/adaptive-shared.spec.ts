@@ -122,6 +122,21 @@ describe('AdaptiveLimiter shared through Redis', () => {
     await expect(b.admit(ask()).then((h) => h.release())).resolves.toBeUndefined();
   });
 
+  it('caps the pause the fleet takes at maxPauseMs, however long the Retry-After, and whichever instance hears it', async () => {
+    const ns = namespace();
+    const a = await shared(ns, { maxPauseMs: 1_500 });
+    const b = await shared(ns, { maxPauseMs: 1_500 });
+    await calls(a, 1, tooMany('99999999'));
+    await until(async () => Number(await inspector().hget(`{${ns}}:meta`, 'apause')) > 0);
+    const err = await b.admit(ask()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'paused' });
+    expect((err as { retryAfterMs: number }).retryAfterMs).toBeLessThanOrEqual(1_500);
+    expect(a.stats().adaptive!.pausedMs).toBeLessThanOrEqual(1_500);
+    await sleep(1_600);
+    await expect(b.admit(ask()).then((h) => h.release())).resolves.toBeUndefined();
+    await expect(a.admit(ask()).then((h) => h.release())).resolves.toBeUndefined();
+  });
+
   it('keeps the per-key limit across instances while the global limit moves', async () => {
     const ns = namespace();
     const a = await shared(ns, { perKey: 2 });
