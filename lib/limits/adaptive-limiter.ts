@@ -7,7 +7,7 @@ import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } fr
 import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
 import { CallTimer } from './call-timer.js';
 import { kLearner, kSetGlobal, kUsed, LocalLimiter, type Learner } from './local-limiter.js';
-import { kInstances, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';
+import { kInstances, kProbe, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';
 import { SharedLimit } from './shared-limit.js';
 
 /** What a call's end says about the backend's capacity. */
@@ -39,8 +39,9 @@ export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'w
   /**
    * While paused, one call every this many ms goes through as a probe: its success ends the pause
    * at once, an overload pauses again (for its own Retry-After, capped). Default 1 000; Infinity:
-   * no probes, the pause runs its course. With `redis`, the pause is the fleet's (no instance admits
-   * until it ends) and runs its course, capped.
+   * no probes, the pause runs its course. With `redis`, the pause is the fleet's: each instance
+   * sends its own probes through it, and the first that succeeds ends it in Redis; every other
+   * instance ends its own with its next probe.
    */
   pauseProbeMs?: number;
   /**
@@ -213,7 +214,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   admit(request: AdmissionRequest): Promise<Admission> {
     const paused = this.#paused();
-    if (paused > 0) return this.#local !== undefined && this.#mayProbe() ? this.#probe(request) : Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
+    if (paused > 0) return this.#mayProbe() ? this.#probe(request) : Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
     if (this.#local !== undefined) return this.#local.admit(request);
     return this.#redis!.admit(request).then((admission) => this.#tracked(admission));
   }
@@ -261,11 +262,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return this.#clock.now() - this.#probedAt >= this.#probeEveryMs;
   }
 
-  /** One call through the pause, in this process: how it ends decides whether the pause goes on. */
+  /** One call through the pause (through the fleet's, shared in Redis): how it ends decides whether the pause goes on. */
   #probe(request: AdmissionRequest): Promise<Admission> {
     this.#probing = true;
     this.#probedAt = this.#clock.now();
-    return this.#local!.admit(request).then(
+    const admitted = this.#local !== undefined ? this.#local.admit(request) : this.#redis![kProbe](request).then((admission) => this.#tracked(admission));
+    return admitted.then(
       (admission) => new ProbeAdmission(admission, (result) => this.#probed(result)),
       (err: unknown) => {
         this.#probing = false;
@@ -284,7 +286,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     } catch {
       return; // counted as ignored by #learn
     }
-    if (verdict === 'success') this.#pausedUntil = -Infinity;
+    if (verdict !== 'success') return;
+    this.#pausedUntil = -Infinity;
+    // The fleet's pause ends with the next call; the other instances end theirs with their own probes.
+    this.#shared?.resume();
+    this.#redis?.[kReport]();
   }
 
   /** Ms left of the pause an upstream asked for; 0 with none (and no clock read when none was asked). */

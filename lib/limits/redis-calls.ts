@@ -68,6 +68,8 @@ export interface CallsHost {
 interface ToAdmit {
   readonly held: Held;
   readonly settle: (reply: AcquireReply) => void;
+  /** A probe through an upstream's pause: sent in a call of its own (the call goes through the pause). */
+  readonly probe: boolean;
 }
 
 /** Admissions per call at most: a call holds Redis a few µs per admission. */
@@ -105,10 +107,10 @@ export class RedisCalls {
     this.#runId = undefined;
   }
 
-  /** Asks Redis to admit `held`, in the next admission call. */
-  admit(held: Held): Promise<AcquireReply> {
+  /** Asks Redis to admit `held`, in the next admission call; a `probe` goes through an adaptive limit's pause, in a call of its own. */
+  admit(held: Held, probe = false): Promise<AcquireReply> {
     return new Promise<AcquireReply>((settle) => {
-      this.#toAdmit.push({ held, settle });
+      this.#toAdmit.push({ held, settle, probe });
       if (!this.#admitting) void this.#sendAdmissions();
     });
   }
@@ -188,10 +190,13 @@ export class RedisCalls {
     const { global, perKey } = this.limits;
     this.#admitting = true;
     while (this.#toAdmit.length > 0) {
-      const batch = this.#toAdmit.splice(0, ADMIT_BATCH);
+      const probe = this.#toAdmit[0]!.probe;
+      let size = 1;
+      while (!probe && size < Math.min(ADMIT_BATCH, this.#toAdmit.length) && !this.#toAdmit[size]!.probe) size++;
+      const batch = this.#toAdmit.splice(0, size);
       // Releases of this tick go first, on the same connection: a slot given back just before is free for these.
       if (this.#toRelease.length > 0) void this.release(redis, this.#toRelease.splice(0));
-      const shared = this.host.shared?.take();
+      const shared = this.host.shared?.take(probe);
       try {
         const run = this.#runId ?? (await this.#learnRun(redis));
         const reply = (await this.#bounded(acquireScript.run(

@@ -36,6 +36,8 @@ export const kShare = Symbol('share');
 export const kThroughRedis = Symbol('throughRedis');
 /** @internal Sends the shared limit's reports now (a cut should not wait for the next admission), at most every REPORT_MS. */
 export const kReport = Symbol('report');
+/** @internal One admission through an adaptive limit's pause (a probe). */
+export const kProbe = Symbol('probe');
 const REPORT_MS = 20;
 /** @internal Instances that heartbeated within a TTL (at least 1). */
 export const kInstances = Symbol('instances');
@@ -251,6 +253,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#unclaim?.();
   }
 
+  /** @internal One admission through an adaptive limit's pause, to find whether it may end; refused as any admission otherwise. */
+  async [kProbe](request: AdmissionRequest): Promise<Admission> {
+    if (this.#closed) throw new PoolClosedError(request.pool);
+    const outcome = await this.#try(request, keyOf(request, this.limits), false, true);
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
+  }
+
   // ---- admission ------------------------------------------------------------------------------
 
   async #admit(request: AdmissionRequest): Promise<Admission> {
@@ -269,11 +279,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * One attempt: an admission, or the error that refused it. `retried`: the attempt follows one
    * whose answer came too late to hold on to.
    */
-  async #try(request: AdmissionRequest, key: string | undefined, retried = false): Promise<Outcome> {
+  async #try(request: AdmissionRequest, key: string | undefined, retried = false, probe = false): Promise<Outcome> {
     if (this.#availability.reachable) {
       const held = this.#leases.create(request, key, true);
       const sentAt = this.#clock.now();
-      const reply = await this.#calls.admit(held);
+      const reply = await this.#calls.admit(held, probe);
       if (!('error' in reply)) {
         const { status, quietMs } = reply;
         if (status > 0) {
@@ -286,7 +296,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
           // The answer came after the lease's TTL had passed here (this event loop was blocked):
           // Redis may already have given the slot to someone else. Give it back and ask again, once.
           this.#calls.forget(held); // released before the next admission call (see RedisCalls)
-          if (!retried) return this.#try(request, key, true);
+          if (!retried) return this.#try(request, key, true, probe);
           this.#counters.refusedGlobal++;
           return new CapacityExceededError(request.pool, this.#global(), this.limits.retryAfterMs, 'unavailable', new Error(LATE));
         }

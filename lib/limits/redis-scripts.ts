@@ -48,7 +48,9 @@ end
 -- (-1: one admitted without Redis; 0: none); it cuts by backoff once per round, where a round
 -- ends at each cut: an overload of a lease admitted before the last cut (fence at most 'acut')
 -- does not cut again, from whichever instance it comes. pause: ms the upstream asked for
--- (Retry-After); no instance admits until then ('apause'). deadline: the server time (ms) after
+-- (Retry-After); no instance admits until then ('apause'); -1: a probe through the pause
+-- succeeded, the pause ends for every instance; -2: this call is a probe (admitted through a
+-- pause, see ACQUIRE). deadline: the server time (ms) after
 -- which the caller has given up on this call (its command timeout; 0: not known yet): a call that
 -- Redis runs later, after a stall, brings no growth, so a fault never raises the limit.
 -- Returns the estimate and the ms of pause left.
@@ -69,7 +71,10 @@ local function adapt(meta, spec, now)
   if e ~= was then redis.call('HSET', meta, 'alimit', string.format('%.6f', e)) end
   local paused = tonumber(m[3]) or 0
   pause = tonumber(pause)
-  if pause > 0 and now + pause > paused then
+  if pause == -1 and paused > 0 then
+    paused = 0
+    redis.call('HDEL', meta, 'apause')
+  elseif pause > 0 and now + pause > paused then
     paused = now + pause
     redis.call('HSET', meta, 'apause', paused)
   end
@@ -117,7 +122,8 @@ if ARGV[4] == '1' then
     return reply
   end
 end
-if paused > 0 then
+-- A probe (pause field -2, sent alone) goes through the pause to find whether it may end.
+if paused > 0 and string.match(ARGV[6], '^%S+ %S+ %S+ %S+ %S+ %S+ (%S+)') ~= '-2' then
   for i = 3, #KEYS do reply[i] = -4 end
   return reply
 end

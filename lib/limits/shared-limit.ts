@@ -15,7 +15,7 @@ export interface LimitReport {
   readonly delta: number;
   /** The highest fencing token among overloads; -1 for an overload of a lease admitted without Redis; 0 for none. */
   readonly cut: number;
-  /** Ms of pause an upstream asked for (Retry-After); 0 for none. */
+  /** Ms of pause an upstream asked for (Retry-After); 0 for none; -1: a probe succeeded, the fleet's pause ends. */
   readonly pauseMs: number;
 }
 
@@ -36,6 +36,8 @@ export class SharedLimit {
   #delta = 0;
   #cut = 0;
   #pauseMs = 0;
+  /** A probe through the pause succeeded: the next call ends the fleet's pause. */
+  #resume = false;
   /** The algorithm's first estimate: the seed until Redis ever answered. */
   readonly #initial: number;
   /** Redis's clock less this one's, ms, as the last answer told (NaN: not known yet). */
@@ -81,18 +83,27 @@ export class SharedLimit {
     if (retryAfterMs !== undefined) this.#pauseMs = Math.max(this.#pauseMs, retryAfterMs);
   }
 
-  /** The spec of the next call (see redis-scripts' adapt()), and the report it carries. */
-  take(): Taken {
-    const report = this.#delta === 0 && this.#cut === 0 && this.#pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs: Math.ceil(this.#pauseMs) };
+  /** A probe through the pause succeeded here: the next call tells Redis that the fleet's pause is over (a new pause asked for meanwhile wins). */
+  resume(): void {
+    this.#resume = true;
+  }
+
+  /** The spec of the next call (see redis-scripts' adapt()), and the report it carries. `probe`: the call is a probe through a pause. */
+  take(probe = false): Taken {
+    const pauseMs = this.#pauseMs > 0 ? Math.ceil(this.#pauseMs) : this.#resume ? -1 : 0;
+    const report = this.#delta === 0 && this.#cut === 0 && pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs };
     this.#delta = 0;
     this.#cut = 0;
     this.#pauseMs = 0;
+    this.#resume = false;
+    // A probe says so in the pause field, unless it carries a pause or its end (either settles what it asks).
+    const pauseField = report.pauseMs === 0 && probe ? -2 : report.pauseMs;
     const { min, max, backoff } = this.algorithm;
     const seed = this.#seen ? this.#estimate - report.delta : this.#initial;
     const sentAt = this.clock.now();
     // On Redis's clock, when this instance gives up on the call: later, Redis must not apply its growth.
     const deadline = Number.isNaN(this.#offset) ? 0 : Math.ceil(sentAt + this.#offset + this.commandTimeoutMs);
-    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${report.pauseMs} ${deadline}`, report, sentAt };
+    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline}`, report, sentAt };
   }
 
   /** Redis answered a call: the estimate (× 1000) after it, and its clock. Reports taken since still count. */
@@ -107,7 +118,8 @@ export class SharedLimit {
   failed({ report }: Taken): void {
     if (report === NONE) return;
     if (report.cut !== 0) this.#cut = report.cut < 0 || this.#cut < 0 ? -1 : Math.max(this.#cut, report.cut);
-    this.#pauseMs = Math.max(this.#pauseMs, report.pauseMs);
+    if (report.pauseMs === -1) this.#resume = true;
+    else this.#pauseMs = Math.max(this.#pauseMs, report.pauseMs);
     if (report.delta < 0) this.#delta += report.delta;
     else this.#set(this.#estimate - report.delta);
   }

@@ -137,6 +137,33 @@ describe('AdaptiveLimiter shared through Redis', () => {
     await expect(a.admit(ask()).then((h) => h.release())).resolves.toBeUndefined();
   });
 
+  it('lets each instance probe through the fleet’s pause: the first success ends it in Redis, the others end theirs with their own probe', async () => {
+    const ns = namespace();
+    const a = await shared(ns, { pauseProbeMs: 300 });
+    const b = await shared(ns, { pauseProbeMs: 300 });
+    const c = await shared(ns, { pauseProbeMs: Infinity });
+    await calls(a, 1, tooMany('20'));
+    await until(async () => Number(await inspector().hget(`{${ns}}:meta`, 'apause')) > 0);
+    await expect(b.admit(ask())).rejects.toMatchObject({ reason: 'paused' }); // b hears of it from Redis
+    await expect(a.admit(ask())).rejects.toMatchObject({ reason: 'paused' }); // no probe before pauseProbeMs
+    await sleep(320);
+    // a's probe goes through the pause in Redis; its overload renews the pause (capped).
+    const renewed = await a.admit(ask());
+    end(renewed, tooMany('20'));
+    await expect(a.admit(ask())).rejects.toMatchObject({ reason: 'paused' });
+    await sleep(320);
+    const probe = await a.admit(ask());
+    end(probe, ok);
+    expect(a.stats().adaptive!.pausedMs).toBe(0);
+    await until(async () => (await inspector().hget(`{${ns}}:meta`, 'apause')) === null); // the fleet's pause is over
+    await expect(a.admit(ask()).then((h) => end(h, ok))).resolves.toBeUndefined();
+    // b ends its own pause with its next probe; c, which sends none, keeps the pause it heard of (capped) to its end.
+    await expect(c.admit(ask())).rejects.toMatchObject({ reason: 'paused' });
+    await sleep(320);
+    await expect(b.admit(ask()).then((h) => end(h, ok))).resolves.toBeUndefined();
+    expect(b.stats().adaptive!.pausedMs).toBe(0);
+  });
+
   it('keeps the per-key limit across instances while the global limit moves', async () => {
     const ns = namespace();
     const a = await shared(ns, { perKey: 2 });
