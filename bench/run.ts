@@ -1,10 +1,12 @@
 /**
  * Side-by-side benchmark: this pool against generic-pool and tarn, in one process and one run.
- * Prints a table and writes bench/results.json. Figures are noisy on shared machines: read ratios.
+ * Prints a table and writes bench/results/results.json (ignored by git: a run is a reference, not
+ * history). Figures are noisy on shared machines: read ratios.
  *
  *   npm run bench
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import genericPool from 'generic-pool';
@@ -920,31 +922,31 @@ async function main() {
   const rows: string[][] = [];
   const fmt = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(0)} k/s`);
 
-  // `npm run bench -- --limiters`: only the limiters, printed, results.json left as it is.
+  // `npm run bench -- --limiters`: only the limiters, printed, nothing written.
   const onlyLimiters = process.argv.includes('--limiters');
-  // `npm run bench -- --deep`: only the deep-queue shape, printed, results.json left as it is.
+  // `npm run bench -- --deep`: only the deep-queue shape, printed, nothing written.
   const onlyDeep = process.argv.includes('--deep');
-  // `npm run bench -- --exclusive`: only the warm exclusive shapes, printed, results.json left as it is.
+  // `npm run bench -- --exclusive`: only the warm exclusive shapes, printed, nothing written.
   const onlyExclusive = process.argv.includes('--exclusive');
-  // `npm run bench -- --decorator`: only @UsePooled against pool.use(), printed, results.json left as it is.
+  // `npm run bench -- --decorator`: only @UsePooled against pool.use(), printed, nothing written.
   const onlyDecorator = process.argv.includes('--decorator');
-  // `npm run bench -- --hook`: only the promise hook's cost, printed, results.json left as it is.
+  // `npm run bench -- --hook`: only the promise hook's cost, printed, nothing written.
   const onlyHook = process.argv.includes('--hook');
-  // `npm run bench -- --metrics`: only the cost of OpenTelemetry metrics, printed, results.json left as it is.
+  // `npm run bench -- --metrics`: only the cost of OpenTelemetry metrics, printed, nothing written.
   const onlyMetrics = process.argv.includes('--metrics');
-  // `npm run bench -- --fresh`: only the pool against a bare semaphore in fresh processes, printed, results.json left as it is.
+  // `npm run bench -- --fresh`: only the pool against a bare semaphore in fresh processes, printed, nothing written.
   const onlyFresh = process.argv.includes('--fresh');
-  // `npm run bench -- --pg`: only PostgreSQL against pg.Pool, printed, results.json left as it is.
+  // `npm run bench -- --pg`: only PostgreSQL against pg.Pool, printed, nothing written.
   const onlyPg = process.argv.includes('--pg');
-  // `npm run bench -- --groups`: only a pool group's release as members grow, printed, results.json left as it is.
+  // `npm run bench -- --groups`: only a pool group's release as members grow, printed, nothing written.
   const onlyGroups = process.argv.includes('--groups');
-  // `npm run bench -- --dashboard`: only the sample app with and without dashboard pages open, printed, results.json left as it is.
+  // `npm run bench -- --dashboard`: only the sample app with and without dashboard pages open, printed, nothing written.
   const onlyDashboard = process.argv.includes('--dashboard');
-  // `npm run bench -- --dashboard-scale`: only the dashboard with 500 streams on a 10,000-member group, printed, results.json left as it is.
+  // `npm run bench -- --dashboard-scale`: only the dashboard with 500 streams on a 10,000-member group, printed, nothing written.
   const onlyDashboardScale = process.argv.includes('--dashboard-scale');
-  // `npm run bench -- --adaptive`: only the adaptive limit against a LocalLimiter in fresh processes, printed, results.json left as it is.
+  // `npm run bench -- --adaptive`: only the adaptive limit against a LocalLimiter in fresh processes, printed, nothing written.
   const onlyAdaptive = process.argv.includes('--adaptive');
-  // `npm run bench -- --production`: only the fresh-process rows of metrics and a LocalLimiter against neither, printed, results.json left as it is.
+  // `npm run bench -- --production`: only the fresh-process rows of metrics and a LocalLimiter against neither, printed, nothing written.
   const onlyProduction = process.argv.includes('--production');
   if (onlyProduction || onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard || onlyDashboardScale) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
@@ -980,7 +982,8 @@ async function main() {
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join(' | '));
   if (onlyLimiters) return;
-  const out = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
+  const out = fileURLToPath(new URL('../../bench/results/results.json', import.meta.url));
+  mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
   console.log(`\nwrote ${out}`);
 }
