@@ -1,31 +1,15 @@
 import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type TimerHandle, type UseOptions } from '../core/index.js';
 import { Timers } from '../core/clock.js';
-import { kBudget, kMember, type BudgetMember, type ConnectionBudget, type MemberSide } from '../core/connection-budget.js';
-import { connectionsFor, planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
-import { PlaceTransfers, type TransferMember } from './place-transfers.js';
+import { kBudget, kMember, type BudgetMember, type ConnectionBudget } from '../core/connection-budget.js';
+import { planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
+import { PlaceTransfers } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
 import { MemberWaiters } from './member-waiters.js';
 import { GiveBack } from './give-back.js';
-import type { PoolGroupMemberRow, PoolGroupMemberStats, PoolGroupStats, PoolGroupSummary } from './group-stats.js';
-
-/** One member: a pool of one key (tenant, database), and what the group measures of it. */
-interface Member<T> extends TransferMember {
-  readonly key: string;
-  readonly pool: ConnectionPool<T>;
-  readonly side: MemberSide;
-  /** Mean hold time of its leases, ms (sampled: connection-busy time over releases). */
-  holdMs: number;
-  /** `released` at the last sample, and the connection-busy time since. */
-  lastReleased: number;
-  busyMs: number;
-  /** Connections it needed lately (in use, and for its waiters), smoothed over the group's ticks. */
-  recentNeed: number;
-  /** When it was last asked for a connection. */
-  lastUsed: number;
-  /** How soon it gives a burst's idle connections back, as it learns its rhythm. */
-  readonly giveBack: GiveBack;
-}
+import { measureMember, type Member } from './group-member.js';
+import type { PoolGroupMemberStats, PoolGroupStats, PoolGroupSummary } from './group-stats.js';
+import { summarizeMembers } from './group-summary.js';
 
 /**
  * Many pools, one per key (a tenant, a database), sharing one budget of connections:
@@ -143,7 +127,7 @@ export class PoolGroup<T> {
       givenBack: this.#givenBack,
       forgotten: this.#forgotten,
       utilization,
-      health: this.#health(utilization, waiting, members),
+      health: this.#healthOf(utilization, waiting, allFailing(members)),
       minHoldMs: settings.minHoldMs,
       members,
     };
@@ -158,38 +142,8 @@ export class PoolGroup<T> {
   summary(rows: number): PoolGroupSummary {
     // Planned within the last second: planning weighs every member, and a page needs no fresher quotas.
     const shares = this.#transfers.shares(1_000);
-    let clients = 0;
-    let waiting = 0;
-    let hungry = 0;
-    let calling = 0;
-    let failing = 0;
-    // Most recently used first (the map keeps them by last use, oldest first): ties keep that order.
-    const all = [...this.#members.values()].reverse();
-    const busy: number[] = [];
-    const scores = new Float64Array(all.length);
-    for (let i = 0; i < all.length; i++) {
-      const m = all[i]!;
-      const w = m.side.waiting();
-      const c = m.side.clientCount();
-      clients += c;
-      waiting += w;
-      const isHungry = shares.hungerOf(m, w) === 'hungry';
-      if (isHungry && w > 0) hungry++;
-      // The group fails when every member with callers does: once one does not, no more to look at.
-      if (w + c > 0 && calling === failing) {
-        calling++;
-        if (m.pool.health() === 'failing') failing++;
-      }
-      if (w === 0 && c === 0 && !isHungry) continue;
-      // Waiting first, then hungry, then busiest: one number, so the sort compares no keys.
-      scores[i] = w * 2 ** 22 + (isHungry ? 2 ** 21 : 0) + Math.min(c, 2 ** 21 - 1);
-      busy.push(i);
-    }
-    busy.sort((a, b) => scores[b]! - scores[a]! || a - b);
-    const members: PoolGroupMemberRow[] = [];
-    for (let k = 0; k < busy.length && members.length < rows; k++) members.push(this.#row(all[busy[k]!]!, shares.hungerOf(all[busy[k]!]!)));
-    // Then the idle ones, most recently used first.
-    for (let i = 0; i < all.length && members.length < rows; i++) if (scores[i] === 0) members.push(this.#row(all[i]!, shares.hungerOf(all[i]!)));
+    // Most recently used first (the map keeps them by last use, oldest first).
+    const { clients, waiting, hungry, allFailing, rows: members } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
     const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
     return {
       name: this.name,
@@ -201,17 +155,12 @@ export class PoolGroup<T> {
       givenBack: this.#givenBack,
       forgotten: this.#forgotten,
       utilization,
-      health: this.#healthOf(utilization, waiting, calling > 0 && failing === calling),
+      health: this.#healthOf(utilization, waiting, allFailing),
       minHoldMs: this.#minHold(),
       memberCount: this.#members.size,
       hungry,
       members,
     };
-  }
-
-  #row(m: Member<T>, hunger: PoolGroupMemberRow['hunger']): PoolGroupMemberRow {
-    const side = m.side;
-    return { key: m.key, quota: m.quota, hunger, connections: side.connectionCount(), clients: side.clientCount(), waiting: side.waiting(), health: m.pool.health(), holdMs: m.holdMs };
   }
 
   /** The group's health: `failing` when every member with callers fails to connect, else from its utilization (`exhausted` with the budget spent and callers waiting). */
@@ -373,31 +322,10 @@ export class PoolGroup<T> {
     });
   }
 
-  #health(utilization: number, waiting: number, members: readonly PoolGroupMemberStats[]): PoolHealth {
-    const calling = members.filter((m) => m.pool.clients + m.pool.waiting > 0);
-    return this.#healthOf(utilization, waiting, calling.length > 0 && calling.every((m) => m.pool.health === 'failing'));
-  }
-
   #healthOf(utilization: number, waiting: number, allFailing: boolean): PoolHealth {
     if (allFailing) return 'failing';
     if (waiting > 0 && this.#total >= this.options.maxTotal) return 'exhausted';
     return utilizationHealth(utilization, { ...DEFAULT_HEALTH_THRESHOLDS, ...this.options.member.health });
-  }
-
-  /**
-   * Hold time by sampling, off the hot path: the connection-busy time since the last sample
-   * (connections in use × the time between samples) over the leases released meanwhile.
-   */
-  #sample(): void {
-    for (const m of this.#members.values()) {
-      const released = m.side.counters.released - m.lastReleased;
-      if (released > 0 && m.busyMs > 0) {
-        const hold = m.busyMs / released;
-        m.holdMs = m.holdMs === 0 ? hold : 0.7 * m.holdMs + 0.3 * hold;
-        m.busyMs = 0;
-        m.lastReleased = m.side.counters.released;
-      }
-    }
   }
 
   /** Every `rebalanceIntervalMs`: sample, retry for members still waiting, forget idle members. */
@@ -412,13 +340,7 @@ export class PoolGroup<T> {
   #tick(): void {
     const o = this.options;
     const now = this.#timers.now();
-    const perConnection = o.member.clientLimit;
-    for (const m of this.#members.values()) {
-      const inUse = m.side.load(Infinity).inUse;
-      m.busyMs += inUse * o.rebalanceIntervalMs;
-      m.recentNeed = 0.7 * m.recentNeed + 0.3 * connectionsFor(inUse, m.side.waiting(), perConnection);
-    }
-    this.#sample();
+    for (const m of this.#members.values()) measureMember(m, o.rebalanceIntervalMs, o.member.clientLimit);
     // Places go to members that wait, and members still waiting once the budget is spent take
     // what they could not take before (too young). Not ahead of demand: the simulation scores
     // closing idle places before anyone waits lower (members arriving and leaving: 72.8 → 65.9), as it adds churn.
@@ -433,4 +355,10 @@ export class PoolGroup<T> {
     }
     this.#quiet(); // a backstop: new keys that wait look again
   }
+}
+
+/** Whether every member with callers fails to connect (and there is one). */
+function allFailing(members: readonly PoolGroupMemberStats[]): boolean {
+  const calling = members.filter((m) => m.pool.clients + m.pool.waiting > 0);
+  return calling.length > 0 && calling.every((m) => m.pool.health === 'failing');
 }

@@ -2,5 +2,6 @@ export type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } f
 export type { LimitOptions, RedisClientLike, RedisClusterNode, RedisConnectionOptions, RedisLimitOptions } from './limits-options.js';
 export { LocalLimiter } from './local-limiter.js';
 export { RedisLimiter, type RedisLimiterOptions } from './redis-limiter.js';
-export { AdaptiveLimiter, classifyCall, type AdaptiveLimiterOptions, type CallVerdict } from './adaptive-limiter.js';
+export { AdaptiveLimiter, type AdaptiveLimiterOptions } from './adaptive-limiter.js';
+export { classifyCall, type CallVerdict } from './call-verdict.js';
 export type { AdaptiveAlgorithmOptions, AimdOptions, GradientOptions, LimitBounds, VegasOptions, WindowOptions } from './limit-algorithms.js';
