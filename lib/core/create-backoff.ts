@@ -2,9 +2,7 @@ import { backoffMs } from './backoff.js';
 import type { TimerHandle, Timers } from './clock.js';
 import { ConnectionFailedError } from './errors.js';
 import type { ResolvedOptions } from './options.js';
-
-/** The breaker of failing creates: `open` fails callers fast; `half-open` is open with its one probe under way. */
-export type BreakerState = 'closed' | 'open' | 'half-open';
+import type { BreakerState } from './stats.js';
 
 /**
  * The state of failing creates: the streak, the last failure, the backoff before the next attempt

@@ -26,7 +26,6 @@ export type { PoolOptions, ResolvedOptions, SelectionStrategy } from './options.
 export { DEFAULT_HEALTH_THRESHOLDS, utilizationHealth, type HealthThresholds, type PoolHealth } from './health.js';
 export type * from './stats.js';
 export { Lease } from './lease.js';
-export type { ConnectionState } from './shared-connection.js';
 export type { AcquireOptions, CloseOptions, RetryOptions, UseOptions } from './call-options.js';
 export { ConnectionPool } from './connection-pool.js';
 export type * from './admission.js';

@@ -1,8 +1,5 @@
 import type { CreateContext } from './connector.js';
-import type { RetireReason } from './stats.js';
-
-/** Where a connection is in its life. */
-export type ConnectionState = 'opening' | 'establishing' | 'ready' | 'draining' | 'closing' | 'closed';
+import type { ConnectionState, RetireReason } from './stats.js';
 
 /**
  * One pooled connection and the bookkeeping the pool keeps on it. Internal: the pool owns every

@@ -1,7 +1,13 @@
 import type { AdmissionStats } from './admission.js';
-import type { BreakerState } from './create-backoff.js';
 import type { PoolHealth } from './health.js';
-import type { ConnectionState } from './shared-connection.js';
+
+// The types every report shares: they import nothing of the pool, so no file that reports imports back.
+
+/** The breaker of failing creates: `open` fails callers fast; `half-open` is open with its one probe under way. */
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/** Where a connection is in its life. */
+export type ConnectionState = 'opening' | 'establishing' | 'ready' | 'draining' | 'closing' | 'closed';
 
 /** One connection in {@link PoolStats}. */
 export interface ConnectionStats {

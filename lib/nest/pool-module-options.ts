@@ -2,26 +2,12 @@ import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provide
 import { PoolConfigError, type Connector, type PoolOptions } from '../core/index.js';
 import { resolveOptions } from '../core/options.js';
 import { is, keysOf, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from '../core/option-rules.js';
-import type { AdaptiveLimiterOptions, ConcurrencyLimiter, LimitOptions, RedisLimitOptions } from '../limits/index.js';
-import type { AdaptiveAlgorithmOptions } from '../limits/limit-algorithms.js';
 import type { PoolGroupOptions } from '../groups/index.js';
 import { resolveGroupOptions } from '../groups/group-options.js';
-import { makeLimiter } from './module-limiters.js';
+import { makeLimiter, type LimitsConfig } from './module-limiters.js';
 import type { RequestKeyFn } from './request-key.js';
 
-/**
- * Admission limits as the module takes them: settings (Redis when `redis` is set; an adaptive
- * limit, which finds `global` by itself, when `adaptive` is set), or a limiter you made.
- */
-export type LimitsConfig =
-  | (Omit<LimitOptions, 'clock' | 'logger' | 'name'> & {
-      redis?: RedisLimitOptions;
-      /** An adaptive global limit (`AdaptiveLimiter`): `true` for the default algorithm, or the algorithm and its bounds. Not with `global`. */
-      adaptive?: true | AdaptiveAlgorithmOptions;
-      /** With `adaptive`: tells overload from success (default `classifyCall`). */
-      classify?: AdaptiveLimiterOptions['classify'];
-    })
-  | ConcurrencyLimiter;
+export type { LimitsConfig } from './module-limiters.js';
 
 /** A pool's options as the module takes them: the name comes from the pool's entry. */
 export interface PooledOptions extends Omit<PoolOptions, 'name' | 'limiter'> {

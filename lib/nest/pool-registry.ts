@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { PoolConfigError, type ConnectionPool, type UseOptions } from '../core/index.js';
+import { PoolConfigError, type UseOptions } from '../core/index.js';
 import { PoolGroup } from '../groups/index.js';
-import { withRequestKeys } from './request-key.js';
+import { withRequestKeys, type PoolLike } from './request-key.js';
 import { getPoolToken } from './tokens.js';
 
-/** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
-export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats'>>;
+export type { PoolLike } from './request-key.js';
 
 /**
  * The pool names of one application. Every `PoolModule` import (forRoot, forRootAsync,

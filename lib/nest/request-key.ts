@@ -1,11 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { PoolConfigError, type UseOptions } from '../core/index.js';
+import { PoolConfigError, type ConnectionPool, type UseOptions } from '../core/index.js';
 import { kUseOn, useOn, type MethodPool } from '../core/pool-use.js';
 import { messageOf } from '../core/message-of.js';
 import { shown } from '../core/option-rules.js';
-import type { PoolLike } from './pool-registry.js';
+
+/** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
+export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats'>>;
 
 /**
  * Reads the admission key of a request (a user, a tenant) from its execution context, as

@@ -380,6 +380,16 @@ describe('PoolModule limits', () => {
       'option "limits.classify" is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too',
     );
     expect(() => PoolModule.forRoot({ limits: { adaptive: { algorithm: 'vegas', max: 2 }, perKey: 3 }, pools: [{ name: 'db', connector }] })).toThrow('must not exceed limits.adaptive.max (2)');
+    expect(() => PoolModule.forRoot({ limits: { global: 5, maxPauseMs: 1_000 }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.maxPauseMs" is for an adaptive limit');
+    expect(() => PoolModule.forRoot({ limits: { adaptive: true, maxPauseMs: Infinity }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.maxPauseMs" must be a finite number of 0 or more');
+  });
+
+  it('passes an adaptive limit its pause settings: one Retry-After pauses for maxPauseMs at most', async () => {
+    const moduleRef = await boot({ imports: [PoolModule.forRoot({ limits: { adaptive: true, maxPauseMs: 2_000, pauseProbeMs: Infinity }, pools: [{ name: 'a', connector: new FakeConnector() }] })] });
+    const a = moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken('a'));
+    await a.use(async () => ({ status: 503, headers: { 'retry-after': '3600' } }));
+    expect(a.stats().admission!.adaptive!.pausedMs).toBeLessThanOrEqual(2_000);
+    expect(a.stats().admission!.adaptive!.pausedMs).toBeGreaterThan(1_500);
   });
 
   it('makes an adaptive limit from { adaptive }: the default algorithm for true, learning from use()', async () => {
