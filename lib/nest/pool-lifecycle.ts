@@ -4,6 +4,7 @@ import type { PoolGroup } from '../groups/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
 import type { PoolRegistry } from './pool-registry.js';
+import { messageOf } from '../core/message-of.js';
 import { MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
 /** The pools and groups one `PoolModule` import made: those of its names whose provider no test overrode. */
@@ -44,7 +45,7 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
     }
     for (const { pool, error } of failures) {
       this.#logger.warn(
-        `pool "${pool.name}" could not open its minSize connections (${error instanceof Error ? error.message : String(error)}); ` +
+        `pool "${pool.name}" could not open its minSize connections (${messageOf(error)}); ` +
           'it keeps trying in the background. Set failOnWarmupError to stop start-up instead.',
       );
     }

@@ -30,7 +30,8 @@ const SHIPPED: Record<string, () => Connector<unknown>> = {
   amqp: () => amqpConnector(`amqp://guest:${encodeURIComponent(SECRET)}@127.0.0.1:5672`) as Connector<unknown>,
 };
 
-const formPools = CREDENTIAL_FORMS.map((form, i) => ({ name: `form${i}`, connector: failing(form.text(SECRET)), options: { maxSize: 1, acquireTimeoutMs: 300, createTimeoutMs: 2_000 } }));
+// The first also warms up (minSize: 1): its failure is logged at start-up.
+const formPools = CREDENTIAL_FORMS.map((form, i) => ({ name: `form${i}`, connector: failing(form.text(SECRET)), options: { minSize: i === 0 ? 1 : 0, maxSize: 1, acquireTimeoutMs: 300, createTimeoutMs: 2_000 } }));
 const shippedPools = Object.entries(SHIPPED).map(([name, make]) => ({ name, connector: make(), options: { maxSize: 1, acquireTimeoutMs: 3_000, createTimeoutMs: 2_000 } }));
 
 /** Every byte any logger was given, however it was called. */
@@ -150,6 +151,7 @@ describe('no secret leaves the process', () => {
     served.push(...stream.events.map((e) => e.data));
     stream.close();
     const all = [...served, ...logs.text, ...printed].join('\n');
+    expect(logs.text.some((line) => line.includes('could not open its minSize connections'))).toBe(true);
     // The pools did fail with the forms' texts: they are there, scrubbed.
     expect(all).toContain('***');
     for (const name of names) expect(served.find((s) => s.startsWith('200') && s.includes('"lastError"'))).toContain(`"${name}"`);
