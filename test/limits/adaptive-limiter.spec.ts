@@ -112,6 +112,29 @@ describe('AdaptiveLimiter', () => {
     await pool.close();
   });
 
+  it('lets the next probe through when one is aborted while it waits for a connection', async () => {
+    const clock = new VirtualClock();
+    const limiter = new AdaptiveLimiter({ clock, logger: new RecordingLogger(), pauseProbeMs: 100 });
+    const pool = new ConnectionPool(new FakeConnector(), { name: 'one', clock, logger: new RecordingLogger(), maxSize: 1, clientLimit: 1, limiter });
+    const blocker = await pool.acquire(); // the pool's one connection, taken before the pause
+    const overload = await limiter.admit({ pool: 'one', timeoutMs: 1 });
+    overload.ended!({ ok: true, value: { status: 503, headers: { 'retry-after': '10' } } });
+    overload.release();
+    await clock.advance(100);
+    const aborted = new AbortController();
+    const probe = track(pool.use(async () => 'never', { signal: aborted.signal })); // admitted as the probe, waits for the connection
+    await flush();
+    await expect(pool.use(async () => 'beside')).rejects.toMatchObject({ reason: 'paused' });
+    aborted.abort(new Error('caller left'));
+    await flush();
+    expect((probe.error as Error).message).toBe('caller left');
+    blocker.release();
+    await clock.advance(100);
+    await expect(pool.use(async () => 'next probe')).resolves.toBe('next probe');
+    expect(limiter.stats().adaptive!.pausedMs).toBe(0);
+    await pool.close();
+  });
+
   it.each([
     [{ maxPauseMs: Infinity }, 'option "limits.maxPauseMs" must be a finite number of 0 or more (a pause must end: 0 never pauses), got Infinity'],
     [{ maxPauseMs: -1 }, 'got -1'],
