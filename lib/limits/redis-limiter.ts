@@ -1,7 +1,6 @@
 import {
   CapacityExceededError,
   consoleLogger,
-  KeyLimitError,
   PoolClosedError,
   PoolConfigError,
   systemClock,
@@ -17,7 +16,7 @@ import { scrubbingLogger } from '../core/scrub.js';
 import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
 import { events } from '../core/pool-events.js';
 import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
-import { connectRedis, describeRedisError, hangUp, subscriberOf, whereOf, withTimeout, type Client } from './redis-client.js';
+import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
 import { RedisCalls } from './redis-calls.js';
 import { RedisKeys } from './redis-scripts.js';
 import { RedisLeases } from './redis-leases.js';
@@ -26,7 +25,7 @@ import { RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
 import { keyOf, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
-import { SlotWaiters } from './slot-waiters.js';
+import { RedisWaiting } from './redis-waiting.js';
 import type { SharedLimit } from './shared-limit.js';
 import { kUsed } from './local-limiter.js';
 
@@ -72,14 +71,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #logger: PoolLogger;
 
   #redis: Client | undefined;
-  #subscriber: Client | undefined;
   /** The leases this instance holds: ids, admissions, local expiry, loss. */
   readonly #leases: RedisLeases;
   /** Every lease this process holds, however admitted: the fallback limits count these. */
   readonly #local = new SlotCounts();
-  readonly #waiters: SlotWaiters<Admission>;
-  /** The latest refusal of each waiting request: what it gets at its deadline. */
-  readonly #refusals = new WeakMap<AdmissionRequest, Error>();
+  /** Callers waiting for a slot (with `wait`). */
+  readonly #waiting: RedisWaiting;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
 
   /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
@@ -88,11 +85,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #heartbeatTimer: TimerHandle | undefined;
   /** The mode as last published (see #noteMode). */
   #modeSeen: LimiterMode | undefined;
-  #pollTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
   #beatSentAt = -Infinity;
   #reportTimer: TimerHandle | undefined;
-  #serving = false;
   #closed = false;
   /** Gives back this limiter's claim on its namespace, once started. */
   #unclaim: (() => void) | undefined;
@@ -116,10 +111,16 @@ export class RedisLimiter implements ConcurrencyLimiter {
       released: (held) => {
         this.#local.give(held.key);
         if (this.#redis !== undefined && this.#availability.reachable && !this.#closed) this.#calls.releaseSoon(held);
-        if (this.#waiters.length > 0) void this.#serve();
+        if (this.#waiting.length > 0) void this.#waiting.serve();
       },
     });
-    this.#waiters = new SlotWaiters(this.#clock);
+    this.#waiting = new RedisWaiting(
+      // null: no key on purpose; the key was checked by #admit().
+      { attempt: (request) => this.#try(request, request.key ?? undefined), redis: () => this.#redis, closed: () => this.#closed },
+      this.#clock,
+      this.#keys.channel,
+      this.#settings.pollMs,
+    );
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host's getter reads a private field
     const self = this;
     const host = {
@@ -228,7 +229,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       utilization,
       health: utilizationHealth(utilization),
       held: this.#local.used,
-      waiting: this.#waiters.length,
+      waiting: this.#waiting.length,
       counters: { ...this.#counters },
       topKeys: this.#local.top(TOP_KEYS),
       ...(this.#availability.lastCause === undefined ? {} : { lastError: describeRedisError(this.#availability.lastCause) }),
@@ -242,14 +243,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const t of [this.#heartbeatTimer, this.#pollTimer, this.#reportTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
-    this.#waiters.rejectAll(new PoolClosedError(this.limits.name));
+    for (const t of [this.#heartbeatTimer, this.#reportTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    this.#waiting.close(this.limits.name);
     this.#leases.close();
     const redis = this.#redis;
     if (redis !== undefined && this.#availability.reachable) {
       await this.#calls.release(redis, [...this.#leases.held.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()]);
     }
-    await Promise.all([this.#subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
+    await Promise.all([this.#waiting.subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unclaim?.();
   }
 
@@ -268,11 +269,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const outcome = await this.#try(request, key);
     if (!(outcome instanceof Error)) return outcome;
     if (!this.limits.wait || !(request.timeoutMs > 0)) throw outcome;
-    this.#listen();
-    this.#refusals.set(request, outcome);
-    const waiting = this.#waiters.wait(request, () => this.#refusals.get(request) ?? outcome);
-    this.#schedulePoll();
-    return waiting;
+    return this.#waiting.wait(request, outcome);
   }
 
   /**
@@ -328,51 +325,6 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return this.#leases.admitted(this.#leases.create(request, key, false));
   }
 
-  // ---- waiting --------------------------------------------------------------------------------
-
-  /** Tries the waiters in arrival order; stops at the first global refusal. */
-  async #serve(): Promise<void> {
-    if (this.#serving || this.#closed) return;
-    this.#serving = true;
-    try {
-      for (const w of this.#waiters.snapshot()) {
-        const outcome = await this.#try(w.request, w.request.key ?? undefined); // checked by #admit(); null: no key on purpose
-        if (!(outcome instanceof Error)) {
-          // The waiter may have timed out during the call: then nobody would hold the lease.
-          if (this.#waiters.has(w)) w.resolve(outcome);
-          else outcome.release();
-          continue;
-        }
-        this.#refusals.set(w.request, outcome);
-        if (!(outcome instanceof KeyLimitError)) break;
-      }
-    } finally {
-      this.#serving = false;
-    }
-  }
-
-  /** Wakes waiters on every instance's release (pub/sub); the poll is the backstop. */
-  #listen(): void {
-    if (this.#subscriber !== undefined || this.#redis === undefined) return;
-    const redis = this.#redis;
-    const sub = subscriberOf(redis);
-    this.#subscriber = sub;
-    sub.on('error', () => {}); // the main connection reports outages
-    sub.on('message', () => void this.#serve());
-    sub.subscribe(this.#keys.channel).catch(() => {});
-  }
-
-  #schedulePoll(): void {
-    if (this.#pollTimer !== undefined || this.#closed) return;
-    const delay = this.#settings.pollMs * (0.5 + Math.random());
-    this.#pollTimer = this.#clock.setTimeout(() => {
-      this.#pollTimer = undefined;
-      void this.#serve().finally(() => {
-        if (this.#waiters.length > 0) this.#schedulePoll();
-      });
-    }, delay);
-  }
-
   // ---- heartbeat and Redis health -------------------------------------------------------------
 
   #scheduleHeartbeat(): void {
@@ -408,7 +360,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       this.#down(err);
     }
     this.#noteMode();
-    if (this.#waiters.length > 0) void this.#serve();
+    if (this.#waiting.length > 0) void this.#waiting.serve();
   }
 
   /**
