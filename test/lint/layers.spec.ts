@@ -42,6 +42,18 @@ describe('layer boundaries (npm run lint)', () => {
   });
 });
 
+describe('file length (npm run lint)', () => {
+  const lengthProblems = async (file: string, lines: number) => {
+    const [result] = await eslint.lintText(Array.from({ length: lines }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n', { filePath: `${root}${file}` });
+    return result!.messages.filter((m) => m.ruleId === 'max-lines').map((m) => m.message);
+  };
+
+  it('refuses a lib file over 400 lines, and takes one of 400', async () => {
+    expect(await lengthProblems('lib/limits/x.ts', 401)).toEqual([expect.stringContaining('Maximum allowed is 400')]);
+    expect(await lengthProblems('lib/limits/x.ts', 400)).toEqual([]);
+  });
+});
+
 describe("the map of the code in docs/internals.md", () => {
   it('names only files and folders that exist', () => {
     const readme = readFileSync(`${root}docs/internals.md`, 'utf8');
