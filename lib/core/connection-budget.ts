@@ -51,6 +51,10 @@ export interface MemberSide extends BudgetMember {
   connectionCount(): number;
   /** Callers its connections serve now, in O(1). */
   clientCount(): number;
+  /** Its ready connections, in O(1). */
+  readyCount(): number;
+  /** The last create or connection failure, if any. */
+  readonly lastError: unknown;
   /** How long the caller queued longest has waited, ms; 0 with none. */
   waitedMs(): number;
   /** How long a create took to be ready, ms, smoothed; 0 before the first. */

@@ -288,6 +288,10 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     return this.set.clients;
   }
 
+  readyCount(): number {
+    return this.set.ready;
+  }
+
   connectionCount(): number {
     return this.set.all.size;
   }

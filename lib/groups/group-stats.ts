@@ -62,6 +62,11 @@ export interface PoolGroupMemberRow {
  */
 export interface PoolGroupSummary extends Omit<PoolGroupStats, 'members'> {
   readonly memberCount: number;
+  /** Ready connections of every member, and the callers they serve. */
+  readonly ready: number;
+  readonly clients: number;
+  /** The last error of the most recently used member that has one, credentials hidden. */
+  readonly lastError: string | undefined;
   /** Members below their share with callers waiting. */
   readonly hungry: number;
   readonly members: PoolGroupMemberRow[];

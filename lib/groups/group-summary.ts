@@ -1,4 +1,5 @@
 import type { PoolHealth } from '../core/index.js';
+import { messageOf } from '../core/message-of.js';
 import type { MemberSide } from '../core/connection-budget.js';
 import type { Hunger } from './group-planner.js';
 import type { PoolGroupMemberRow } from './group-stats.js';
@@ -16,6 +17,10 @@ export interface SummarizedMember {
 export interface MemberSummary {
   readonly clients: number;
   readonly waiting: number;
+  /** Ready connections of every member. */
+  readonly ready: number;
+  /** The last error of the most recently used member that has one, credentials hidden. */
+  readonly lastError: string | undefined;
   /** Members below their share with callers waiting. */
   readonly hungry: number;
   /** Every member with callers fails to connect (and there is one). */
@@ -31,6 +36,8 @@ export interface MemberSummary {
 export function summarizeMembers<M extends SummarizedMember>(newestFirst: readonly M[], hungerOf: (m: M, waiting?: number) => Hunger, rows: number): MemberSummary {
   let clients = 0;
   let waiting = 0;
+  let ready = 0;
+  let lastError: unknown;
   let hungry = 0;
   let calling = 0;
   let failing = 0;
@@ -42,6 +49,8 @@ export function summarizeMembers<M extends SummarizedMember>(newestFirst: readon
     const c = m.side.clientCount();
     clients += c;
     waiting += w;
+    ready += m.side.readyCount();
+    lastError ??= m.side.lastError;
     const isHungry = hungerOf(m, w) === 'hungry';
     if (isHungry && w > 0) hungry++;
     // The group fails when every member with callers does: once one does not, no more to look at.
@@ -58,5 +67,5 @@ export function summarizeMembers<M extends SummarizedMember>(newestFirst: readon
   const row = (m: M) => shown.push({ key: m.key, quota: m.quota, hunger: hungerOf(m), connections: m.side.connectionCount(), clients: m.side.clientCount(), waiting: m.side.waiting(), health: m.pool.health(), holdMs: m.holdMs });
   for (let k = 0; k < busy.length && shown.length < rows; k++) row(newestFirst[busy[k]!]!);
   for (let i = 0; i < newestFirst.length && shown.length < rows; i++) if (scores[i] === 0) row(newestFirst[i]!);
-  return { clients, waiting, hungry, allFailing: calling > 0 && failing === calling, rows: shown };
+  return { clients, waiting, ready, lastError: lastError === undefined ? undefined : messageOf(lastError), hungry, allFailing: calling > 0 && failing === calling, rows: shown };
 }

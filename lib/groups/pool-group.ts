@@ -143,7 +143,7 @@ export class PoolGroup<T> {
     // Planned within the last second: planning weighs every member, and a page needs no fresher quotas.
     const shares = this.#transfers.shares(1_000);
     // Most recently used first (the map keeps them by last use, oldest first).
-    const { clients, waiting, hungry, allFailing, rows: members } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
+    const { clients, waiting, ready, lastError, hungry, allFailing, rows: members } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
     const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
     return {
       name: this.name,
@@ -158,6 +158,9 @@ export class PoolGroup<T> {
       health: this.#healthOf(utilization, waiting, allFailing),
       minHoldMs: this.#minHold(),
       memberCount: this.#members.size,
+      ready,
+      clients,
+      lastError,
       hungry,
       members,
     };

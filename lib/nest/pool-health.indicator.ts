@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PoolConfigError, scrub, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
-import type { PoolGroupStats } from '../groups/index.js';
+import type { PoolGroupSummary } from '../groups/index.js';
 import { PoolRegistry } from './pool-registry.js';
 
 /** Pool states that can be counted as down (`healthy` never is). */
@@ -89,7 +89,7 @@ export class PoolHealthIndicator {
       const stats = pool?.stats?.();
       const row =
         group !== undefined
-          ? reportGroup(group.stats())
+          ? reportGroup(group.summary(0))
           : stats !== undefined
           ? report(stats)
           : missing(pool === undefined ? `no pool named "${name}" in this application` : `the provider of pool "${name}" has no stats() (a stand-in from a test?)`);
@@ -130,20 +130,19 @@ function report(s: PoolStats): PoolHealthDetails {
   };
 }
 
-function reportGroup(s: PoolGroupStats): PoolHealthDetails {
-  const sum = (of: (p: PoolStats) => number) => s.members.reduce((n, m) => n + of(m.pool), 0);
-  const lastError = s.members.find((m) => m.pool.lastError !== undefined)?.pool.lastError ?? null;
+/** A group's figures from its summary: a few reads a member, not a pool report each (a 10 000-member group's stats() takes 100 ms and more). */
+function reportGroup(s: PoolGroupSummary): PoolHealthDetails {
   return {
     health: s.health,
     size: s.total,
-    ready: sum((p) => p.ready),
+    ready: s.ready,
     maxSize: s.maxTotal,
-    clients: sum((p) => p.clients),
+    clients: s.clients,
     clientLimit: s.clientLimit,
     utilization: round(s.utilization),
     waiting: s.waiting,
-    lastError: lastError === null ? null : scrub(lastError),
-    members: s.members.length,
+    lastError: s.lastError === undefined ? null : scrub(s.lastError),
+    members: s.memberCount,
   };
 }
 

@@ -305,6 +305,8 @@ describe('a pool group', () => {
       ['busy', 0, 1],
     ]);
     expect(summary.hungry).toBe(stats.members.filter((m) => m.hunger === 'hungry' && m.pool.waiting > 0).length);
+    const sum = (of: (p: (typeof stats.members)[number]['pool']) => number) => stats.members.reduce((n, m) => n + of(m.pool), 0);
+    expect([summary.ready, summary.clients, summary.lastError]).toEqual([sum((p) => p.ready), sum((p) => p.clients), undefined]);
     expect(g.summary(0).members).toEqual([]);
     expect(g.summary(10).members.map((m) => m.key)).toEqual(['recent', 'queued', 'busy', 'idle']);
     busy.release();
