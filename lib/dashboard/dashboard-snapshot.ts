@@ -1,5 +1,5 @@
 import type { AdaptiveStats, AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
-import type { Hunger } from '../groups/group-planner.js';
+import type { PoolGroupMemberRow } from '../groups/index.js';
 import { scrub } from '../core/scrub.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
@@ -94,17 +94,8 @@ export interface DashboardPool {
   readonly limiter: DashboardLimiter | null;
 }
 
-/** One member of a group. */
-export interface DashboardMember {
-  readonly key: string;
-  readonly quota: number;
-  readonly hunger: Hunger;
-  readonly connections: number;
-  readonly clients: number;
-  readonly waiting: number;
-  readonly health: PoolHealth;
-  readonly holdMs: number;
-}
+/** One member of a group: as the group's summary gives it. */
+export type DashboardMember = PoolGroupMemberRow;
 
 /** A pool group on the page. */
 export interface DashboardGroup {

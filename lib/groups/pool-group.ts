@@ -116,21 +116,7 @@ export class PoolGroup<T> {
       waiting += pool.waiting;
       return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, giveBackMs: m.giveBack.delayMs(giveBackBase), givenBack: m.giveBack.given, pool };
     });
-    const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
-    return {
-      name: this.name,
-      maxTotal: this.options.maxTotal,
-      clientLimit: this.options.member.clientLimit,
-      total: this.#total,
-      waiting,
-      transfers: this.#transfers.transfers,
-      givenBack: this.#givenBack,
-      forgotten: this.#forgotten,
-      utilization,
-      health: this.#healthOf(utilization, waiting, allFailing(members)),
-      minHoldMs: settings.minHoldMs,
-      members,
-    };
+    return { ...this.#figures(clients, waiting, allFailing(members), settings.minHoldMs), members };
   }
 
   /**
@@ -144,19 +130,8 @@ export class PoolGroup<T> {
     const shares = this.#transfers.shares(1_000);
     // Most recently used first (the map keeps them by last use, oldest first).
     const { clients, waiting, ready, lastError, hungry, allFailing, rows: members } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
-    const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
     return {
-      name: this.name,
-      maxTotal: this.options.maxTotal,
-      clientLimit: this.options.member.clientLimit,
-      total: this.#total,
-      waiting,
-      transfers: this.#transfers.transfers,
-      givenBack: this.#givenBack,
-      forgotten: this.#forgotten,
-      utilization,
-      health: this.#healthOf(utilization, waiting, allFailing),
-      minHoldMs: this.#minHold(),
+      ...this.#figures(clients, waiting, allFailing, this.#minHold()),
       memberCount: this.#members.size,
       ready,
       clients,
@@ -323,6 +298,24 @@ export class PoolGroup<T> {
       const waiting = m.side.waiting();
       return { key: m.key, ...load, waiting, holdMs: m.holdMs, recentNeed: m.recentNeed, waitedMs: m.side.waitedMs() };
     });
+  }
+
+  /** What stats() and summary() both say of the group, from the members' callers. */
+  #figures(clients: number, waiting: number, allFailing: boolean, minHoldMs: number): Omit<PoolGroupStats, 'members'> {
+    const utilization = clients / (this.options.maxTotal * this.options.member.clientLimit);
+    return {
+      name: this.name,
+      maxTotal: this.options.maxTotal,
+      clientLimit: this.options.member.clientLimit,
+      total: this.#total,
+      waiting,
+      transfers: this.#transfers.transfers,
+      givenBack: this.#givenBack,
+      forgotten: this.#forgotten,
+      utilization,
+      health: this.#healthOf(utilization, waiting, allFailing),
+      minHoldMs,
+    };
   }
 
   #healthOf(utilization: number, waiting: number, allFailing: boolean): PoolHealth {

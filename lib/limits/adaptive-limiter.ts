@@ -48,14 +48,9 @@ const CHANGES = 20;
 /** The algorithm an adaptive limiter uses unless told otherwise (the simulation in test/qos gates it). */
 export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
 
-/** The admission of a probe through a pause: it tells the limiter how the probe ended, once, however it ends. */
-class ProbeAdmission implements Admission {
-  #told = false;
-
-  constructor(
-    readonly inner: Admission,
-    readonly told: (result: CallResult | undefined) => void,
-  ) {}
+/** An admission that passes the limiter's own through, and hears how its call ended. */
+abstract class WrappedAdmission implements Admission {
+  constructor(readonly inner: Admission) {}
 
   get id(): string {
     return this.inner.id;
@@ -73,13 +68,31 @@ class ProbeAdmission implements Admission {
     this.inner.expire?.(why);
   }
 
+  release(): void {
+    this.inner.release();
+  }
+
+  abstract ended(result: CallResult): void;
+}
+
+/** The admission of a probe through a pause: it tells the limiter how the probe ended, once, however it ends. */
+class ProbeAdmission extends WrappedAdmission {
+  #told = false;
+
+  constructor(
+    inner: Admission,
+    readonly told: (result: CallResult | undefined) => void,
+  ) {
+    super(inner);
+  }
+
   ended(result: CallResult): void {
     this.inner.ended?.(result);
     this.#tell(result);
   }
 
-  release(): void {
-    this.inner.release();
+  override release(): void {
+    super.release();
     this.#tell(undefined);
   }
 
@@ -91,34 +104,16 @@ class ProbeAdmission implements Admission {
 }
 
 /** An admission of an {@link AdaptiveLimiter} shared through Redis: the inner one, and when and at what load it began. One small object, no closure. */
-class TrackedAdmission implements Admission {
+class TrackedAdmission extends WrappedAdmission {
   #told = false;
 
   constructor(
-    readonly inner: Admission,
+    inner: Admission,
     readonly learner: Learner,
     readonly startedAt: number,
     readonly inflight: number,
-  ) {}
-
-  get id(): string {
-    return this.inner.id;
-  }
-
-  get signal(): AbortSignal {
-    return this.inner.signal;
-  }
-
-  get fence(): number | undefined {
-    return this.inner.fence;
-  }
-
-  expire(why: string): void {
-    this.inner.expire?.(why);
-  }
-
-  release(): void {
-    this.inner.release();
+  ) {
+    super(inner);
   }
 
   ended(result: CallResult): void {

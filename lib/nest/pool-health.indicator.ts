@@ -141,7 +141,7 @@ function reportGroup(s: PoolGroupSummary): PoolHealthDetails {
     clientLimit: s.clientLimit,
     utilization: round(s.utilization),
     waiting: s.waiting,
-    lastError: s.lastError === undefined ? null : scrub(s.lastError),
+    lastError: s.lastError ?? null, // scrubbed by the summary
     members: s.memberCount,
   };
 }

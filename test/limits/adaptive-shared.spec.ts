@@ -145,6 +145,7 @@ describe('AdaptiveLimiter shared through Redis', () => {
     await calls(a, 1, tooMany('20'));
     await until(async () => Number(await inspector().hget(`{${ns}}:meta`, 'apause')) > 0);
     await expect(b.admit(ask())).rejects.toMatchObject({ reason: 'paused' }); // b hears of it from Redis
+    await expect(c.admit(ask())).rejects.toMatchObject({ reason: 'paused' }); // and c, before any probe ends it
     await expect(a.admit(ask())).rejects.toMatchObject({ reason: 'paused' }); // no probe before pauseProbeMs
     await sleep(320);
     // a's probe goes through the pause in Redis; its overload renews the pause (capped).
