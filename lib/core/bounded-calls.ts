@@ -2,7 +2,7 @@
 // hangs never holds the pool.
 import type { Timers } from './clock.js';
 import type { PoolLogger } from './logger.js';
-import { messageOf } from './message-of.js';
+import { messageOf } from './scrub.js';
 
 /**
  * Runs `validate(value)` within `timeoutMs`. `done(failure)` is called once: `undefined` when the

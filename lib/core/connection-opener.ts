@@ -1,7 +1,7 @@
 import type { Timers } from './clock.js';
 import type { Connector } from './connector.js';
 import { ConnectionFailedError, PoolClosedError } from './errors.js';
-import { messageOf } from './message-of.js';
+import { messageOf } from './scrub.js';
 import type { ResolvedOptions } from './options.js';
 import type { SharedConnection } from './shared-connection.js';
 

@@ -1,6 +1,6 @@
 import type { Timers } from './clock.js';
 import type { Connector, ResetContext } from './connector.js';
-import { messageOf } from './message-of.js';
+import { messageOf } from './scrub.js';
 import type { SharedConnection } from './shared-connection.js';
 import type { PoolCounters } from './stats.js';
 

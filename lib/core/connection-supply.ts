@@ -9,7 +9,7 @@ import { CreateBackoff } from './create-backoff.js';
 import { ConnectionFailedError, PoolClosedError } from './errors.js';
 import { HouseKeeper } from './house-keeper.js';
 import { IdleValidation } from './idle-validation.js';
-import { messageOf } from './message-of.js';
+import { messageOf } from './scrub.js';
 import { events } from './pool-events.js';
 import type { PoolMetrics } from './pool-metrics.js';
 import type { ResolvedOptions } from './options.js';

@@ -1,4 +1,4 @@
-import { backoffMs } from './backoff.js';
+import { backoffMs } from './clock.js';
 import type { TimerHandle, Timers } from './clock.js';
 import { ConnectionFailedError } from './errors.js';
 import type { ResolvedOptions } from './options.js';

@@ -20,8 +20,8 @@ export {
   type ExhaustedReason,
   type PoolErrorCode,
 } from './errors.js';
-export { consoleLogger, type PoolLogger } from './logger.js';
-export { scrub, scrubbingLogger } from './scrub.js';
+export { consoleLogger, scrubbingLogger, type PoolLogger } from './logger.js';
+export { scrub } from './scrub.js';
 export type { PoolOptions, ResolvedOptions, SelectionStrategy } from './options.js';
 export { DEFAULT_HEALTH_THRESHOLDS, utilizationHealth, type HealthThresholds, type PoolHealth } from './health.js';
 export type * from './stats.js';

@@ -3,7 +3,7 @@ import type { AdmissionLimiter } from './admission.js';
 import type { Connector } from './connector.js';
 import { PoolConfigError } from './errors.js';
 import { consoleLogger, type PoolLogger } from './logger.js';
-import { scrubbingLogger } from './scrub.js';
+import { scrubbingLogger } from './logger.js';
 import { is, keysOf, OptionReader, optionError, shown, violation } from './option-rules.js';
 import { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from './health.js';
 import { meterRule, type MetricsMeter } from './pool-metrics.js';

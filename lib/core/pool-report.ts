@@ -2,7 +2,7 @@ import type { AdmissionLimiter, AdmissionStats } from './admission.js';
 import type { ConnectionSupply } from './connection-supply.js';
 import type { ExhaustedReason } from './errors.js';
 import { utilizationHealth, type PoolHealth } from './health.js';
-import { messageOf } from './message-of.js';
+import { messageOf } from './scrub.js';
 import type { ResolvedOptions } from './options.js';
 import type { PoolCounters, PoolStats } from './stats.js';
 

@@ -1,6 +1,6 @@
 import { PoolClosedError, QueueFullError, SelfDeadlockError } from './errors.js';
 import type { ReportedPool } from './pool-report.js';
-import { scopeLeases } from './scope.js';
+import { scopeLeases } from './pool-use.js';
 
 /**
  * Why a caller may not queue, if it may not: the pool closed, its signal aborted, the breaker of

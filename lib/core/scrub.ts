@@ -1,5 +1,3 @@
-import type { PoolLogger } from './logger.js';
-
 // What leaves the process of an error or a setting (the dashboard, /health, the HTTP error
 // filter, the logs, stats()) goes through `scrub`: drivers put the URL, the connection string or
 // the options they failed on into their messages, with the password in them. It errs on the side
@@ -103,17 +101,7 @@ function safeString(value: unknown): string {
   }
 }
 
-const kScrubbing = Symbol('scrubbing');
-
-/** `logger` with every message and cause scrubbed before it gets them (wrapping once, however often asked). */
-export function scrubbingLogger(logger: PoolLogger): PoolLogger {
-  if ((logger as { [kScrubbing]?: true })[kScrubbing]) return logger;
-  const wrapped: PoolLogger & { [kScrubbing]: true } = {
-    [kScrubbing]: true,
-    warn: (message) => logger.warn(scrub(message)),
-    error: (message, cause) => (cause === undefined ? logger.error(scrub(message)) : logger.error(scrub(message), scrubbedCause(cause))),
-  };
-  if (typeof logger.info === 'function') wrapped.info = (message) => logger.info!(scrub(message));
-  if (typeof logger.debug === 'function') wrapped.debug = (message) => logger.debug!(scrub(message));
-  return wrapped;
+/** An error's message, or the thrown value as text, with the credentials it may carry hidden (see `scrub`). */
+export function messageOf(err: unknown): string {
+  return scrub(err instanceof Error ? err.message : String(err));
 }

@@ -1,5 +1,5 @@
 import type { TimerHandle, Timers } from './clock.js';
-import { EarliestTimer } from './earliest-timer.js';
+import { EarliestTimer } from './clock.js';
 import { Stamp, type Waiter, type WaiterQueue } from './waiter-queue.js';
 
 /** Waiters dated per clock read at most: a batch of queued callers shares one read. */

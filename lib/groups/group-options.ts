@@ -1,7 +1,7 @@
 import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
 import { is, keysOf, OptionReader, shown } from '../core/option-rules.js';
 import { CONNECTIONS, resolveOptions } from '../core/options.js';
-import { scrubbingLogger } from '../core/scrub.js';
+import { scrubbingLogger } from '../core/logger.js';
 import { meterRule, type MetricsMeter } from '../core/pool-metrics.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */

@@ -1,5 +1,5 @@
 import type { PoolHealth } from '../core/index.js';
-import { messageOf } from '../core/message-of.js';
+import { messageOf } from '../core/scrub.js';
 import type { MemberSide } from '../core/connection-budget.js';
 import type { Hunger } from './group-planner.js';
 import type { PoolGroupMemberRow } from './group-stats.js';

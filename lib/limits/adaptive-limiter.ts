@@ -1,10 +1,11 @@
 import { CapacityExceededError, systemClock, type Admission, type AdmissionRequest, type CallResult, type Clock, type LimitChange, type PoolLogger } from '../core/index.js';
 import { is, OptionReader } from '../core/option-rules.js';
 import { events } from '../core/pool-events.js';
-import { scrubbingLogger } from '../core/scrub.js';
-import type { ConcurrencyLimiter, LimiterStats } from './concurrency-limiter.js';
+import { scrubbingLogger } from '../core/logger.js';
+import type { ConcurrencyLimiter, LimiterStats } from './limits-options.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
-import type { LimitOptions, RedisLimitOptions } from './limits-options.js';
+import type { LimitOptions } from './limits-options.js';
+import type { RedisLimitOptions } from './redis-settings.js';
 import { CallTimer } from './call-timer.js';
 import { kLearner, kSetGlobal, kUsed, LocalLimiter, type Learner } from './local-limiter.js';
 import { kInstances, kProbe, kReport, kShare, kThroughRedis, RedisLimiter } from './redis-limiter.js';

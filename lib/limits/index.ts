@@ -1,5 +1,6 @@
-export type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
-export type { LimitOptions, RedisClientLike, RedisClusterNode, RedisConnectionOptions, RedisLimitOptions } from './limits-options.js';
+export type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './limits-options.js';
+export type { LimitOptions } from './limits-options.js';
+export type { RedisClientLike, RedisClusterNode, RedisConnectionOptions, RedisLimitOptions } from './redis-settings.js';
 export { LocalLimiter } from './local-limiter.js';
 export { RedisLimiter, type RedisLimiterOptions } from './redis-limiter.js';
 export { AdaptiveLimiter, type AdaptiveLimiterOptions } from './adaptive-limiter.js';

@@ -1,4 +1,4 @@
-import { EarliestTimer } from '../core/earliest-timer.js';
+import { EarliestTimer } from '../core/clock.js';
 import type { Timers } from '../core/clock.js';
 import type { Held } from './redis-calls.js';
 

@@ -1,6 +1,6 @@
 import { systemClock, utilizationHealth, type Admission, type AdmissionRequest, type CallResult } from '../core/index.js';
 import type { CallTimer } from './call-timer.js';
-import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './concurrency-limiter.js';
+import type { ConcurrencyLimiter, LimiterCounters, LimiterStats } from './limits-options.js';
 import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../core/index.js';
-import type { LimiterMode } from './concurrency-limiter.js';
+import type { LimiterMode } from './limits-options.js';
 import { describeRedisError } from './redis-client.js';
 import type { RedisSettings } from './redis-settings.js';
 

@@ -6,7 +6,35 @@ import type { ResolvedLimits } from './limits-options.js';
 import { bounded, type Client } from './redis-client.js';
 import { acquireScript, heartbeatScript, type RedisKeys } from './redis-scripts.js';
 import type { RedisSettings } from './redis-settings.js';
-import type { SharedLimit, Taken } from './shared-limit.js';
+
+/** What one call to Redis carries: taken from the pending reports when the call is built. */
+export interface LimitReport {
+  /** Growth (or, from a latency window, shrink) of the estimate. */
+  readonly delta: number;
+  /** The highest fencing token among overloads; -1 for an overload of a lease admitted without Redis; 0 for none. */
+  readonly cut: number;
+  /** Ms of pause an upstream asked for (Retry-After); 0 for none; -1: a probe succeeded, the fleet's pause ends. */
+  readonly pauseMs: number;
+}
+
+/** A call's part: the spec it sends, the report it carries, when it was sent (this instance's clock). */
+export interface Taken {
+  readonly spec: string;
+  readonly report: LimitReport;
+  readonly sentAt: number;
+}
+
+/** An adaptive limit shared through Redis, as its calls see it (`SharedLimit` is the one). */
+export interface LimitShare {
+  /** The limit as this instance sees it. */
+  readonly limit: number;
+  /** The part of the next call: the pending reports (a probe goes alone through a pause). */
+  take(probe?: boolean): Taken;
+  /** Redis answered a call that carried `taken`: its estimate (x 1000) and its clock. */
+  answered(taken: Taken, milli: number, serverNow: number): void;
+  /** A call that carried `taken` failed: its reports are kept for the next one where they must be. */
+  failed(taken: Taken): void;
+}
 
 /** A lease this process holds. */
 export interface Held {
@@ -59,7 +87,7 @@ export interface CallsHost {
   /** Redis told of a quarantine of `ms` more. */
   quiet(ms: number): void;
   /** An adaptive limit shared through Redis: its reports go with the calls, its answers come back. */
-  readonly shared: SharedLimit | undefined;
+  readonly shared: LimitShare | undefined;
   /** Redis told of a pause (an upstream's Retry-After) of `ms` more. */
   paused(ms: number): void;
 }

@@ -1,10 +1,10 @@
 // The limiter's connection to Redis: fail-fast clients, bounded calls, a clean hang-up, and what
 // a Redis error means for the limiter's user.
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import { backoffMs } from '../core/backoff.js';
-import { messageOf } from '../core/message-of.js';
+import { backoffMs } from '../core/clock.js';
+import { messageOf } from '../core/scrub.js';
 import { PoolConfigError } from '../core/index.js';
-import type { RedisLimitOptions } from './limits-options.js';
+import type { RedisLimitOptions } from './redis-settings.js';
 
 /** A connection to Redis: one server (or Sentinel's master), or a Cluster. */
 export type Client = Redis | Cluster;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LeaseLostError, type Admission, type AdmissionRequest, type Clock, type PoolLogger } from '../core/index.js';
 import type { Timers } from '../core/clock.js';
-import type { LimiterCounters } from './concurrency-limiter.js';
+import type { LimiterCounters } from './limits-options.js';
 import { LocalExpiry, LOCALLY_EXPIRED } from './local-expiry.js';
 import type { Held } from './redis-calls.js';
 import { keyNameOf, type RedisKeys } from './redis-scripts.js';

@@ -12,12 +12,13 @@ import {
   type TimerHandle,
 } from '../core/index.js';
 import { Timers } from '../core/clock.js';
-import { scrubbingLogger } from '../core/scrub.js';
-import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './concurrency-limiter.js';
+import { scrubbingLogger } from '../core/logger.js';
+import type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './limits-options.js';
 import { events } from '../core/pool-events.js';
-import { resolveLimits, type LimitOptions, type RedisLimitOptions, type ResolvedLimits } from './limits-options.js';
+import { resolveLimits, type LimitOptions, type ResolvedLimits } from './limits-options.js';
+import type { RedisLimitOptions } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
-import { RedisCalls } from './redis-calls.js';
+import { RedisCalls, type LimitShare } from './redis-calls.js';
 import { RedisKeys } from './redis-scripts.js';
 import { RedisLeases } from './redis-leases.js';
 import { resolveRedis, type RedisSettings } from './redis-settings.js';
@@ -26,7 +27,6 @@ import { claimNamespace } from './namespace-registry.js';
 import { keyOf, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { RedisWaiting } from './redis-waiting.js';
-import type { SharedLimit } from './shared-limit.js';
 import { kUsed } from './local-limiter.js';
 
 /** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
@@ -92,7 +92,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** Gives back this limiter's claim on its namespace, once started. */
   #unclaim: (() => void) | undefined;
   /** An adaptive limit shared through Redis, in place of `limits.global`; and who hears of its pauses. */
-  #shared: SharedLimit | undefined;
+  #shared: LimitShare | undefined;
   #onPause: ((ms: number) => void) | undefined;
 
   constructor(options: RedisLimiterOptions) {
@@ -162,7 +162,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   }
 
   /** @internal */
-  [kShare](shared: SharedLimit, onPause: (ms: number) => void): void {
+  [kShare](shared: LimitShare, onPause: (ms: number) => void): void {
     this.#shared = shared;
     this.#onPause = onPause;
   }

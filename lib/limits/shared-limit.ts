@@ -8,27 +8,11 @@
 // estimate (a restart) starts from the instance's last seen one, not the initial.
 import type { Clock } from '../core/index.js';
 import type { LimitAlgorithm, LimitSample } from './limit-algorithms.js';
-
-/** What one call to Redis carries: taken from the pending reports when the call is built. */
-export interface LimitReport {
-  /** Growth (or, from a latency window, shrink) of the estimate. */
-  readonly delta: number;
-  /** The highest fencing token among overloads; -1 for an overload of a lease admitted without Redis; 0 for none. */
-  readonly cut: number;
-  /** Ms of pause an upstream asked for (Retry-After); 0 for none; -1: a probe succeeded, the fleet's pause ends. */
-  readonly pauseMs: number;
-}
+import type { LimitReport, LimitShare, Taken } from './redis-calls.js';
 
 const NONE: LimitReport = { delta: 0, cut: 0, pauseMs: 0 };
 
-/** A call's part: the spec it sends, the report it carries, when it was sent (this instance's clock). */
-export interface Taken {
-  readonly spec: string;
-  readonly report: LimitReport;
-  readonly sentAt: number;
-}
-
-export class SharedLimit {
+export class SharedLimit implements LimitShare {
   /** The estimate as this instance sees it: Redis's last answer, plus its own reports since. */
   #estimate: number;
   /** Whether Redis ever answered (until then the seed is the algorithm's initial). */

@@ -4,7 +4,7 @@ import type { PoolGroup } from '../groups/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
 import type { PoolRegistry } from './pool-registry.js';
-import { messageOf } from '../core/message-of.js';
+import { messageOf } from '../core/scrub.js';
 import { MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
 /** The pools and groups one `PoolModule` import made: those of its names whose provider no test overrode. */

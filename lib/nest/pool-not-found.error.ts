@@ -1,4 +1,4 @@
-import { closest } from '../core/did-you-mean.js';
+import { closest } from '../core/option-rules.js';
 import { brandError } from '../core/errors.js';
 import { PoolError } from '../core/index.js';
 

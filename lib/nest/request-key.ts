@@ -3,7 +3,7 @@ import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/com
 import type { Observable } from 'rxjs';
 import { PoolConfigError, type ConnectionPool, type UseOptions } from '../core/index.js';
 import { kUseOn, useOn, type MethodPool } from '../core/pool-use.js';
-import { messageOf } from '../core/message-of.js';
+import { messageOf } from '../core/scrub.js';
 import { shown } from '../core/option-rules.js';
 
 /** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */

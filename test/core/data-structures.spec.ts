@@ -3,7 +3,7 @@
 // set and its counts, the backoff, the deferral to the end of a turn.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { backoffMs } from '../../lib/core/backoff.js';
+import { backoffMs } from '../../lib/core/clock.js';
 import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/clock.js';
 import { ConnectionIndex } from '../../lib/core/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connection-set.js';

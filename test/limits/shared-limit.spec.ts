@@ -7,7 +7,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { limitAlgorithm } from '../../lib/limits/limit-algorithms.js';
-import { SharedLimit, type Taken } from '../../lib/limits/shared-limit.js';
+import type { Taken } from '../../lib/limits/redis-calls.js';
+import { SharedLimit } from '../../lib/limits/shared-limit.js';
 
 type Step =
   | { kind: 'success'; durationMs: number; inflight: number }

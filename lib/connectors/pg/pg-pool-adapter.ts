@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { ConnectionPool } from '../../core/index.js';
 import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
-import { findScope } from '../../core/scope.js';
+import { findScope } from '../../core/pool-use.js';
 
 /** Options of {@link asPgPool}. */
 export interface PgPoolAdapterOptions {
