@@ -9,12 +9,12 @@
  * best of five rounds (cycles per second) as JSON.
  */
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { ProcessHold, systemClock, Timers } from '../lib/core/clock.js';
+import { ProcessHold, systemClock, Timers } from '../lib/core/common/clock.js';
 import { ConnectionPool, poolMetricProducer, type PoolOptions } from '../lib/core/index.js';
-import { ConnectionIndex } from '../lib/core/connection-index.js';
-import { newCounters } from '../lib/core/pool-report.js';
-import { PoolQueue } from '../lib/core/pool-queue.js';
-import { SharedConnection } from '../lib/core/shared-connection.js';
+import { ConnectionIndex } from '../lib/core/connections/connection-index.js';
+import { newCounters } from '../lib/core/pool/pool-report.js';
+import { PoolQueue } from '../lib/core/waiting/pool-queue.js';
+import { SharedConnection } from '../lib/core/connections/shared-connection.js';
 import { AdaptiveLimiter, LocalLimiter, type ConcurrencyLimiter } from '../lib/limits/index.js';
 import { alternating, callRound, serveWhenRun, type GcShare, type Rounds } from './fresh-process.js';
 

@@ -125,7 +125,8 @@ class LiveProcess {
  * processes' bias and count as one sample.
  */
 export async function alternating<V extends string>(
-  moduleUrl: string,
+  /** The measured module (an `import.meta.url`), or each variant's own (the same module of two builds). */
+  moduleUrl: string | ((variant: V) => string),
   variants: readonly V[],
   argsOf: (variant: V) => readonly string[],
   sets: number,
@@ -133,13 +134,13 @@ export async function alternating<V extends string>(
   /** Told of each set, once its rounds are done: its processes' {@link GcShare}s, and their CPU per call round by round (see {@link CpuPerCall}). */
   observe: SetObserver<V> = {},
 ): Promise<Record<V, number>[][]> {
-  const script = fileURLToPath(moduleUrl);
+  const scriptOf = (variant: V) => fileURLToPath(typeof moduleUrl === 'string' ? moduleUrl : moduleUrl(variant));
   const out: Record<V, number>[][] = [];
   for (let set = 0; set < sets; set++) {
     const live = new Map<V, LiveProcess>();
     try {
       for (const variant of variants) {
-        const p = new LiveProcess(script, argsOf(variant));
+        const p = new LiveProcess(scriptOf(variant), argsOf(variant));
         live.set(variant, p);
         await p.ready();
       }

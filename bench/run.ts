@@ -17,7 +17,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { AdaptiveLimiter, ConnectionPool, getPoolToken, InjectPool, LocalLimiter, poolMetricProducer, PoolModule, RedisLimiter, UsePooled, type ConcurrencyLimiter, type Connector } from '../lib/index.js';
-import type { MetricsMeter } from '../lib/core/pool-metrics.js';
+import type { MetricsMeter } from '../lib/core/observation/pool-metrics.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { measureHookCase, type HookCase, type HookCaseResult } from './hook-cost.js';
 import { alternatingDecoratorCases } from './decorator-cost.js';
@@ -26,6 +26,7 @@ import { groupReleaseMicros } from './group-scale.js';
 import { bestOf, describe, medianOf, pairedRatio } from './paired.js';
 import { dashboardLoadBench } from './dashboard-load.js';
 import { dashboardScaleBench } from './dashboard-scale.js';
+import { baselineBench } from './baseline.js';
 import type { GcShare } from './fresh-process.js';
 import { alternatingFreshCycles, LIMITED_VARIANTS, LOCAL_LIMITER_VARIANT, METRICS_VARIANTS, INDEX_VARIANT, QUEUE_VARIANT, type Cycle, semaphore, SHAPES, type FreshShape, type FreshVariant } from './fresh-cycles.js';
 
@@ -948,6 +949,12 @@ async function main() {
   const onlyAdaptive = process.argv.includes('--adaptive');
   // `npm run bench -- --production`: only the fresh-process rows of metrics and a LocalLimiter against neither, printed, nothing written.
   const onlyProduction = process.argv.includes('--production');
+  // `npm run bench -- --baseline DIR`: this build against DIR's (its bench compiled), printed, nothing written.
+  const baseline = process.argv.indexOf('--baseline');
+  if (baseline !== -1) {
+    for (const r of await baselineBench(process.argv[baseline + 1] ?? '')) console.log(r.join(' | '));
+    return;
+  }
   if (onlyProduction || onlyAdaptive || onlyDeep || onlyExclusive || onlyDecorator || onlyHook || onlyMetrics || onlyFresh || onlyPg || onlyGroups || onlyDashboard || onlyDashboardScale) {
     if (onlyMetrics) await metricsBench(results, rows, fmt);
     if (onlyMetrics || onlyProduction) await metricsFreshBench(results, rows, fmt);

@@ -3,8 +3,8 @@
  * callers at once.
  * @packageDocumentation
  */
-export * from './core/index.js';
+export * from './core/public.js';
 export * from './limits/index.js';
-export * from './groups/index.js';
-export * from './connectors/index.js';
-export * from './nest/index.js';
+export * from './groups/public.js';
+export * from './connectors/public.js';
+export * from './nest/public.js';

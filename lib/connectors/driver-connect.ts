@@ -1,5 +1,5 @@
 // What the driver connectors share: their first argument checked, and a connect the pool can abort.
-import { optionError, shown } from '../core/option-rules.js';
+import { optionError, shown } from '../core/index.js';
 
 /** Refuses a first argument `field` (`what` the connector takes) that is neither a string nor an object. */
 export function checkTarget(connector: string, field: string, value: unknown, what: string): void {

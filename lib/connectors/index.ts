@@ -1,1 +1,3 @@
-export { Http2SessionConnector, http2Request, type Http2Response, type Http2SessionConnectorOptions } from './http2-session-connector.js';
+// What the other folders of lib use of this one: its public surface (public.ts), and what follows.
+export * from './public.js';
+export { checkTarget, connectAbortably } from './driver-connect.js';

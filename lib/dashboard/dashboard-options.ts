@@ -1,5 +1,5 @@
 import type { CanActivate, ExecutionContext, Type } from '@nestjs/common';
-import { is, keysOf, OptionReader, type Rule } from '../core/option-rules.js';
+import { is, keysOf, OptionReader, type Rule } from '../core/index.js';
 
 /** Options of `PoolDashboardModule.forRoot()`. */
 export interface PoolDashboardOptions {

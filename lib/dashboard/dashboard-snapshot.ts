@@ -1,6 +1,5 @@
-import type { AdaptiveStats, AdmissionStats, LimiterMode, PoolHealth, PoolStats, RetireReason } from '../core/index.js';
+import { type AdaptiveStats, type AdmissionStats, type LimiterMode, type PoolHealth, type PoolStats, type RetireReason, scrub } from '../core/index.js';
 import type { PoolGroupMemberRow } from '../groups/index.js';
-import { scrub } from '../core/scrub.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
 export interface WindowQuantiles {

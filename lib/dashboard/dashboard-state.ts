@@ -1,7 +1,6 @@
-import { watchedQuantile, type LimiterMode, type PoolCounters, type PoolHealth, type PoolStats, type TimingWatch } from '../core/index.js';
+import { type LimiterMode, type PoolCounters, type PoolHealth, type PoolStats, scrubbed, type TimingWatch, watchedQuantile } from '../core/index.js';
 import type { PoolGroupSummary } from '../groups/index.js';
 import { limiterView, troubleOf, type DashboardGroup, type DashboardMember, type DashboardPool, type DashboardRates, type DashboardSnapshot, type HealthChange, type WindowQuantiles } from './dashboard-snapshot.js';
-import { scrubbed } from '../core/scrub.js';
 
 /** What the dashboard reads of a pool: its stats, and its timings while watched (a stand-in may lack either). */
 export interface WatchedPool {

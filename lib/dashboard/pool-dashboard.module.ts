@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Controller, Get, Inject, Injectable, Module, Req, Res, UseGuards, type CanActivate, type DynamicModule, type ExecutionContext, type OnModuleDestroy, type Type } from '@nestjs/common';
-import { PoolRegistry } from '../nest/pool-registry.js';
-import { PoolCoreModule } from '../nest/pool-core.module.js';
+import { PoolCoreModule, PoolRegistry } from '../nest/index.js';
 import { dashboardAssets, type DashboardAsset } from './dashboard-assets.js';
 import { DashboardFeed } from './dashboard-feed.js';
 import { resolveDashboardOptions, type PoolDashboardOptions, type ResolvedDashboardOptions } from './dashboard-options.js';

@@ -7,7 +7,7 @@
 // just saw, so bursts that return in a rhythm cost one round of reconnects, then keep their
 // connections. A give-back that nothing regrets within REGRET_WINDOW_MS halves the delay again,
 // back towards the base.
-import type { MemberSide } from '../core/connection-budget.js';
+import type { MemberSide } from '../core/index.js';
 
 /** A connection begun this soon after a give-back shows the give-back was early. */
 const REGRET_WINDOW_MS = 10_000;

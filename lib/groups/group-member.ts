@@ -1,5 +1,4 @@
-import type { ConnectionPool } from '../core/index.js';
-import type { MemberSide } from '../core/connection-budget.js';
+import type { ConnectionPool, MemberSide } from '../core/index.js';
 import type { GiveBack } from './give-back.js';
 import { connectionsFor } from './group-planner.js';
 import type { TransferMember } from './place-transfers.js';

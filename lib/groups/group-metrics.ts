@@ -1,4 +1,4 @@
-import { meterOf, observeEach, type MetricsMeter } from '../core/pool-metrics.js';
+import { meterOf, observeEach, type MetricsMeter } from '../core/index.js';
 import type { PoolGroupStats } from './group-stats.js';
 
 /** What the collection reads of a group. */

@@ -1,8 +1,4 @@
-import { PoolConfigError, systemClock, consoleLogger, type Clock, type Connector, type PoolLogger, type PoolOptions } from '../core/index.js';
-import { is, keysOf, OptionReader, shown } from '../core/option-rules.js';
-import { CONNECTIONS, resolveOptions } from '../core/options.js';
-import { scrubbingLogger } from '../core/logger.js';
-import { meterRule, type MetricsMeter } from '../core/pool-metrics.js';
+import { type Clock, CONNECTIONS, type Connector, consoleLogger, is, keysOf, meterRule, type MetricsMeter, OptionReader, PoolConfigError, type PoolLogger, type PoolOptions, resolveOptions, scrubbingLogger, shown, systemClock } from '../core/index.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
 export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;

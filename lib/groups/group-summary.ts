@@ -1,6 +1,4 @@
-import type { PoolHealth } from '../core/index.js';
-import { messageOf } from '../core/scrub.js';
-import type { MemberSide } from '../core/connection-budget.js';
+import { type MemberSide, messageOf, type PoolHealth } from '../core/index.js';
 import type { Hunger } from './group-planner.js';
 import type { PoolGroupMemberRow } from './group-stats.js';
 

@@ -1,5 +1,3 @@
-// The public surface of pool groups: many pools, one per key, sharing one budget of connections.
-export { PoolGroup } from './pool-group.js';
-export type { PoolGroupMemberRow, PoolGroupMemberStats, PoolGroupStats, PoolGroupSummary } from './group-stats.js';
-export type { PoolGroupMemberOptions, PoolGroupOptions } from './group-options.js';
-export type { Hunger } from './group-planner.js';
+// What the other folders of lib use of this one: its public surface (public.ts), and what follows.
+export * from './public.js';
+export { resolveGroupOptions } from './group-options.js';

@@ -1,6 +1,4 @@
-import { CapacityExceededError } from '../core/errors.js';
-import { ProcessHold, type TimerHandle, type Timers } from '../core/clock.js';
-import { LinkedQueue, type QueueNode } from '../core/waiter-queue.js';
+import { CapacityExceededError, LinkedQueue, ProcessHold, type QueueNode, type TimerHandle, type Timers } from '../core/index.js';
 
 /** A call for a key that has no member, waiting for a member place. */
 class KeyWaiter implements QueueNode<KeyWaiter> {

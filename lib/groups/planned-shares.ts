@@ -1,4 +1,4 @@
-import type { MemberSide } from '../core/connection-budget.js';
+import type { MemberSide } from '../core/index.js';
 import { planMembers, type Hunger, type MemberLoad, type PlanSettings } from './group-planner.js';
 
 /** What the shares keep on a member: its share of a spent budget, as planned at the last tick. */

@@ -1,6 +1,4 @@
-import { ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, PoolClosedError, PoolConfigError, utilizationHealth, type AcquireOptions, type Lease, type PoolHealth, type TimerHandle, type UseOptions } from '../core/index.js';
-import { Timers } from '../core/clock.js';
-import { kBudget, kMember, type BudgetMember, type ConnectionBudget } from '../core/connection-budget.js';
+import { type AcquireOptions, type BudgetMember, type ConnectionBudget, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, kBudget, kMember, type Lease, PoolClosedError, PoolConfigError, type PoolHealth, type TimerHandle, Timers, type UseOptions, utilizationHealth } from '../core/index.js';
 import { planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { PlaceTransfers } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';

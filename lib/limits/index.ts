@@ -1,8 +1,3 @@
-export type { ConcurrencyLimiter, LimiterCounters, LimiterMode, LimiterStats } from './limits-options.js';
-export type { LimitOptions } from './limits-options.js';
-export type { RedisClientLike, RedisClusterNode, RedisConnectionOptions, RedisLimitOptions } from './redis-settings.js';
-export { LocalLimiter } from './local-limiter.js';
-export { RedisLimiter, type RedisLimiterOptions } from './redis-limiter.js';
-export { AdaptiveLimiter, type AdaptiveLimiterOptions } from './adaptive-limiter.js';
-export { classifyCall, type CallVerdict } from './call-verdict.js';
-export type { AdaptiveAlgorithmOptions, AimdOptions, GradientOptions, LimitBounds, VegasOptions, WindowOptions } from './limit-algorithms.js';
+export { type ConcurrencyLimiter, type LimiterCounters, type LimiterMode, type LimiterStats, type LimitOptions, LocalLimiter } from './local/index.js';
+export { type RedisClientLike, type RedisClusterNode, type RedisConnectionOptions, RedisLimiter, type RedisLimiterOptions, type RedisLimitOptions } from './redis/index.js';
+export { type AdaptiveAlgorithmOptions, AdaptiveLimiter, type AdaptiveLimiterOptions, type AimdOptions, type CallVerdict, classifyCall, type GradientOptions, type LimitBounds, type VegasOptions, type WindowOptions } from './adaptive/index.js';

@@ -1,5 +1,4 @@
-import type { ConnectionPool } from '../core/index.js';
-import { optionError } from '../core/option-rules.js';
+import { type ConnectionPool, optionError } from '../core/index.js';
 import type { ConnectorSource, PoolDefinition, PooledOptions } from './pool-module-options.js';
 import { getPoolToken } from './tokens.js';
 

@@ -1,8 +1,6 @@
-import { AdaptiveLimiter, LocalLimiter, RedisLimiter, type ConcurrencyLimiter } from '../limits/index.js';
+import { type AdaptiveAlgorithmOptions, AdaptiveLimiter, type AdaptiveLimiterOptions, type ConcurrencyLimiter, type LimitOptions, LocalLimiter, RedisLimiter, type RedisLimitOptions } from '../limits/index.js';
 import { PoolConfigError } from '../core/index.js';
 import { NestPoolLogger } from './nest-pool-logger.js';
-import type { AdaptiveLimiterOptions, LimitOptions, RedisLimitOptions } from '../limits/index.js';
-import type { AdaptiveAlgorithmOptions } from '../limits/limit-algorithms.js';
 
 /**
  * Admission limits as the module takes them: settings (Redis when `redis` is set; an adaptive

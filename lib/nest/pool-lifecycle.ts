@@ -1,10 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { ConnectionPool } from '../core/index.js';
+import { type ConnectionPool, messageOf } from '../core/index.js';
 import type { PoolGroup } from '../groups/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
 import type { PoolRegistry } from './pool-registry.js';
-import { messageOf } from '../core/scrub.js';
 import { MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
 /** The pools and groups one `PoolModule` import made: those of its names whose provider no test overrode. */

@@ -1,9 +1,6 @@
 import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
-import { PoolConfigError, type Connector, type PoolOptions } from '../core/index.js';
-import { resolveOptions } from '../core/options.js';
-import { is, keysOf, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from '../core/option-rules.js';
-import type { PoolGroupOptions } from '../groups/index.js';
-import { resolveGroupOptions } from '../groups/group-options.js';
+import { type Connector, is, keysOf, optionError, type OptionScope, PoolConfigError, type PoolOptions, resolveOptions, type Rule, shown, unknownKey, violation } from '../core/index.js';
+import { type PoolGroupOptions, resolveGroupOptions } from '../groups/index.js';
 import { makeLimiter, type LimitsConfig } from './module-limiters.js';
 import type { RequestKeyFn } from './request-key.js';
 

@@ -1,6 +1,4 @@
-import { closest } from '../core/option-rules.js';
-import { brandError } from '../core/errors.js';
-import { PoolError } from '../core/index.js';
+import { brandError, closest, PoolError } from '../core/index.js';
 
 /**
  * A `@UsePooled` method cannot find its pool: no pool of the application has the name, or the

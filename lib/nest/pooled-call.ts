@@ -1,6 +1,4 @@
-import { PoolConfigError, type RetryOptions, type UseOptions } from '../core/index.js';
-import { useOn, type MethodBody } from '../core/pool-use.js';
-import { shown } from '../core/option-rules.js';
+import { type MethodBody, PoolConfigError, type RetryOptions, shown, useOn, type UseOptions } from '../core/index.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import type { PoolLike } from './pool-registry.js';
 

@@ -1,4 +1,4 @@
-import { optionError } from '../core/option-rules.js';
+import { optionError } from '../core/index.js';
 
 /** The `@PooledConnection()` parameter of each method, by prototype (or class, for static methods). */
 const marked = new WeakMap<object, Map<string | symbol, number>>();

@@ -1,10 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { PoolConfigError, type ConnectionPool, type UseOptions } from '../core/index.js';
-import { kUseOn, useOn, type MethodPool } from '../core/pool-use.js';
-import { messageOf } from '../core/scrub.js';
-import { shown } from '../core/option-rules.js';
+import { type ConnectionPool, kUseOn, messageOf, type MethodPool, PoolConfigError, shown, useOn, type UseOptions } from '../core/index.js';
 
 /** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
 export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats'>>;

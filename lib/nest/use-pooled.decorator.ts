@@ -1,7 +1,5 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
-import { checkedOnce } from '../core/call-options.js';
-import { keysOf, optionError, shown, unknownKey, violation, type OptionScope, type Rule } from '../core/option-rules.js';
-import type { PoolConfigError } from '../core/index.js';
+import { checkedOnce, keysOf, optionError, type OptionScope, type PoolConfigError, type Rule, shown, unknownKey, violation } from '../core/index.js';
 import { holdScope, keepScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
 import { pooledConnectionAt } from './pooled-connection.decorator.js';

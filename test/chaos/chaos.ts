@@ -29,8 +29,8 @@ import {
   type TimerHandle,
   type UseOptions,
 } from '../../lib/core/index.js';
-import { AdaptiveLimiter } from '../../lib/limits/adaptive-limiter.js';
-import { LocalLimiter } from '../../lib/limits/local-limiter.js';
+import { AdaptiveLimiter } from '../../lib/limits/adaptive/adaptive-limiter.js';
+import { LocalLimiter } from '../../lib/limits/local/local-limiter.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 
 /** mulberry32: small, fast, and the same sequence for the same seed everywhere. */

@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(tmpdir(), 'bare-'));
 /** Runs an ES module script that imports the compiled core as `core`; resolves with its exit code and output. */
 function run(body: string): Promise<{ code: number | null; out: string; ms: number }> {
   const file = join(dir, `script-${Math.random().toString(36).slice(2)}.mjs`);
-  writeFileSync(file, `import * as core from './core/index.js';\n${body}\n`);
+  writeFileSync(file, `import * as core from './core/public.js';\n${body}\n`);
   const started = Date.now();
   return new Promise((resolve) => {
     execFile(process.execPath, [file], { timeout: 15_000 }, (err, stdout, stderr) => {
@@ -26,7 +26,7 @@ beforeAll(() => {
   // Only the core: plain TypeScript on node: built-ins.
   execFileSync(process.execPath, [
     join(root, 'node_modules/typescript/bin/tsc'),
-    join(root, 'lib/core/index.ts'),
+    join(root, 'lib/core/public.ts'),
     ...['--outDir', dir, '--rootDir', join(root, 'lib'), '--module', 'nodenext', '--moduleResolution', 'nodenext'],
     ...['--target', 'es2022', '--lib', 'es2022,esnext.disposable', '--types', 'node', '--skipLibCheck', '--strict'],
   ]);

@@ -1,8 +1,8 @@
 // The connector's validate() and close() on their own, bounded by their timeouts on virtual time:
 // each outcome is reported once, a hang never holds the pool, and nothing is left armed.
 import { describe, expect, it } from '@jest/globals';
-import { closeWithin, validateWithin } from '../../lib/core/bounded-calls.js';
-import { Timers } from '../../lib/core/clock.js';
+import { closeWithin, validateWithin } from '../../lib/core/connections/bounded-calls.js';
+import { Timers } from '../../lib/core/common/clock.js';
 import { RecordingLogger } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 

@@ -3,16 +3,16 @@
 // set and its counts, the backoff, the deferral to the end of a turn.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { backoffMs } from '../../lib/core/clock.js';
-import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/clock.js';
-import { ConnectionIndex } from '../../lib/core/connection-index.js';
-import { ConnectionSet } from '../../lib/core/connection-set.js';
-import { CreateBackoff } from '../../lib/core/create-backoff.js';
-import { ConnectionFailedError } from '../../lib/core/errors.js';
-import { resolveOptions, type PoolOptions } from '../../lib/core/options.js';
-import { SharedConnection } from '../../lib/core/shared-connection.js';
-import { WaiterDeadlines } from '../../lib/core/waiter-deadlines.js';
-import { Stamp, Waiter, WaiterQueue } from '../../lib/core/waiter-queue.js';
+import { backoffMs } from '../../lib/core/common/clock.js';
+import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/common/clock.js';
+import { ConnectionIndex } from '../../lib/core/connections/connection-index.js';
+import { ConnectionSet } from '../../lib/core/connections/connection-set.js';
+import { CreateBackoff } from '../../lib/core/connections/create-backoff.js';
+import { ConnectionFailedError } from '../../lib/core/common/errors.js';
+import { resolveOptions, type PoolOptions } from '../../lib/core/options/pool-options.js';
+import { SharedConnection } from '../../lib/core/connections/shared-connection.js';
+import { WaiterDeadlines } from '../../lib/core/waiting/waiter-deadlines.js';
+import { Stamp, Waiter, WaiterQueue } from '../../lib/core/waiting/waiter-queue.js';
 import { VirtualClock } from '../support/virtual-clock.js';
 
 type Op = { kind: 'add'; clients: number; limit: number } | { kind: 'remove'; at: number } | { kind: 'update'; at: number; clients: number };

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, LocalLimiter, type Connector, type Lease } from '../../lib/index.js';
-import { forgetAppMeter } from '../../lib/core/pool-metrics.js';
+import { forgetAppMeter } from '../../lib/core/observation/pool-metrics.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';

@@ -2,8 +2,8 @@
 // field, "must be <rule>, got <value>") whether the bad value is a pool option, a call option,
 // a limiter or Redis option, a module option or a decorator option.
 import { describe, expect, it } from '@jest/globals';
-import { closest, editDistance } from '../../lib/core/option-rules.js';
-import { is, OptionReader, shown, violation } from '../../lib/core/option-rules.js';
+import { closest, editDistance } from '../../lib/core/common/option-rules.js';
+import { is, OptionReader, shown, violation } from '../../lib/core/common/option-rules.js';
 import { ConnectionPool, LocalLimiter, PoolConfigError, PoolGroup, PoolModule, RedisLimiter, UsePooled, type ConfigSubject, type UsePooledOptions } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { configError } from '../support/harness.js';

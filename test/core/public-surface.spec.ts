@@ -5,22 +5,22 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as root from '../../lib/index.js';
-import * as core from '../../lib/core/index.js';
+import * as core from '../../lib/core/public.js';
 import * as limits from '../../lib/limits/index.js';
-import * as connectors from '../../lib/connectors/index.js';
-import * as groups from '../../lib/groups/index.js';
+import * as connectors from '../../lib/connectors/public.js';
+import * as groups from '../../lib/groups/public.js';
 import { poolErrorResponse } from '../../lib/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
 describe('errors from another copy of the package', () => {
-  let copy: typeof import('../../lib/core/errors.js');
+  let copy: typeof import('../../lib/core/common/errors.js');
   let dir: string;
 
   beforeAll(async () => {
     // A second copy of the errors module, as a bundled or second installed version would be.
     dir = mkdtempSync(join(here, '.copy-'));
-    copyFileSync(join(here, '../../lib/core/errors.ts'), join(dir, 'errors.ts'));
+    copyFileSync(join(here, '../../lib/core/common/errors.ts'), join(dir, 'errors.ts'));
     copy = (await import(join(dir, 'errors.ts'))) as typeof copy;
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

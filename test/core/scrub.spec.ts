@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { inspect } from 'node:util';
-import { scrubbingLogger } from '../../lib/core/logger.js';
-import { scrub, scrubbedCause } from '../../lib/core/scrub.js';
+import { scrubbingLogger } from '../../lib/core/common/logger.js';
+import { scrub, scrubbedCause } from '../../lib/core/common/scrub.js';
 import { RecordingLogger } from '../support/harness.js';
 import { CREDENTIAL_FORMS, SECRET } from '../support/credential-forms.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { WATCH_BOUNDS_MS, watchedQuantile } from '../../lib/index.js';
-import { WatchCounts } from '../../lib/core/timing-watch.js';
+import { WatchCounts } from '../../lib/core/observation/timing-watch.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
 

@@ -3,7 +3,7 @@ import { PoolContextError, type Lease } from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
-import { checkedOnce } from '../../lib/core/call-options.js';
+import { checkedOnce } from '../../lib/core/options/call-options.js';
 
 type L = Lease<FakeConnection>;
 

@@ -2,7 +2,7 @@
 // acquire takes an idle connection from, whether a release gives its connection away, and who a
 // freed place goes to. Each member's side reports a fixed load; the group plans over those loads.
 import { describe, expect, it } from '@jest/globals';
-import type { MemberLoadFigures, MemberSide } from '../../lib/core/connection-budget.js';
+import type { MemberLoadFigures, MemberSide } from '../../lib/core/contracts/connection-budget.js';
 import type { MemberLoad, PlanSettings } from '../../lib/groups/group-planner.js';
 import { PlaceTransfers, type TransferMember } from '../../lib/groups/place-transfers.js';
 import { load } from '../support/member-load.js';

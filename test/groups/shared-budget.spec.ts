@@ -4,7 +4,7 @@
 // member gives up its oldest idle connection only once held for the minimum hold time.
 import { describe, expect, it } from '@jest/globals';
 import { ConnectionPool, type Lease } from '../../lib/index.js';
-import { kBudget, kMember, type BudgetMember, type ConnectionBudget } from '../../lib/core/connection-budget.js';
+import { kBudget, kMember, type BudgetMember, type ConnectionBudget } from '../../lib/core/contracts/connection-budget.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { track, RecordingLogger } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';

@@ -4,7 +4,7 @@
 // and Redis faults (a stall, a restart that forgets every key) never raise the limit.
 import { describe, expect, it } from '@jest/globals';
 import { AdaptiveLimiter, type AdaptiveLimiterOptions } from '../../lib/limits/index.js';
-import { limitAlgorithm } from '../../lib/limits/limit-algorithms.js';
+import { limitAlgorithm } from '../../lib/limits/adaptive/limit-algorithms.js';
 import type { Admission, CallResult } from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, namespace, onCleanup, REDIS_URL, started } from '../support/redis.js';

@@ -3,9 +3,9 @@
 // others start at the last reading, never later than they truly began.
 import { describe, expect, it } from '@jest/globals';
 import type { Clock } from '../../lib/core/index.js';
-import { CallTimer } from '../../lib/limits/call-timer.js';
+import { CallTimer } from '../../lib/limits/local/call-timer.js';
 import { AdaptiveLimiter } from '../../lib/limits/index.js';
-import { limitAlgorithm } from '../../lib/limits/limit-algorithms.js';
+import { limitAlgorithm } from '../../lib/limits/adaptive/limit-algorithms.js';
 import { VirtualClock } from '../support/virtual-clock.js';
 
 /** A clock that reads `t` (ms) and counts its readings. */

@@ -4,7 +4,7 @@
 // out of its bounds or to NaN.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm, type LimitSample } from '../../lib/limits/limit-algorithms.js';
+import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm, type LimitSample } from '../../lib/limits/adaptive/limit-algorithms.js';
 
 const ALGORITHMS = ['aimd', 'gradient', 'vegas'] as const;
 

@@ -6,9 +6,9 @@
 // plus what was not sent yet.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { limitAlgorithm } from '../../lib/limits/limit-algorithms.js';
-import type { Taken } from '../../lib/limits/redis-calls.js';
-import { SharedLimit } from '../../lib/limits/shared-limit.js';
+import { limitAlgorithm } from '../../lib/limits/adaptive/limit-algorithms.js';
+import type { Taken } from '../../lib/limits/redis/redis-calls.js';
+import { SharedLimit } from '../../lib/limits/adaptive/shared-limit.js';
 
 type Step =
   | { kind: 'success'; durationMs: number; inflight: number }

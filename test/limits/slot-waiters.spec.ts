@@ -2,7 +2,7 @@
 // deadline or abort from anywhere in the queue, all refused at close.
 import { describe, expect, it } from '@jest/globals';
 import { systemClock } from '../../lib/index.js';
-import { SlotWaiters } from '../../lib/limits/slot-waiters.js';
+import { SlotWaiters } from '../../lib/limits/local/slot-waiters.js';
 
 const request = (timeoutMs: number, signal?: AbortSignal) => ({ pool: 'api', timeoutMs, signal });
 

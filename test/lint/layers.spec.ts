@@ -25,6 +25,10 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/groups/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/groups build on lib\/core and lib\/limits only/],
     ['lib/core/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/core knows only pools/],
     ['lib/nest/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/nest does not know the dashboard/],
+    ['lib/core/pool/x.ts', "import { RedisLimiter } from '../../limits/index.js';", /lib\/core knows only pools/],
+    ['lib/core/common/x.ts', "import { PoolModule } from '../../index.js';", /lib\/core knows only pools/],
+    ['lib/limits/redis/x.ts', "import { PoolGroup } from '../../groups/index.js';", /lib\/limits builds on lib\/core only/],
+    ['lib/connectors/pg/x.ts', "import { LocalLimiter } from '../../limits/index.js';", /lib\/connectors build on lib\/core only/],
   ])('%s may not %s', async (file, code, message) => {
     const found = await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
     expect(found).toHaveLength(1);
@@ -36,7 +40,9 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/nest/x.ts', "import { RedisLimiter } from '../limits/index.js';"],
     ['lib/connectors/x.ts', "import { PoolConfigError } from '../core/index.js';"],
     ['lib/groups/x.ts', "import { ConnectionPool } from '../core/index.js';"],
-    ['lib/dashboard/x.ts', "import { PoolRegistry } from '../nest/pool-registry.js';"],
+    ['lib/dashboard/x.ts', "import { PoolRegistry } from '../nest/index.js';"],
+    ['lib/limits/redis/x.ts', "import { Timers } from '../../core/index.js';"],
+    ['lib/core/pool/x.ts', "import { Timers } from '../common/index.js';"],
   ])('%s may %s', async (file, code) => {
     expect(await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`)).toEqual([]);
   });

@@ -41,7 +41,7 @@ describe('npm pack', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('builds as it packs, and ships the code, its types, the licence, the readme and the guides', () => {
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/connection-pool.js', 'dist/nest/pool.module.js', 'dist/dashboard/index.js', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/index.html', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/pool/connection-pool.js', 'dist/nest/pool.module.js', 'dist/dashboard/index.js', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/index.html', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
       expect(files).toContain(file);
     }
     expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(/^MIT License/);

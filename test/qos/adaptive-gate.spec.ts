@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive-limiter.js';
+import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive/adaptive-limiter.js';
 import { fixedGate, runAdaptive, type AdaptiveRun, type AdaptiveScenario } from './adaptive-backend.js';
 import { adaptivePlot } from './adaptive-plot.js';
 import { ADAPTIVE_SCENARIOS, adaptiveGate, FIXED_LIMITS, judge } from './adaptive-scenarios.js';

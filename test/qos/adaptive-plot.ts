@@ -4,7 +4,7 @@
 // per second. Plain SVG, no dependency; the same run as the gate's, so the picture is what the
 // test checks.
 import { writeFileSync } from 'node:fs';
-import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive-limiter.js';
+import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive/adaptive-limiter.js';
 import { fixedGate, runAdaptive, type AdaptiveRun } from './adaptive-backend.js';
 import { ADAPTIVE_SCENARIOS, adaptiveGate } from './adaptive-scenarios.js';
 

@@ -2,7 +2,7 @@
 // adaptive algorithm in front of the simulated backend; goodput and latency per phase, and the
 // verdict of the gate (test/qos/adaptive-gate.spec.ts) for each algorithm. `-- --seeds 1,2,3`
 // runs each scenario with other seeds.
-import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive-limiter.js';
+import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive/adaptive-limiter.js';
 import { fixedGate, runAdaptive } from './adaptive-backend.js';
 import { ADAPTIVE_SCENARIOS, adaptiveGate, FIXED_LIMITS, judge } from './adaptive-scenarios.js';
 

@@ -1,6 +1,6 @@
 // The scenarios of the adaptive-limit simulation, and the gates run through them: fixed limits
 // from far below to far above the knee, and each adaptive algorithm.
-import { limitAlgorithm, type AdaptiveAlgorithmOptions } from '../../lib/limits/limit-algorithms.js';
+import { limitAlgorithm, type AdaptiveAlgorithmOptions } from '../../lib/limits/adaptive/limit-algorithms.js';
 import { fixedGate, type AdaptiveRun, type AdaptiveScenario, type Gate } from './adaptive-backend.js';
 
 export const ADAPTIVE_SCENARIOS: AdaptiveScenario[] = [

@@ -2,7 +2,7 @@
 // each query waited for its connection, the connects and disconnects, and the connections each
 // member held over time.
 import { ConnectionPool, type Connector, type PoolLogger } from '../../lib/core/index.js';
-import { kBudget, type BudgetMember, type ConnectionBudget } from '../../lib/core/connection-budget.js';
+import { kBudget, type BudgetMember, type ConnectionBudget } from '../../lib/core/contracts/connection-budget.js';
 import { PoolGroup } from '../../lib/groups/pool-group.js';
 import { Random } from './random.js';
 import { endOf, membersOf, type Cost, type Scenario } from './scenario.js';

@@ -1,7 +1,6 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
-import type { Connector, CreateContext } from '../../core/index.js';
-import { is, keysOf, OptionReader } from '../../core/option-rules.js';
-import { checkTarget } from '../driver-connect.js';
+import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
+import { checkTarget } from '../index.js';
 
 /** Options of {@link amqpConnector}. */
 export interface AmqpConnectorOptions {

@@ -1,7 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { Connector, CreateContext } from '../../core/index.js';
-import { is, keysOf, OptionReader } from '../../core/option-rules.js';
-import { checkTarget, connectAbortably } from '../driver-connect.js';
+import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
+import { checkTarget, connectAbortably } from '../index.js';
 
 /** A command as ioredis sends it, as far as the connectors read it. */
 interface SentCommand {

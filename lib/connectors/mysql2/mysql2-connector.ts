@@ -1,7 +1,6 @@
 import mysql from 'mysql2/promise';
-import type { Connector, CreateContext } from '../../core/index.js';
-import { keysOf, OptionReader, shown } from '../../core/option-rules.js';
-import { checkTarget } from '../driver-connect.js';
+import { type Connector, type CreateContext, keysOf, OptionReader, shown } from '../../core/index.js';
+import { checkTarget } from '../index.js';
 
 /**
  * What a connection given back is cleaned of before its next caller:

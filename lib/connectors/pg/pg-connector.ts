@@ -1,7 +1,6 @@
 import pg from 'pg';
-import type { Connector, CreateContext } from '../../core/index.js';
-import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
-import { checkTarget, connectAbortably } from '../driver-connect.js';
+import { type Connector, type CreateContext, is, keysOf, OptionReader, shown } from '../../core/index.js';
+import { checkTarget, connectAbortably } from '../index.js';
 
 /**
  * What a connection given back is cleaned of before its next caller:

@@ -1,8 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import pg from 'pg';
-import type { ConnectionPool } from '../../core/index.js';
-import { is, keysOf, OptionReader, shown } from '../../core/option-rules.js';
-import { findScope } from '../../core/pool-use.js';
+import { type ConnectionPool, findScope, is, keysOf, OptionReader, shown } from '../../core/index.js';
 
 /** Options of {@link asPgPool}. */
 export interface PgPoolAdapterOptions {

@@ -1,0 +1,3 @@
+export { ConnectionReset } from './connection-reset.js';
+export { ConnectionSupply } from './connection-supply.js';
+export type { SharedConnection } from './shared-connection.js';

@@ -1,0 +1,3 @@
+export { ConnectionPool } from './connection-pool.js';
+export { Lease } from './lease.js';
+export { findScope, kUseOn, type MethodBody, type MethodPool, useOn } from './pool-use.js';

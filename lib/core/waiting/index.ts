@@ -1,0 +1,2 @@
+export { PoolQueue } from './pool-queue.js';
+export { LinkedQueue, type QueueNode, Waiter, WaiterQueue } from './waiter-queue.js';

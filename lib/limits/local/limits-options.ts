@@ -1,0 +1,79 @@
+import { type AdmissionLimiter, type AdmissionStats, type Clock, is, keysOf, OptionReader, PoolConfigError, type PoolLogger, shown, violation } from '../../core/index.js';
+
+/** Limits every limiter takes. */
+export interface LimitOptions {
+  /** Most leases at once (across every instance, for a Redis limiter). Default: no limit. */
+  global?: number;
+  /** Most leases at once per key (user, tenant). Default: no limit. */
+  perKey?: number;
+  /**
+   * With a per-key limit, what a call without a key does: `global` (default) counts it against
+   * the global limit only; `refuse` fails it with a `PoolConfigError` (a missing key is a bug).
+   */
+  keyless?: 'global' | 'refuse';
+  /**
+   * Let a refused caller wait for a slot until its deadline instead of failing at once.
+   * Default false: fail at once (the caller gets 429/503 and retries).
+   */
+  wait?: boolean;
+  /** `retryAfterMs` of the errors (the HTTP `Retry-After`). Default 1 000. */
+  retryAfterMs?: number;
+  /** Name in errors and logs. Default `'limits'`. */
+  name?: string;
+  clock?: Clock;
+  logger?: PoolLogger;
+}
+
+/** Options after defaults. */
+export interface ResolvedLimits {
+  readonly name: string;
+  readonly global: number;
+  readonly perKey: number;
+  readonly keyless: 'global' | 'refuse';
+  readonly wait: boolean;
+  readonly retryAfterMs: number;
+}
+
+/** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
+const LIMIT_KEYS = keysOf<LimitOptions>({ global: true, perKey: true, keyless: true, wait: true, retryAfterMs: true, name: true, clock: true, logger: true });
+
+/** `also`: keys a limiter takes besides {@link LimitOptions} (the Redis limiter's `redis`). */
+export function resolveLimits(options: LimitOptions, also: readonly string[] = []): ResolvedLimits {
+  if (typeof options !== 'object' || options === null) {
+    throw new PoolConfigError('limits', 'limits', `must be an object, got ${shown(options)}`, 'limiter');
+  }
+  const name = options.name ?? 'limits';
+  const badName = violation({ subject: 'limiter', name: String(name), path: 'limits.' }, 'name', name, is.text);
+  if (badName !== undefined) throw badName;
+  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options).only([...LIMIT_KEYS, ...also], "a limiter's options");
+  const global = read.get('global', is.whole(1), Infinity);
+  const perKey = read.get('perKey', is.whole(1), Infinity);
+  if (perKey !== Infinity && perKey > global) {
+    read.fail('perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`);
+  }
+  return {
+    name,
+    global,
+    perKey,
+    keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
+    wait: read.get('wait', is.boolean, false),
+    retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
+  };
+}
+
+export type { LimiterCounters, LimiterMode } from '../../core/index.js';
+
+/** A limiter's report: `pool.stats().admission` and the health indicator show it. */
+export type LimiterStats = AdmissionStats;
+
+/**
+ * Admission limits shared by one or more pools: a global limit on concurrent leases and a
+ * fairness limit per key. `LocalLimiter` counts in process; `RedisLimiter` across instances.
+ */
+export interface ConcurrencyLimiter extends AdmissionLimiter {
+  stats(): LimiterStats;
+  /** Connects (Redis) and starts background work. Resolves even when Redis is down (see fallback). */
+  start(): Promise<void>;
+  /** Stops background work and gives back what it holds. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,198 @@
+import { systemClock, utilizationHealth, type Admission, type AdmissionRequest, type CallResult } from '../../core/index.js';
+import type { CallTimer } from './call-timer.js';
+import { type ConcurrencyLimiter, type LimiterCounters, type LimiterStats, type LimitOptions, type ResolvedLimits, resolveLimits } from './limits-options.js';
+import { keyOf, neverLost, refusalError } from './refusals.js';
+import { SlotCounts, TOP_KEYS } from './slot-counts.js';
+import { SlotWaiters } from './slot-waiters.js';
+
+const kGiveBack = Symbol('giveBack');
+/** @internal Moves the global limit (an adaptive limiter's); leases held past a lower one keep their slots. */
+export const kSetGlobal = Symbol('setGlobal');
+/** @internal Leases held now, without building a report. */
+export const kUsed = Symbol('used');
+
+/** @internal Makes every admission tell how its call ended (an adaptive limiter's). */
+export const kLearner = Symbol('learner');
+
+/** @internal What learns from each call's end: when calls start, and the lesson. */
+export interface Learner {
+  readonly timer: CallTimer;
+  /** `timed`: `startedAt` was read for this call (else it is the timer's last reading before it). */
+  learn(result: CallResult, startedAt: number, timed: boolean, inflight: number, fence: number | undefined): void;
+}
+
+/** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
+class LocalAdmission implements Admission {
+  #limiter: LocalLimiter | undefined;
+
+  constructor(
+    limiter: LocalLimiter,
+    readonly key: string | undefined,
+    readonly number: number,
+  ) {
+    this.#limiter = limiter;
+  }
+
+  get id(): string {
+    return `local:${this.number}`;
+  }
+
+  get signal(): AbortSignal {
+    return neverLost;
+  }
+
+  release(): void {
+    const limiter = this.#limiter;
+    if (limiter === undefined) return;
+    this.#limiter = undefined;
+    limiter[kGiveBack](this.key);
+  }
+}
+
+/**
+ * A slot that learns: when and at what load it began, and whom to tell how its call ended. Still
+ * one object, and a class of its own rather than a subclass of LocalAdmission: measured, the
+ * derived class cost an adaptive limit about a tenth of the warm acquire and release.
+ */
+class LearningAdmission implements Admission {
+  #limiter: LocalLimiter | undefined;
+  #learner: Learner | undefined;
+
+  constructor(
+    limiter: LocalLimiter,
+    readonly key: string | undefined,
+    readonly number: number,
+    learner: Learner,
+    readonly startedAt: number,
+    readonly timed: boolean,
+    readonly inflight: number,
+  ) {
+    this.#limiter = limiter;
+    this.#learner = learner;
+  }
+
+  get id(): string {
+    return `local:${this.number}`;
+  }
+
+  get signal(): AbortSignal {
+    return neverLost;
+  }
+
+  release(): void {
+    const limiter = this.#limiter;
+    this.#limiter = undefined;
+    limiter?.[kGiveBack](this.key);
+  }
+
+  ended(result: CallResult): void {
+    const learner = this.#learner;
+    if (learner === undefined) return;
+    this.#learner = undefined;
+    learner.learn(result, this.startedAt, this.timed, this.inflight, undefined);
+  }
+}
+
+/** Admission limits in this process: the default, and the fallback of `RedisLimiter`. */
+export class LocalLimiter implements ConcurrencyLimiter {
+  #limits: ResolvedLimits;
+  readonly #counts = new SlotCounts();
+  readonly #waiters: SlotWaiters<Admission>;
+  readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+  /** @internal Set by an adaptive limiter: its admissions learn. */
+  [kLearner]: Learner | undefined;
+
+  constructor(options: LimitOptions = {}) {
+    this.#limits = resolveLimits(options);
+    this.#waiters = new SlotWaiters(options.clock ?? systemClock);
+  }
+
+  /** The limits in force. */
+  get limits(): ResolvedLimits {
+    return this.#limits;
+  }
+
+  /** @internal */
+  get [kUsed](): number {
+    return this.#counts.used;
+  }
+
+  /** @internal */
+  [kSetGlobal](global: number): void {
+    if (global === this.#limits.global) return;
+    const higher = global > this.#limits.global;
+    this.#limits = { ...this.#limits, global };
+    if (higher && this.#waiters.length > 0) this.#serveWaiters();
+  }
+
+  /** A slot now, if both limits have room and the key is valid; `admit()` says why not. */
+  tryAdmit(request: AdmissionRequest): Admission | undefined {
+    let key: string | undefined;
+    try {
+      key = keyOf(request, this.#limits);
+    } catch {
+      return undefined;
+    }
+    return this.#counts.take(key, this.#limits.global, this.#limits.perKey) === null ? this.#admitted(key) : undefined;
+  }
+
+  admit(request: AdmissionRequest): Promise<Admission> {
+    let key: string | undefined;
+    try {
+      key = keyOf(request, this.#limits);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
+    if (refusal === null) return Promise.resolve(this.#admitted(key));
+    if (refusal === 'global') this.#counters.refusedGlobal++;
+    else this.#counters.refusedKey++;
+    if (!this.#limits.wait || !(request.timeoutMs > 0)) return Promise.reject(refusalError(refusal, request, this.#limits));
+    return this.#waiters.wait(request, () => refusalError(refusal, request, this.#limits));
+  }
+
+  stats(): LimiterStats {
+    const { global, perKey } = this.#limits;
+    const utilization = global === Infinity ? 0 : this.#counts.used / global;
+    return {
+      mode: 'local',
+      used: this.#counts.used,
+      limit: global,
+      perKey,
+      utilization,
+      health: utilizationHealth(utilization),
+      held: this.#counts.used,
+      waiting: this.#waiters.length,
+      counters: { ...this.#counters },
+      topKeys: this.#counts.top(TOP_KEYS),
+    };
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  #admitted(key: string | undefined): Admission {
+    const learner = this[kLearner];
+    if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted);
+    const timed = learner.timer.admit();
+    return new LearningAdmission(this, key, ++this.#counters.admitted, learner, learner.timer.last, timed, this.#counts.used);
+  }
+
+  /** @internal Called once by each {@link LocalAdmission}'s release. */
+  [kGiveBack](key: string | undefined): void {
+    this.#counts.give(key);
+    this.#counters.released++;
+    if (this.#waiters.length > 0) this.#serveWaiters();
+  }
+
+  /** First come, first served: a waiter whose key is full does not block the others. */
+  #serveWaiters(): void {
+    for (const w of this.#waiters.snapshot()) {
+      const key = w.request.key ?? undefined; // checked by admit(); null: no key on purpose
+      const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
+      if (refusal === 'global') return;
+      if (refusal === null) w.resolve(this.#admitted(key));
+    }
+  }
+}

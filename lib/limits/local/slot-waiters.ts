@@ -1,0 +1,76 @@
+import { type AdmissionRequest, type Clock, type TimerHandle, Timers, Waiter, WaiterQueue } from '../../core/index.js';
+
+/** A caller waiting for a slot until its deadline. */
+export interface SlotWaiter<V> {
+  readonly request: AdmissionRequest;
+  resolve(value: V): void;
+}
+
+/** A waiter of the engine's queue (O(1) removal anywhere), with its request and timer. */
+class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
+  timer: TimerHandle | undefined = undefined;
+  unhook: (() => void) | undefined = undefined;
+
+  constructor(readonly request: AdmissionRequest) {
+    super(request.timeoutMs);
+  }
+}
+
+/** Callers waiting for a slot, first come first served; each leaves at its deadline or abort. */
+export class SlotWaiters<V> {
+  readonly #queue = new WaiterQueue<V>();
+  /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
+  readonly #timers: Timers;
+
+  constructor(clock: Clock) {
+    this.#timers = new Timers(clock);
+  }
+
+  get length(): number {
+    return this.#queue.length;
+  }
+
+  /** Waits until a slot is handed over (`resolve`), the request's deadline passes (rejects with `onTimeout()`), or its signal aborts. */
+  wait(request: AdmissionRequest, onTimeout: () => Error): Promise<V> {
+    const { timeoutMs, signal } = request;
+    // An abort before the wait began fires no event: refuse now rather than at the deadline.
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const entry = new Entry<V>(request);
+    const promise = entry.promise();
+    // Whoever settles the entry (a slot, the deadline, an abort: resolve() or fail()) takes it out of the queue first.
+    const resolve = entry.resolve;
+    entry.resolve = (value) => {
+      this.#leave(entry);
+      resolve(value);
+    };
+    entry.timer = this.#timers.set(() => entry.fail(onTimeout()), timeoutMs);
+    if (signal !== undefined) {
+      const onAbort = () => entry.fail(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      entry.unhook = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.#queue.push(entry);
+    return promise;
+  }
+
+  /** The waiters in arrival order (a copy: serving one removes it). */
+  snapshot(): SlotWaiter<V>[] {
+    return this.#queue.toArray() as Entry<V>[];
+  }
+
+  /** Whether `waiter` is still waiting (not served, timed out or aborted). */
+  has(waiter: SlotWaiter<V>): boolean {
+    return (waiter as Entry<V>).queued;
+  }
+
+  /** Rejects every waiter. */
+  rejectAll(err: Error): void {
+    for (const entry of this.snapshot()) (entry as Entry<V>).fail(err);
+  }
+
+  #leave(entry: Entry<V>): void {
+    this.#queue.remove(entry);
+    this.#timers.clear(entry.timer);
+    entry.unhook?.();
+  }
+}

@@ -1,0 +1,73 @@
+import type { Clock } from '../../core/index.js';
+import type { LimiterMode } from '../local/index.js';
+import { describeRedisError } from './redis-client.js';
+import type { RedisSettings } from './redis-settings.js';
+
+/** A Redis limiter's modes: `local` is the in-process limiter's. */
+export type RedisMode = Exclude<LimiterMode, 'local'>;
+
+/**
+ * Whether Redis answers, and so what admissions may do: `redis`; `quarantine` after a restart or
+ * a stall (Redis tells how long); `unreachable` for `fallbackAfterMs` after Redis stopped
+ * answering; then `fallback` (limits per instance) or `fail-closed`.
+ */
+export class RedisAvailability {
+  /** When Redis became unreachable; undefined while it answers. */
+  downSince: number | undefined;
+  /** End of the quarantine Redis last told of. */
+  quietUntil = 0;
+  /** Why Redis is unreachable: the first specific error of the outage. */
+  lastCause: unknown;
+  /** Whether Redis ever answered: until then the number of instances sharing the limits is unknown. */
+  #everReached = false;
+
+  constructor(
+    readonly settings: RedisSettings,
+    readonly clock: Clock,
+  ) {}
+
+  get reachable(): boolean {
+    return this.downSince === undefined;
+  }
+
+  mode(): RedisMode {
+    const now = this.clock.now();
+    if (this.downSince === undefined) return now < this.quietUntil ? 'quarantine' : 'redis';
+    if (now - this.downSince < this.settings.fallbackAfterMs) return 'unreachable';
+    return this.canShare() ? 'fallback' : 'fail-closed';
+  }
+
+  /**
+   * Whether limits per instance may stand in for Redis. Never having reached Redis, a limiter
+   * cannot know how many instances share the limits: a share computed as if it were alone would
+   * let every instance take the whole limit.
+   */
+  canShare(): boolean {
+    return this.settings.fallback === 'local' && (this.#everReached || this.settings.instances !== undefined);
+  }
+
+  /** A failed call (`closed`: the limiter closed, only the cause is kept). Returns the warning to log when Redis just became unreachable. */
+  down(err: unknown, limiter: string, closed: boolean): string | undefined {
+    // ioredis follows a specific failure (WRONGPASS, a TLS error) with generic ones: keep the first.
+    const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(String((err as Error)?.message));
+    if (!(generic && this.downSince !== undefined && this.lastCause !== undefined)) this.lastCause = err;
+    if (this.downSince !== undefined || closed) return undefined;
+    this.downSince = this.clock.now();
+    let then = 'and after that too (fail-closed)';
+    if (this.canShare()) then = 'then limited per instance until Redis is back';
+    else if (this.settings.fallback === 'local') {
+      then = 'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
+    }
+    const why = describeRedisError(this.lastCause);
+    return `limiter "${limiter}": Redis is unreachable (${why}); admissions are refused for ${this.settings.fallbackAfterMs} ms, ${then}`;
+  }
+
+  /** A call Redis answered. Returns true when Redis was unreachable until now. */
+  up(): boolean {
+    this.#everReached = true;
+    if (this.downSince === undefined) return false;
+    this.downSince = undefined;
+    this.lastCause = undefined;
+    return true;
+  }
+}

@@ -1,0 +1,294 @@
+// The Redis limiter's calls on the wire: admissions batched while one call is on its way,
+// releases batched per tick (and sent before the next admission), timed-out admissions given
+// back by id, heartbeats split into calls sent together, and the server's run_id.
+import type { PoolLogger } from '../../core/index.js';
+import type { ResolvedLimits } from '../local/index.js';
+import { bounded, type Client } from './redis-client.js';
+import { acquireScript, heartbeatScript, type RedisKeys } from './redis-scripts.js';
+import type { RedisSettings } from './redis-settings.js';
+
+/** What one call to Redis carries: taken from the pending reports when the call is built. */
+export interface LimitReport {
+  /** Growth (or, from a latency window, shrink) of the estimate. */
+  readonly delta: number;
+  /** The highest fencing token among overloads; -1 for an overload of a lease admitted without Redis; 0 for none. */
+  readonly cut: number;
+  /** Ms of pause an upstream asked for (Retry-After); 0 for none; -1: a probe succeeded, the fleet's pause ends. */
+  readonly pauseMs: number;
+}
+
+/** A call's part: the spec it sends, the report it carries, when it was sent (this instance's clock). */
+export interface Taken {
+  readonly spec: string;
+  readonly report: LimitReport;
+  readonly sentAt: number;
+}
+
+/** An adaptive limit shared through Redis, as its calls see it (`SharedLimit` is the one). */
+export interface LimitShare {
+  /** The limit as this instance sees it. */
+  readonly limit: number;
+  /** The part of the next call: the pending reports (a probe goes alone through a pause). */
+  take(probe?: boolean): Taken;
+  /** Redis answered a call that carried `taken`: its estimate (x 1000) and its clock. */
+  answered(taken: Taken, milli: number, serverNow: number): void;
+  /** A call that carried `taken` failed: its reports are kept for the next one where they must be. */
+  failed(taken: Taken): void;
+}
+
+/** A lease this process holds. */
+export interface Held {
+  readonly id: string;
+  readonly key: string | undefined;
+  /** The key's sorted set, or the global set when there is no key. */
+  readonly keySet: string;
+  /** Its member in the sets: the id, then after a '|' its key set's name less the prefix (see redis-scripts). */
+  readonly member: string;
+  readonly pool: string;
+  /** Admitted by Redis (false: admitted under the local fallback, to be registered when Redis is back). */
+  viaRedis: boolean;
+  /** The fencing token Redis gave it (undefined: admitted under the local fallback). */
+  fence: number | undefined;
+  readonly lost: AbortController;
+  /**
+   * On this instance's clock, the last moment Redis surely still has the lease: when the call that
+   * last confirmed it was sent, plus the TTL, less a margin. Redis counts the TTL from when it ran
+   * that call, which is later. `Infinity` for a lease Redis never had (admitted under the fallback).
+   */
+  expiresAt: number;
+}
+
+/**
+ * What the admission call said of one admission (`status`: its fencing token when admitted, else
+ * -1 global limit, -2 key limit, -3 quarantine), or that it failed (`sent`: it may still run in Redis).
+ */
+export type AcquireReply = { status: number; quietMs: number; pausedMs: number } | { error: unknown; sent: boolean };
+
+/** What a heartbeat learned: leases in Redis, live instances, quarantine left, and the members Redis no longer had. */
+export interface BeatReply {
+  used: number;
+  instances: number;
+  quietMs: number;
+  lost: string[];
+}
+
+/** What the calls tell the limiter. */
+export interface CallsHost {
+  readonly name: string;
+  readonly logger: PoolLogger;
+  /** The connection, once started. */
+  redis(): Client | undefined;
+  /** A call was answered. */
+  up(): void;
+  /** A call failed. */
+  down(err: unknown): void;
+  /** Leases in Redis, as the last call saw them. */
+  used(n: number): void;
+  /** Redis told of a quarantine of `ms` more. */
+  quiet(ms: number): void;
+  /** An adaptive limit shared through Redis: its reports go with the calls, its answers come back. */
+  readonly shared: LimitShare | undefined;
+  /** Redis told of a pause (an upstream's Retry-After) of `ms` more. */
+  paused(ms: number): void;
+}
+
+/** An admission waiting for its call. */
+interface ToAdmit {
+  readonly held: Held;
+  readonly settle: (reply: AcquireReply) => void;
+  /** A probe through an upstream's pause: sent in a call of its own (the call goes through the pause). */
+  readonly probe: boolean;
+}
+
+/** Admissions per call at most: a call holds Redis a few µs per admission. */
+const ADMIT_BATCH = 200;
+
+/** Leases per release call at most. */
+const RELEASE_BATCH = 500;
+
+/** Leases per heartbeat call: a call holds Redis 3 to 6 µs per lease, so none blocks it for long. */
+const HEARTBEAT_BATCH = 100;
+
+export class RedisCalls {
+  /** Admissions whose call timed out: Redis may still run them, so they are released by id once it answers. */
+  readonly phantoms = new Map<string, Held>();
+  /** Admissions asked for while an admission call is on its way; `#admitting` while one is. */
+  readonly #toAdmit: ToAdmit[] = [];
+  /** Releases of this tick, sent together. */
+  readonly #toRelease: Held[] = [];
+  #admitting = false;
+  /**
+   * The run_id of the server this connection talks to, learned once per connection (not by each
+   * script: INFO is in @dangerous, and was most of the scripts' cost); '' when the user may not run INFO.
+   */
+  #runId: string | undefined;
+
+  constructor(
+    readonly host: CallsHost,
+    readonly keys: RedisKeys,
+    readonly settings: RedisSettings,
+    readonly limits: ResolvedLimits,
+  ) {}
+
+  /** The connection changed (closed, or ready again, maybe to another server after a failover). */
+  reconnected(): void {
+    this.#runId = undefined;
+  }
+
+  /** Asks Redis to admit `held`, in the next admission call; a `probe` goes through an adaptive limit's pause, in a call of its own. */
+  admit(held: Held, probe = false): Promise<AcquireReply> {
+    return new Promise<AcquireReply>((settle) => {
+      this.#toAdmit.push({ held, settle, probe });
+      if (!this.#admitting) void this.#sendAdmissions();
+    });
+  }
+
+  /** Releases of one tick go in one call. */
+  releaseSoon(held: Held): void {
+    const redis = this.host.redis()!;
+    this.#toRelease.push(held);
+    if (this.#toRelease.length === 1) queueMicrotask(() => void this.release(redis, this.#toRelease.splice(0)));
+  }
+
+  /**
+   * A timed-out admission: released by id now, with this tick's releases (queued behind it on the
+   * same connection, so Redis runs it after the admission), and after each good heartbeat until
+   * a release of it succeeds.
+   */
+  forget(held: Held): void {
+    this.phantoms.set(held.id, held);
+    this.releaseSoon(held);
+  }
+
+  /** Releases not sent yet, taken out (to give back at close). */
+  takeQueued(): Held[] {
+    return this.#toRelease.splice(0);
+  }
+
+  /** Gives `helds` back in calls of RELEASE_BATCH; on failure they expire by themselves within a TTL. */
+  async release(redis: Client, helds: readonly Held[]): Promise<void> {
+    try {
+      for (let from = 0; from < helds.length; from += RELEASE_BATCH) {
+        const batch = helds.slice(from, from + RELEASE_BATCH);
+        this.host.used(await this.#release(redis, batch));
+        if (this.phantoms.size > 0) for (const h of batch) this.phantoms.delete(h.id);
+      }
+    } catch (err) {
+      this.host.down(err);
+    }
+  }
+
+  /**
+   * Refreshes `helds` (registering those admitted without Redis) in calls of HEARTBEAT_BATCH sent
+   * together: one round trip. The first call also registers `instance` and removes expired leases.
+   */
+  async heartbeat(redis: Client, instance: string, helds: readonly Held[]): Promise<BeatReply> {
+    const run = this.#runId ?? (await this.#learnRun(redis));
+    const { keys, settings } = this;
+    const fixedKeys = [keys.global, keys.meta, keys.instances];
+    const fixedArgs = [settings.ttlMs, settings.protect ? '1' : '0', instance, run];
+    const calls: Promise<unknown>[] = [];
+    const shared = this.host.shared?.take(); // with the first call only
+    for (let from = 0; from === 0 || from < helds.length; from += HEARTBEAT_BATCH) {
+      const batch = helds.slice(from, from + HEARTBEAT_BATCH);
+      const modes = batch.map((h) => (h.viaRedis ? 'h' : 'r')).join('');
+      const spec = from === 0 ? (shared?.spec ?? '') : '';
+      const args = [...fixedArgs, from === 0 ? '1' : '0', keys.keySetPrefix, modes, spec, ...batch.map((h) => h.member)];
+      calls.push(this.#bounded(heartbeatScript.run(redis, fixedKeys, args)));
+    }
+    let replies: (number | string)[][];
+    try {
+      replies = (await Promise.all(calls)) as (number | string)[][];
+    } catch (err) {
+      if (shared !== undefined) this.host.shared!.failed(shared);
+      throw err;
+    }
+    if (shared !== undefined) this.#adapted(shared, Number(replies[0]![3]), Number(replies[0]![4]), Number(replies[0]![5]));
+    const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
+    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(6).map(String)) };
+  }
+
+  /**
+   * One admission call at a time: what is asked for meanwhile goes together in the next (up to
+   * ADMIT_BATCH), in order. A lone admission is sent at once; under load a call serves many, and
+   * Redis pays a script's fixed cost once for all of them.
+   */
+  async #sendAdmissions(): Promise<void> {
+    const redis = this.host.redis()!;
+    const { global, perKey } = this.limits;
+    this.#admitting = true;
+    while (this.#toAdmit.length > 0) {
+      const probe = this.#toAdmit[0]!.probe;
+      let size = 1;
+      while (!probe && size < Math.min(ADMIT_BATCH, this.#toAdmit.length) && !this.#toAdmit[size]!.probe) size++;
+      const batch = this.#toAdmit.splice(0, size);
+      // Releases of this tick go first, on the same connection: a slot given back just before is free for these.
+      if (this.#toRelease.length > 0) void this.release(redis, this.#toRelease.splice(0));
+      const shared = this.host.shared?.take(probe);
+      try {
+        const run = this.#runId ?? (await this.#learnRun(redis));
+        const reply = (await this.#bounded(acquireScript.run(
+          redis,
+          [this.keys.global, this.keys.meta, ...batch.map((b) => b.held.keySet)],
+          [this.settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.settings.protect ? '1' : '0', run, shared?.spec ?? '', ...batch.map((b) => b.held.member)],
+        ))) as number[];
+        this.host.up();
+        const [used, quietMs] = reply as [number, number];
+        this.host.used(used);
+        if (quietMs > 0) this.host.quiet(quietMs);
+        const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
+        if (shared !== undefined) this.#adapted(shared, reply[batch.length + 2]!, pausedMs, reply[batch.length + 4]!);
+        batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs, pausedMs }));
+      } catch (err) {
+        if (shared !== undefined) this.host.shared!.failed(shared);
+        this.host.down(err);
+        for (const b of batch) b.settle({ error: err, sent: true });
+        // Those not sent yet would only wait for the same outage.
+        for (const b of this.#toAdmit.splice(0)) b.settle({ error: err, sent: false });
+      }
+    }
+    this.#admitting = false;
+  }
+
+  /**
+   * Releases: the leases out of their sets and waiters everywhere told, in one transaction (no
+   * script: a script call costs Redis several times the commands it runs). Resolves to the leases left.
+   */
+  async #release(redis: Client, helds: readonly Held[]): Promise<number> {
+    const g = this.keys.global;
+    const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
+    for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
+    const replies = (await this.#bounded(tx.publish(this.keys.channel, '1').zcard(g).exec()))!; // null only under WATCH
+    for (const [err] of replies) if (err) throw err;
+    return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
+  }
+
+  /** Redis answered a call that carried `taken`: the shared limit's estimate (× 1000), the pause left, its time. */
+  #adapted(taken: Taken, milli: number, pausedMs: number, serverNow: number): void {
+    this.host.shared!.answered(taken, milli, serverNow);
+    if (pausedMs > 0) this.host.paused(pausedMs);
+  }
+
+  /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */
+  async #learnRun(redis: Client): Promise<string> {
+    // A Cluster answers INFO from any node, not the one of the namespace's slot: its restarts and
+    // failovers are told by the sentinel and the silence.
+    if (redis.isCluster) return (this.#runId = '');
+    try {
+      const info = await redis.info('server');
+      this.#runId = /run_id:(\w+)/.exec(info)?.[1] ?? '';
+    } catch (err) {
+      if (!/NOPERM/.test(String((err as Error)?.message))) throw err;
+      this.#runId = '';
+      this.host.logger.warn(
+        `limiter "${this.host.name}": the Redis user may not run INFO; restarts and failovers are detected by the lease set's sentinel and by silences longer than a TTL`,
+      );
+    }
+    return this.#runId;
+  }
+
+  /** A call bounded by commandTimeoutMs (see `bounded`). */
+  #bounded<V>(call: Promise<V>): Promise<V> {
+    return bounded(this.host.redis(), call, this.settings.commandTimeoutMs);
+  }
+}

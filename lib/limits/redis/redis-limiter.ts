@@ -1,0 +1,377 @@
+import { type Admission, type AdmissionRequest, CapacityExceededError, type Clock, consoleLogger, events, PoolClosedError, PoolConfigError, type PoolLogger, scrubbingLogger, systemClock, type TimerHandle, Timers, utilizationHealth } from '../../core/index.js';
+import { type ConcurrencyLimiter, keyOf, kUsed, type LimiterCounters, type LimiterMode, type LimiterStats, type LimitOptions, refusalError, type ResolvedLimits, resolveLimits, SlotCounts, TOP_KEYS } from '../local/index.js';
+import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
+import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
+import { RedisCalls, type LimitShare } from './redis-calls.js';
+import { RedisKeys } from './redis-scripts.js';
+import { RedisLeases } from './redis-leases.js';
+import { RedisAvailability } from './redis-availability.js';
+import { claimNamespace } from './namespace-registry.js';
+import { RedisWaiting } from './redis-waiting.js';
+
+/** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
+export const kShare = Symbol('share');
+/** @internal Whether admissions go through Redis now (not a fallback, an outage or a quarantine). */
+export const kThroughRedis = Symbol('throughRedis');
+/** @internal Sends the shared limit's reports now (a cut should not wait for the next admission), at most every REPORT_MS. */
+export const kReport = Symbol('report');
+/** @internal One admission through an adaptive limit's pause (a probe). */
+export const kProbe = Symbol('probe');
+const REPORT_MS = 20;
+/** @internal Instances that heartbeated within a TTL (at least 1). */
+export const kInstances = Symbol('instances');
+
+/** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
+export interface RedisLimiterOptions extends LimitOptions {
+  redis: RedisLimitOptions;
+}
+
+/** Why an admission is refused whose answer came after its TTL twice in a row. */
+const LATE = 'two answers in a row came after the lease TTL had passed here: this event loop is blocked for longer than leaseTtlMs';
+
+type Outcome = Admission | Error;
+
+/**
+ * Admission limits shared by every instance through Redis (ioredis). Each admission is one atomic
+ * Lua call and each release one transaction, shared by those asked for together; held leases
+ * carry a TTL that the heartbeat refreshes, so a crashed instance's slots come back within a TTL. After a Redis restart or failover,
+ * admissions pause for one TTL while live holders re-register. When Redis is unreachable,
+ * commands fail fast and, after `fallbackAfterMs`, the limiter falls back to this instance's
+ * share of the limits (or refuses, with `fallback: 'fail-closed'`), returning to Redis by itself.
+ */
+export class RedisLimiter implements ConcurrencyLimiter {
+  readonly limits: ResolvedLimits;
+  readonly #settings: RedisSettings;
+  readonly #keys: RedisKeys;
+  readonly #availability: RedisAvailability;
+  readonly #calls: RedisCalls;
+  readonly #connection: RedisLimitOptions;
+  readonly #clock: Clock;
+  readonly #timers: Timers;
+  readonly #logger: PoolLogger;
+
+  #redis: Client | undefined;
+  /** The leases this instance holds: ids, admissions, local expiry, loss. */
+  readonly #leases: RedisLeases;
+  /** Every lease this process holds, however admitted: the fallback limits count these. */
+  readonly #local = new SlotCounts();
+  /** Callers waiting for a slot (with `wait`). */
+  readonly #waiting: RedisWaiting;
+  readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
+
+  /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
+  #used = 0;
+  #instancesSeen = 1;
+  #heartbeatTimer: TimerHandle | undefined;
+  /** The mode as last published (see #noteMode). */
+  #modeSeen: LimiterMode | undefined;
+  #beat: Promise<void> | undefined;
+  #beatSentAt = -Infinity;
+  #reportTimer: TimerHandle | undefined;
+  #closed = false;
+  /** Gives back this limiter's claim on its namespace, once started. */
+  #unclaim: (() => void) | undefined;
+  /** An adaptive limit shared through Redis, in place of `limits.global`; and who hears of its pauses. */
+  #shared: LimitShare | undefined;
+  #onPause: ((ms: number) => void) | undefined;
+
+  constructor(options: RedisLimiterOptions) {
+    this.limits = resolveLimits(options, ['redis']);
+    this.#connection = options.redis;
+    this.#settings = resolveRedis(this.limits.name, options.redis);
+    this.#keys = new RedisKeys(this.#settings.namespace);
+    this.#clock = options.clock ?? systemClock;
+    this.#availability = new RedisAvailability(this.#settings, this.#clock);
+    this.#timers = new Timers(this.#clock);
+    this.#logger = scrubbingLogger(options.logger ?? consoleLogger);
+    this.#leases = new RedisLeases(this.#timers, this.#settings.ttlMs, this.#keys, {
+      clock: this.#clock,
+      logger: this.#logger,
+      counters: this.#counters,
+      released: (held) => {
+        this.#local.give(held.key);
+        if (this.#redis !== undefined && this.#availability.reachable && !this.#closed) this.#calls.releaseSoon(held);
+        if (this.#waiting.length > 0) void this.#waiting.serve();
+      },
+    });
+    this.#waiting = new RedisWaiting(
+      // null: no key on purpose; the key was checked by #admit().
+      { attempt: (request) => this.#try(request, request.key ?? undefined), redis: () => this.#redis, closed: () => this.#closed },
+      this.#clock,
+      this.#keys.channel,
+      this.#settings.pollMs,
+    );
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host's getter reads a private field
+    const self = this;
+    const host = {
+      name: this.limits.name,
+      logger: this.#logger,
+      redis: () => this.#redis,
+      up: () => this.#up(),
+      down: (err: unknown) => this.#down(err),
+      used: (n: number) => (this.#used = n),
+      quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
+      get shared() {
+        return self.#shared;
+      },
+      paused: (ms: number) => this.#onPause?.(ms),
+    };
+    this.#calls = new RedisCalls(host, this.#keys, this.#settings, this.limits);
+  }
+
+  /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
+  async start(): Promise<void> {
+    if (this.#redis !== undefined) return;
+    this.#unclaim = claimNamespace(whereOf(this.#connection), this.#settings.namespace, this.limits);
+    const redis = await connectRedis(this.limits.name, this.#connection, this.#settings.commandTimeoutMs);
+    this.#redis = redis;
+    redis.on('error', (err: Error) => this.#down(err));
+    // A new connection may reach another server (a failover): learn its run_id again.
+    redis.on('close', () => this.#calls.reconnected());
+    redis.on('ready', () => {
+      this.#calls.reconnected();
+      void this.#heartbeat();
+    });
+    try {
+      await withTimeout(redis.connect(), this.#settings.commandTimeoutMs * 2, 'connect');
+      await this.#heartbeat();
+    } catch (err) {
+      this.#down(err);
+    }
+    this.#scheduleHeartbeat();
+  }
+
+  /** @internal */
+  [kShare](shared: LimitShare, onPause: (ms: number) => void): void {
+    this.#shared = shared;
+    this.#onPause = onPause;
+  }
+
+  /** @internal Leases held against the global limit: across instances through Redis, this process's in a fallback. */
+  get [kUsed](): number {
+    return this.#availability.reachable ? this.#used : this.#local.used;
+  }
+
+  /** @internal */
+  get [kThroughRedis](): boolean {
+    return this.#availability.mode() === 'redis';
+  }
+
+  /** How long a call to Redis may take before it counts as failed. */
+  get commandTimeoutMs(): number {
+    return this.#settings.commandTimeoutMs;
+  }
+
+  /** @internal */
+  [kReport](): void {
+    if (this.#reportTimer !== undefined || this.#redis === undefined || this.#closed) return;
+    const delay = Math.max(0, this.#beatSentAt + REPORT_MS - this.#clock.now());
+    this.#reportTimer = this.#clock.setTimeout(() => {
+      this.#reportTimer = undefined;
+      // After the heartbeat on its way, if one is: that one was built before the report.
+      void (this.#beat ?? Promise.resolve()).then(() => this.#heartbeat());
+    }, delay);
+  }
+
+  /** @internal */
+  get [kInstances](): number {
+    return this.#instancesSeen;
+  }
+
+  /** The global limit now: the shared adaptive one's, or the fixed one. */
+  #global(): number {
+    return this.#shared === undefined ? this.limits.global : this.#shared.limit;
+  }
+
+  /** The limits now, as refusals tell them. */
+  #limitsNow(): ResolvedLimits {
+    return this.#shared === undefined ? this.limits : { ...this.limits, global: this.#shared.limit };
+  }
+
+  admit(request: AdmissionRequest): Promise<Admission> {
+    if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
+    if (this.#redis === undefined) {
+      return Promise.reject(new PoolConfigError(this.limits.name, 'limiter', 'is not started: call start() (PoolModule does) before admitting', 'limiter'));
+    }
+    return this.#admit(request);
+  }
+
+  stats(): LimiterStats {
+    const mode = this.#noteMode();
+    const used = mode === 'fallback' ? this.#local.used : this.#used;
+    const limit = this.#global();
+    const utilization = limit === Infinity ? 0 : used / limit;
+    return {
+      mode,
+      used,
+      limit,
+      perKey: this.limits.perKey,
+      utilization,
+      health: utilizationHealth(utilization),
+      held: this.#local.used,
+      waiting: this.#waiting.length,
+      counters: { ...this.#counters },
+      topKeys: this.#local.top(TOP_KEYS),
+      ...(this.#availability.lastCause === undefined ? {} : { lastError: describeRedisError(this.#availability.lastCause) }),
+    };
+  }
+
+  /**
+   * Stops the heartbeat, refuses waiters, aborts the signal of every held lease (their slots are
+   * about to be given back, so their work must stop), gives them back and disconnects.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of [this.#heartbeatTimer, this.#reportTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    this.#waiting.close(this.limits.name);
+    this.#leases.close();
+    const redis = this.#redis;
+    if (redis !== undefined && this.#availability.reachable) {
+      await this.#calls.release(redis, [...this.#leases.held.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()]);
+    }
+    await Promise.all([this.#waiting.subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
+    this.#unclaim?.();
+  }
+
+  /** @internal One admission through an adaptive limit's pause, to find whether it may end; refused as any admission otherwise. */
+  async [kProbe](request: AdmissionRequest): Promise<Admission> {
+    if (this.#closed) throw new PoolClosedError(request.pool);
+    const outcome = await this.#try(request, keyOf(request, this.limits), false, true);
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
+  }
+
+  // ---- admission ------------------------------------------------------------------------------
+
+  async #admit(request: AdmissionRequest): Promise<Admission> {
+    const key = keyOf(request, this.limits);
+    const outcome = await this.#try(request, key);
+    if (!(outcome instanceof Error)) return outcome;
+    if (!this.limits.wait || !(request.timeoutMs > 0)) throw outcome;
+    return this.#waiting.wait(request, outcome);
+  }
+
+  /**
+   * One attempt: an admission, or the error that refused it. `retried`: the attempt follows one
+   * whose answer came too late to hold on to.
+   */
+  async #try(request: AdmissionRequest, key: string | undefined, retried = false, probe = false): Promise<Outcome> {
+    if (this.#availability.reachable) {
+      const held = this.#leases.create(request, key, true);
+      const sentAt = this.#clock.now();
+      const reply = await this.#calls.admit(held, probe);
+      if (!('error' in reply)) {
+        const { status, quietMs } = reply;
+        if (status > 0) {
+          held.fence = status;
+          held.expiresAt = this.#leases.expiryAfter(sentAt);
+          if (this.#clock.now() < held.expiresAt) {
+            this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
+            return this.#leases.admitted(held);
+          }
+          // The answer came after the lease's TTL had passed here (this event loop was blocked):
+          // Redis may already have given the slot to someone else. Give it back and ask again, once.
+          this.#calls.forget(held); // released before the next admission call (see RedisCalls)
+          if (!retried) return this.#try(request, key, true, probe);
+          this.#counters.refusedGlobal++;
+          return new CapacityExceededError(request.pool, this.#global(), this.limits.retryAfterMs, 'unavailable', new Error(LATE));
+        }
+        this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
+        if (status === -3) return new CapacityExceededError(request.pool, this.#global(), quietMs, 'quarantine');
+        if (status === -4) return new CapacityExceededError(request.pool, this.#global(), reply.pausedMs, 'paused');
+        return refusalError(status === -1 ? 'global' : 'key', request, this.#limitsNow());
+      }
+      // Timed out here, a sent call may still run when Redis resumes: a lease nobody holds.
+      if (reply.sent) this.#calls.forget(held);
+    }
+    return this.#tryWhileDown(request, key);
+  }
+
+  #tryWhileDown(request: AdmissionRequest, key: string | undefined): Outcome {
+    const mode = this.#availability.mode();
+    if (mode !== 'fallback') {
+      this.#counters.refusedGlobal++;
+      const left = mode === 'unreachable' ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
+      const last = this.#availability.lastCause;
+      const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
+      return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
+    }
+    const refusal = this.#local.take(key, this.#share(this.#global()), this.#share(this.limits.perKey));
+    if (refusal !== null) {
+      this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
+      return refusalError(refusal, request, this.#limitsNow());
+    }
+    return this.#leases.admitted(this.#leases.create(request, key, false));
+  }
+
+  // ---- heartbeat and Redis health -------------------------------------------------------------
+
+  #scheduleHeartbeat(): void {
+    if (this.#closed) return;
+    this.#heartbeatTimer = this.#clock.setTimeout(() => {
+      void this.#heartbeat().finally(() => this.#scheduleHeartbeat());
+    }, this.#settings.heartbeatMs);
+  }
+
+  /** One heartbeat at a time: a caller during one in flight waits for that one. */
+  #heartbeat(): Promise<void> {
+    this.#beat ??= this.#beatOnce().finally(() => (this.#beat = undefined));
+    return this.#beat;
+  }
+
+  /** One call refreshes every held lease, registers fallback ones, and learns which were lost. */
+  async #beatOnce(): Promise<void> {
+    const redis = this.#redis;
+    if (redis === undefined || this.#closed) return;
+    const held = [...this.#leases.held.values()];
+    const sentAt = this.#clock.now();
+    this.#beatSentAt = sentAt;
+    try {
+      const { used, instances, quietMs, lost } = await this.#calls.heartbeat(redis, this.#leases.instance, held);
+      this.#up();
+      this.#used = used;
+      this.#instancesSeen = Math.max(1, instances);
+      this.#availability.quietUntil = this.#clock.now() + quietMs;
+      for (const member of lost) this.#leases.lose(member.split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      this.#leases.confirmed(held, sentAt);
+      if (this.#calls.phantoms.size > 0) void this.#calls.release(redis, [...this.#calls.phantoms.values()]);
+    } catch (err) {
+      this.#down(err);
+    }
+    this.#noteMode();
+    if (this.#waiting.length > 0) void this.#waiting.serve();
+  }
+
+  /**
+   * The mode now, published on the limiter channel when it changed since last seen (a mode also
+   * changes with time alone: a quarantine ends, an outage outlasts fallbackAfterMs), so it is
+   * looked at on every heartbeat, every change of reachability and every stats().
+   */
+  #noteMode(): LimiterMode {
+    const mode = this.#availability.mode();
+    const from = this.#modeSeen;
+    if (mode === from) return mode;
+    this.#modeSeen = mode;
+    if (from !== undefined && events.limiterMode.hasSubscribers) events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
+    return mode;
+  }
+
+  #down(err: unknown): void {
+    const warning = this.#availability.down(err, this.limits.name, this.#closed);
+    if (warning !== undefined) this.#logger.warn(warning);
+    this.#noteMode();
+  }
+
+  #up(): void {
+    if (!this.#availability.up()) return;
+    this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
+    void this.#heartbeat(); // registers what was admitted meanwhile
+  }
+
+  /** This instance's share of a limit while Redis is unreachable. */
+  #share(limit: number): number {
+    if (limit === Infinity) return Infinity;
+    return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#instancesSeen)));
+  }
+}
