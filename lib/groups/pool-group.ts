@@ -1,10 +1,9 @@
-import { type AcquireOptions, type BudgetMember, type ConnectionBudget, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, kBudget, kMember, type Lease, PoolClosedError, PoolConfigError, type PoolHealth, type TimerHandle, Timers, type UseOptions, utilizationHealth } from '../core/index.js';
+import { type AcquireOptions, type BudgetMember, type ConnectionBudget, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, type Lease, PoolClosedError, type PoolHealth, type TimerHandle, Timers, type UseOptions, utilizationHealth } from '../core/index.js';
 import { planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { PlaceTransfers } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
-import { MemberWaiters } from './member-waiters.js';
-import { GiveBack } from './give-back.js';
+import { GroupMembers } from './group-members.js';
 import { measureMember, type Member } from './group-member.js';
 import type { PoolGroupMemberStats, PoolGroupStats, PoolGroupSummary } from './group-stats.js';
 import { summarizeMembers } from './group-summary.js';
@@ -20,17 +19,14 @@ import { summarizeMembers } from './group-summary.js';
  */
 export class PoolGroup<T> {
   readonly options: ResolvedGroupOptions<T>;
-  readonly #members = new Map<string, Member<T>>();
-  /** Member by its pool's supply (what the engine hands the budget). */
-  readonly #bySupply = new Map<BudgetMember, Member<T>>();
+  /** The members, one pool per key. */
+  readonly #members: GroupMembers<T>;
   readonly #timers: Timers;
   #timer: TimerHandle | undefined;
   /** Connections of every member, opening and closing ones included. */
   #total = 0;
   /** Connections members gave back after a burst. */
   #givenBack = 0;
-  /** Members closed and forgotten since the start. */
-  #forgotten = 0;
   /** Places moving between members once the budget is spent. */
   readonly #transfers: PlaceTransfers<Member<T>>;
   #closed = false;
@@ -40,16 +36,11 @@ export class PoolGroup<T> {
     mayOpen: () => this.#total < this.options.maxTotal,
     began: (supply) => this.#began(supply),
     ended: (supply) => this.#ended(supply),
-    connected: () => (this.#slowestConnectMs = undefined),
+    connected: () => this.#members.connected(),
     starved: (supply) => this.#starved(supply),
     yields: (supply, heldMs) => this.#yields(supply, heldMs),
-    quiet: () => this.#quiet(),
+    quiet: () => this.#members.quiet(),
   };
-  /** Calls for new keys waiting for a member place (maxMembers). */
-  readonly #keyWaiters: MemberWaiters;
-  #serveSoon = false;
-  /** The slowest member's connect time, ms, until a member connects or is forgotten: every member would be read to know it. */
-  #slowestConnectMs: number | undefined = 0;
 
   readonly #metrics: GroupMetrics | undefined;
 
@@ -58,7 +49,7 @@ export class PoolGroup<T> {
     this.#timers = new Timers(this.options.clock);
     this.#metrics = GroupMetrics.of(this.options.metrics, this, this.options.name);
     const o = this.options;
-    this.#keyWaiters = new MemberWaiters(this.#timers, o.name, o.maxMembers, o.maxWaiting, o.rebalanceIntervalMs);
+    this.#members = new GroupMembers(o, this.#timers, this.#budget, (m) => this.#transfers.forget(m));
     this.#transfers = new PlaceTransfers({
       maxTotal: o.maxTotal,
       clientLimit: o.member.clientLimit,
@@ -81,18 +72,18 @@ export class PoolGroup<T> {
    * call's deadline.
    */
   use<R>(key: string, fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
-    const member = this.#member(key);
+    const member = this.#members.take(key);
     if (member instanceof Error) return Promise.reject(member);
     if (member !== undefined) return member.pool.use(fn, options);
-    return this.#waitForPlace(key, options, (pool, timeoutMs) => pool.use(fn, { ...options, timeoutMs }));
+    return this.#members.waitForPlace(key, options, (pool, timeoutMs) => pool.use(fn, { ...options, timeoutMs }));
   }
 
   /** Checks out a connection of member `key`; a new key may wait for a member place (see `use`). Release the lease when done. */
   acquire(key: string, options?: AcquireOptions): Promise<Lease<T>> {
-    const member = this.#member(key);
+    const member = this.#members.take(key);
     if (member instanceof Error) return Promise.reject(member);
     if (member !== undefined) return member.pool.acquire(options);
-    return this.#waitForPlace(key, options, (pool, timeoutMs) => pool.acquire({ ...options, timeoutMs }));
+    return this.#members.waitForPlace(key, options, (pool, timeoutMs) => pool.acquire({ ...options, timeoutMs }));
   }
 
   /** The pool of member `key`, if the group has one now. */
@@ -153,9 +144,8 @@ export class PoolGroup<T> {
   async #shutdown(options: { graceMs?: number } | undefined): Promise<void> {
     this.#closed = true;
     this.#timers.clear(this.#timer);
-    this.#keyWaiters.close(() => new PoolClosedError(this.name));
     this.#metrics?.stop();
-    await Promise.all([...this.#members.values()].map((m) => m.pool.close(options)));
+    await this.#members.close(() => new PoolClosedError(this.name), options);
   }
 
   // ---- the budget, as the member pools see it -------------------------------------------------
@@ -165,118 +155,33 @@ export class PoolGroup<T> {
     this.#total++;
     // Only a member that gave connections back lately learns from it, so the base (a look at
     // every member's connect time) is read then, not on every create.
-    const giveBack = this.#bySupply.get(supply)?.giveBack;
+    const giveBack = this.#members.bySide(supply)?.giveBack;
     if (giveBack?.judging === true) giveBack.began(this.#timers.now(), this.#giveBackBase(), this.options.member.maxIdleMs);
   }
 
   /** A place is free: it goes to the hungriest member that waits for one. */
   #ended(supply: BudgetMember): void {
     this.#total--;
-    const member = this.#bySupply.get(supply);
+    const member = this.#members.bySide(supply);
     if (member !== undefined) this.#transfers.ended(member);
     if (!this.#closed) this.#transfers.handOut();
   }
 
   /** A member has callers it cannot serve and the budget is spent: take a place for it. */
   #starved(supply: BudgetMember): void {
-    const member = this.#bySupply.get(supply);
+    const member = this.#members.bySide(supply);
     if (member !== undefined && !this.#closed) this.#transfers.starved(member);
   }
 
   /** Whether the connection a member's last client leaves goes to a hungrier member. */
   #yields(supply: BudgetMember, heldMs: number): boolean {
-    const member = this.#bySupply.get(supply);
+    const member = this.#members.bySide(supply);
     return member !== undefined && !this.#closed && this.#transfers.yields(member, heldMs);
-  }
-
-  // ---- members --------------------------------------------------------------------------------
-
-  /** The member of `key`, made if there is room; undefined when a new key must wait for a member place. */
-  #member(key: string): Member<T> | Error | undefined {
-    if (this.#closed) return new PoolClosedError(this.name);
-    if (typeof key !== 'string' || key.length === 0) return new PoolConfigError(this.name, 'key', `must be a non-empty string naming the member (a tenant, a database), got ${typeof key === 'string' ? 'an empty string' : typeof key}`, 'group');
-    const member = this.#members.get(key);
-    if (member !== undefined) return this.#touch(member);
-    // Those that came first have the first places.
-    if (this.#keyWaiters.length > 0) return undefined;
-    return this.#admit(key);
-  }
-
-  /** A new key waits for a member place, then goes on in the same turn, within its deadline. */
-  #waitForPlace<R>(key: string, options: AcquireOptions | undefined, go: (pool: ConnectionPool<T>, timeoutMs: number) => Promise<R>): Promise<R> {
-    const timeoutMs = options?.timeoutMs ?? this.options.member.acquireTimeoutMs;
-    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) => go(this.#touch(this.#members.get(key)!).pool, left));
-  }
-
-  /** `member` is used now: it goes to the back of the map, which keeps members by last use (eviction takes from the front). */
-  #touch(member: Member<T>): Member<T> {
-    const now = this.#timers.now();
-    if (member.lastUsed === now) return member; // already in its place for this instant
-    member.lastUsed = now;
-    this.#members.delete(member.key);
-    this.#members.set(member.key, member);
-    return member;
-  }
-
-  /** The members that freed a place may let new keys in: looked at once the current turn ends. */
-  #quiet(): void {
-    if (this.#keyWaiters.length === 0 || this.#serveSoon) return;
-    this.#serveSoon = true;
-    queueMicrotask(() => {
-      this.#serveSoon = false;
-      if (!this.#closed) this.#keyWaiters.serve((key) => this.#members.has(key), (key) => this.#admit(key) !== undefined);
-    });
-  }
-
-  /** A new member for `key`, evicting the member used longest ago that has no caller if the group is full; undefined if none may go. */
-  #admit(key: string): Member<T> | undefined {
-    const o = this.options;
-    if (this.#members.size >= o.maxMembers && !this.#evictOne()) return undefined;
-    // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
-    const pool = new ConnectionPool(o.connector(key), { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.#budget } as never);
-    const side = pool[kMember]();
-    const member: Member<T> = { key, pool, side, quota: 0, demand: 0, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.#timers.now(), giveBack: new GiveBack() };
-    this.#members.set(key, member);
-    this.#bySupply.set(side, member);
-    return member;
-  }
-
-  /**
-   * Makes room for a new member: the member used longest ago that has no caller is closed and
-   * forgotten. Whether there was one. The members are in order of last use, so this is the first
-   * without a caller: one look while the oldest are idle, however many members there are.
-   */
-  #evictOne(): boolean {
-    for (const m of this.#members.values()) {
-      if (m.side.waiting() > 0 || m.side.load(Infinity).inUse > 0) continue;
-      this.#forget(m);
-      return true;
-    }
-    return false;
-  }
-
-  #forget(m: Member<T>): void {
-    if (m.side.connectMs === this.#slowestConnectMs) this.#slowestConnectMs = undefined;
-    this.#members.delete(m.key);
-    this.#bySupply.delete(m.side);
-    this.#transfers.forget(m);
-    this.#forgotten++;
-    void m.pool.close();
-  }
-
-  #anyWaiting(): boolean {
-    for (const m of this.#members.values()) if (m.side.waiting() > 0) return true;
-    return false;
   }
 
   /** The minimum hold in force: the configured floor, or the slowest member's connect time if longer. */
   #minHold(): number {
-    if (this.#slowestConnectMs === undefined) {
-      let connect = 0;
-      for (const m of this.#members.values()) connect = Math.max(connect, m.side.connectMs);
-      this.#slowestConnectMs = connect;
-    }
-    return Math.max(this.options.minHoldMs, this.#slowestConnectMs);
+    return Math.max(this.options.minHoldMs, this.#members.slowestConnectMs());
   }
 
   /** The shortest give-back delay: the option, or the minimum hold in force and three rebalance intervals. */
@@ -309,7 +214,7 @@ export class PoolGroup<T> {
       waiting,
       transfers: this.#transfers.transfers,
       givenBack: this.#givenBack,
-      forgotten: this.#forgotten,
+      forgotten: this.#members.forgotten,
       utilization,
       health: this.#healthOf(utilization, waiting, allFailing),
       minHoldMs,
@@ -342,12 +247,9 @@ export class PoolGroup<T> {
     // A burst's connections go back to the server once its demand has fallen (see give-back.ts).
     // Not while members wait: then places change member by the planner's rules (minimum hold, quotas).
     const base = this.#giveBackBase();
-    if (base !== Infinity && !this.#anyWaiting()) for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
-    for (const m of [...this.#members.values()]) {
-      if (now - m.lastUsed < o.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
-      this.#forget(m);
-    }
-    this.#quiet(); // a backstop: new keys that wait look again
+    if (base !== Infinity && !this.#members.anyWaiting()) for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
+    this.#members.forgetIdle(now);
+    this.#members.quiet(); // a backstop: new keys that wait look again
   }
 }
 

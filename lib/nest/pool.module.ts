@@ -9,10 +9,6 @@ import { PoolRegistry } from './pool-registry.js';
 import { RequestKeyInterceptor } from './request-key.js';
 import { PoolGroup } from '../groups/index.js';
 import {
-  checkFeatureSettings,
-  checkRegistration,
-  checkSettings,
-  isConnectorFactory,
   type AsyncGroupDefinition,
   type AsyncPoolDefinition,
   type GroupDefinition,
@@ -26,6 +22,7 @@ import {
   type PoolSettingsFactory,
 } from './pool-module-options.js';
 import { ModuleLimiters } from './module-limiters.js';
+import { checkFeatureSettings, checkRegistration, checkSettings, isConnectorFactory } from './registration-checks.js';
 import { getConnectorToken, getPoolToken, MODULE_LIMITERS, MODULE_POOLS, POOL_MODULE_SETTINGS } from './tokens.js';
 
 /**

@@ -63,7 +63,7 @@ export function turnQueue(schedule: (run: () => void) => void): (fn: () => void)
 
 /**
  * One immediate per turn, however many callbacks: a long turn of a deep queue defers thousands
- * (each batch of waiters' dating), and an immediate apiece cost the 100-caller bench 3 %.
+ * (each batch of waiters' dating), and an immediate apiece is a cost on the hot path.
  */
 const deferToImmediate = turnQueue((run) => setImmediate(run));
 

@@ -1,5 +1,5 @@
 import { ConnectionFailedError, messageOf, PoolClosedError, type Timers } from '../common/index.js';
-import type { BudgetMember, ConnectionBudget, Connector, MemberLoadFigures, MemberSide, PoolCounters, RetireReason } from '../contracts/index.js';
+import type { ConnectionBudget, Connector, MemberSide, PoolCounters, RetireReason } from '../contracts/index.js';
 import { ConnectionCloser } from './connection-closer.js';
 import { ConnectionContext, kFromConnector, type ContextOwner } from './connection-context.js';
 import { ConnectionOpener } from './connection-opener.js';
@@ -34,7 +34,7 @@ export interface SupplyHost {
  * rotation, and closing. It keeps the pool's {@link ConnectionSet}; the pool's queue side reads
  * it on the hot path and tells the supply when a connection drains.
  */
-export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, MemberSide {
+export class ConnectionSupply<T> implements ContextOwner<T> {
   readonly set: ConnectionSet<T>;
   readonly opener: ConnectionOpener<T>;
   readonly closer: ConnectionCloser<T>;
@@ -47,6 +47,8 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   connectMs = 0;
   /** The pool's metrics, when it records them. */
   metrics: PoolMetrics | undefined;
+  /** The pool as its group sees it, what the budget is told of (a {@link SupplyMember}, set by the pool). */
+  member!: MemberSide;
 
   constructor(
     readonly connector: Connector<T>,
@@ -67,7 +69,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
         this.set.all.delete(conn);
         this.debug(`connection ${conn.id} closed`);
         if (events.close.hasSubscribers) events.close.publish({ pool: this.name, connectionId: conn.id });
-        this.budget?.ended(this);
+        this.budget?.ended(this.member);
         this.fill();
       },
     });
@@ -92,7 +94,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
       isClosed: () => host.isClosed(),
       connections: () => this.set.all,
       readyCount: () => this.set.ready,
-      mayOpen: () => this.set.opening < o.maxConcurrentCreates && this.backoff.mayStart(this.set.opening) && this.budget?.mayOpen(this) !== false,
+      mayOpen: () => this.set.opening < o.maxConcurrentCreates && this.backoff.mayStart(this.set.opening) && this.budget?.mayOpen(this.member) !== false,
       retire: (conn, reason) => this.retire(conn, reason),
       rotate: (conn) => void this.#create(conn).catch(noop),
       fill: () => this.fill(),
@@ -140,8 +142,8 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const perConnection = this.perConnection;
     while (this.#canCreate() && (this.host.waiting() > set.opening * perConnection || set.size < o.minSize)) {
       if (!this.backoff.mayStart(set.opening)) return;
-      if (this.budget !== undefined && !this.budget.mayOpen(this)) {
-        if (this.host.waiting() > set.opening * perConnection) this.budget.starved(this);
+      if (this.budget !== undefined && !this.budget.mayOpen(this.member)) {
+        if (this.host.waiting() > set.opening * perConnection) this.budget.starved(this.member);
         return;
       }
       void this.#create(null).catch(noop);
@@ -155,7 +157,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
 
   /** Opens one more connection ahead of demand, so callers do not queue behind a cold connect. */
   grow(): void {
-    if (this.set.opening === 0 && this.#canCreate() && this.backoff.mayStart(0) && this.budget?.mayOpen(this) !== false) void this.#create(null).catch(noop);
+    if (this.set.opening === 0 && this.#canCreate() && this.backoff.mayStart(0) && this.budget?.mayOpen(this.member) !== false) void this.#create(null).catch(noop);
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */
@@ -181,7 +183,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
   #create(replaces: SharedConnection<T> | null): Promise<void> {
     const conn = this.set.begin(replaces);
     conn.createdAt = this.timers.now();
-    this.budget?.began(this);
+    this.budget?.began(this.member);
     if (events.createStart.hasSubscribers) events.createStart.publish({ pool: this.name, connectionId: conn.id });
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
@@ -196,7 +198,7 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const now = this.timers.now();
     const took = now - conn.createdAt;
     this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
-    this.budget?.connected(this);
+    this.budget?.connected(this.member);
     if (events.createEnd.hasSubscribers) events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
     this.metrics?.created(took);
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
@@ -238,79 +240,8 @@ export class ConnectionSupply<T> implements ContextOwner<T>, BudgetMember, Membe
     const closed = conn.value === undefined ? undefined : this.closer.closeValue(conn.value);
     const budget = this.budget;
     if (budget === undefined) return;
-    const end = () => budget.ended(this);
+    const end = () => budget.ended(this.member);
     void Promise.all([conn.createEnded, closed]).then(end, end);
-  }
-
-  /**
-   * @internal For a pool group: retires the idle connection this pool has had longest, if it has
-   * had it for at least `minHeldMs`, so that another member can open one. Whether it did.
-   */
-  retireOldestIdle(minHeldMs: number): boolean {
-    const now = this.timers.now();
-    let oldest: SharedConnection<T> | undefined;
-    for (const conn of this.set.all) {
-      if (conn.state !== 'ready' || conn.clients > 0 || conn.validating || conn.rotating || now - conn.createdAt < minHeldMs) continue;
-      if (oldest === undefined || conn.createdAt < oldest.createdAt) oldest = conn;
-    }
-    if (oldest === undefined) return false;
-    this.retire(oldest, 'group', 'taken by another member of the group');
-    return true;
-  }
-
-  /**
-   * @internal For a pool group: gives back a burst's connections. Retires idle connections that
-   * have been idle for at least `idleMs`, longest idle first, until the pool has `keep` ready ones.
-   * How many it retired.
-   */
-  shrinkTo(keep: number, idleMs: number): number {
-    const now = this.timers.now();
-    const idle = [...this.set.all].filter((c) => c.state === 'ready' && c.clients === 0 && !c.validating && !c.rotating && now - c.idleSince >= idleMs);
-    const excess = Math.min(idle.length, this.set.ready - keep);
-    if (excess <= 0) return 0;
-    idle.sort((a, b) => a.idleSince - b.idleSince);
-    for (const conn of idle.slice(0, excess)) this.retire(conn, 'idle', `idle ${now - conn.idleSince} ms after a burst: the group gives it back`);
-    return excess;
-  }
-
-  /** @internal For a pool group: callers queued now. */
-  waiting(): number {
-    return this.host.waiting();
-  }
-
-  /** @internal For a pool group: every connection, opening and closing ones included. */
-  clientCount(): number {
-    return this.set.clients;
-  }
-
-  readyCount(): number {
-    return this.set.ready;
-  }
-
-  connectionCount(): number {
-    return this.set.all.size;
-  }
-
-  /** @internal For a pool group: how long the caller queued longest has waited, ms; 0 with none. */
-  waitedMs(): number {
-    const since = this.host.waitedSince();
-    return since === undefined ? 0 : this.timers.now() - since;
-  }
-
-  /** @internal For a pool group: what this pool holds, as its planner weighs it (`stealable`: idle, held at least `minHeldMs`). */
-  load(minHeldMs: number): MemberLoadFigures {
-    const now = this.timers.now();
-    let inUse = 0;
-    let stealable = 0;
-    let oldestMs = 0;
-    for (const conn of this.set.all) {
-      if (conn.state !== 'ready') continue;
-      const age = now - conn.createdAt;
-      oldestMs = Math.max(oldestMs, age);
-      if (conn.clients > 0) inUse++;
-      else if (!conn.validating && !conn.rotating && age >= minHeldMs) stealable++;
-    }
-    return { connections: this.set.all.size, opening: this.set.opening, inUse, stealable, oldestMs };
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */

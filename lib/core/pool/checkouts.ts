@@ -171,7 +171,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
     this.#givenBack(conn, watch, false);
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
-    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply, this.timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
+    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply.member, this.timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
     // A connection that stays in service is cleaned before anyone else gets it; a retired one just closes.
     if (this.#reset !== undefined && conn.state === 'ready') this.#reset.run(conn, thrown);
     else this.#checkin(conn);
@@ -207,7 +207,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
       set.clients--;
       if (conn.clients === 0) set.idled(conn);
       set.index.update(conn);
-      if (set.clients === 0) this.#supply.budget?.quiet(this.#supply);
+      if (set.clients === 0) this.#supply.budget?.quiet(this.#supply.member);
       return;
     }
     conn.clients--;
@@ -215,7 +215,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
     if (conn.clients === 0 && conn.state === 'draining') this.#supply.closer.close(conn);
     if (set.clients === 0) {
       this.onIdle?.();
-      this.#supply.budget?.quiet(this.#supply);
+      this.#supply.budget?.quiet(this.#supply.member);
     }
   }
 

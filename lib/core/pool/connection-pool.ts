@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { type AcquireOptions, checkAcquireOptions, checkCloseOptions, checkUseOptions, type CloseOptions, isCheckedOnce, type PoolOptions, type ResolvedOptions, resolveOptions, type UseOptions } from '../options/index.js';
 import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, ProcessHold, shown, type TimerHandle, Timers } from '../common/index.js';
 import { type AdmissionLimiter, type ConnectionBudget, type Connector, kBudget, kMember, type MemberSide, type PoolHealth, type PoolStats } from '../contracts/index.js';
-import { ConnectionSupply } from '../connections/index.js';
+import { ConnectionSupply, SupplyMember } from '../connections/index.js';
 import { events, type TimingWatch } from '../observation/index.js';
 import { PoolObservers } from './pool-observers.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
@@ -54,7 +54,7 @@ export class ConnectionPool<T> implements MethodPool {
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
     const budget = (options as { [kBudget]?: ConnectionBudget })[kBudget];
-    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut(), budget && (() => budget.quiet(this.#supply)));
+    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut(), budget && (() => budget.quiet(this.#supply.member)));
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
     this.#supply = new ConnectionSupply(connector, o, timers, this.#counters, {
@@ -70,6 +70,7 @@ export class ConnectionPool<T> implements MethodPool {
         }
       },
     }, budget);
+    this.#supply.member = new SupplyMember(this.#supply);
     this.#observers = new PoolObservers(o, this.#counters, this, timers, () => (this.#checkouts.measures = this.#observers.measures));
     this.#supply.metrics = this.#observers.timed;
     this.#inside = {
@@ -132,7 +133,7 @@ export class ConnectionPool<T> implements MethodPool {
 
   /** @internal A pool group's view of this member pool. */
   [kMember](): MemberSide {
-    return this.#supply;
+    return this.#supply.member;
   }
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */

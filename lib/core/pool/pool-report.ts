@@ -103,7 +103,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     lastError: supply.lastError === undefined ? undefined : messageOf(supply.lastError),
     closed: pool.isClosed(),
     oldestLeaseMs: pool.oldestLeaseMs(),
-    oldestWaitMs: pool.waiting() === 0 ? 0 : supply.waitedMs(),
+    oldestWaitMs: pool.waiting() === 0 ? 0 : supply.member.waitedMs(),
     counters: { ...pool.counters, retiredBy: { ...pool.counters.retiredBy } },
     connections,
     ...(admission === undefined ? {} : { admission }),

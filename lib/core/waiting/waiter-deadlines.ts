@@ -11,7 +11,7 @@ const STAMP_BATCH = 256;
  * it opened in (the clock's `defer`), or once STAMP_BATCH waiters joined it, whichever comes
  * first. A waiter joins the open batch by taking its stamp, undated (`at` Infinity) until the
  * batch is dated, so queueing keeps no list of waiters and dating touches none (a list of the
- * batch's waiters, each stamped in turn, cost the 100-caller bench a tenth of its rate). A
+ * batch's waiters, each stamped in turn, was a cost every queued caller paid). A
  * deadline may fire late by what remains of that turn (which delays every timer anyway), never
  * early.
  */
@@ -55,9 +55,9 @@ export class WaiterDeadlines<L> {
 
   /**
    * Dates `batch` once the turn is done, unless it filled up and was dated before. (One dating
-   * per batch, rather than one per turn for whichever batch is open then: in the deep-queue
-   * bench, where a turn holds thousands of batches, the fewer datings ran a fifth slower, all
-   * of it in the young generation's collections, which take most of that bench's time.)
+   * per batch, rather than one per turn for whichever batch is open then: with thousands of
+   * batches in a turn, the fewer datings keep more of them alive longer, and a deep queue pays
+   * for that in the young generation's collections.)
    */
   #dateAtEndOfTurn(batch: Stamp): void {
     const handle = this.timers.defer(() => {

@@ -4,6 +4,7 @@ import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } fr
 import { kInstances, kProbe, kReport, kShare, kThroughRedis, RedisLimiter, type RedisLimitOptions } from '../redis/index.js';
 import { SharedLimit } from './shared-limit.js';
 import { classifyCall, isOverload, type CallVerdict } from './call-verdict.js';
+import { ProbeAdmission, TrackedAdmission } from './adaptive-admissions.js';
 
 /** Options of {@link AdaptiveLimiter}. */
 export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'wait'> {
@@ -41,81 +42,6 @@ const CHANGES = 20;
 
 /** The algorithm an adaptive limiter uses unless told otherwise (the simulation in test/qos gates it). */
 export const DEFAULT_ADAPTIVE: AdaptiveAlgorithmOptions = { algorithm: 'vegas' };
-
-/** An admission that passes the limiter's own through, and hears how its call ended. */
-abstract class WrappedAdmission implements Admission {
-  constructor(readonly inner: Admission) {}
-
-  get id(): string {
-    return this.inner.id;
-  }
-
-  get signal(): AbortSignal {
-    return this.inner.signal;
-  }
-
-  get fence(): number | undefined {
-    return this.inner.fence;
-  }
-
-  expire(why: string): void {
-    this.inner.expire?.(why);
-  }
-
-  release(): void {
-    this.inner.release();
-  }
-
-  abstract ended(result: CallResult): void;
-}
-
-/** The admission of a probe through a pause: it tells the limiter how the probe ended, once, however it ends. */
-class ProbeAdmission extends WrappedAdmission {
-  #told = false;
-
-  constructor(
-    inner: Admission,
-    readonly told: (result: CallResult | undefined) => void,
-  ) {
-    super(inner);
-  }
-
-  ended(result: CallResult): void {
-    this.inner.ended?.(result);
-    this.#tell(result);
-  }
-
-  override release(): void {
-    super.release();
-    this.#tell(undefined);
-  }
-
-  #tell(result: CallResult | undefined): void {
-    if (this.#told) return;
-    this.#told = true;
-    this.told(result);
-  }
-}
-
-/** An admission of an {@link AdaptiveLimiter} shared through Redis: the inner one, and when and at what load it began. One small object, no closure. */
-class TrackedAdmission extends WrappedAdmission {
-  #told = false;
-
-  constructor(
-    inner: Admission,
-    readonly learner: Learner,
-    readonly startedAt: number,
-    readonly inflight: number,
-  ) {
-    super(inner);
-  }
-
-  ended(result: CallResult): void {
-    if (this.#told) return;
-    this.#told = true;
-    this.learner.learn(result, this.startedAt, true, this.inflight, this.inner.fence);
-  }
-}
 
 /**
  * A global admission limit that finds itself: it learns from how calls end (`pool.use()` and

@@ -10,8 +10,8 @@ const MOST_EVERY = 1_024;
 const SPAN = 64;
 
 /**
- * When the calls an adaptive limit learns from begin. A clock read costs about a quarter of an
- * acquire and release here, and a limit needs no more than a few thousand latencies a second to
+ * When the calls an adaptive limit learns from begin. A clock read costs a good part of an
+ * acquire and release, and a limit needs no more than a few thousand latencies a second to
  * learn from: so once calls come more often than one every 20 µs, only a random sample of them is
  * timed (about one in `every`, chosen so that a timed call comes every 20–80 µs), and the
  * others start at the last reading, earlier than their true start by about that. Slower calls

@@ -1,4 +1,4 @@
-import { type Admission, type AdmissionRequest, CapacityExceededError, type Clock, consoleLogger, events, PoolClosedError, PoolConfigError, type PoolLogger, scrubbingLogger, systemClock, type TimerHandle, Timers, utilizationHealth } from '../../core/index.js';
+import { type Admission, type AdmissionRequest, CapacityExceededError, type Clock, consoleLogger, events, PoolClosedError, PoolConfigError, type PoolLogger, scrubbingLogger, systemClock, Timers, utilizationHealth } from '../../core/index.js';
 import { type ConcurrencyLimiter, keyOf, kUsed, type LimiterCounters, type LimiterMode, type LimiterStats, type LimitOptions, refusalError, type ResolvedLimits, resolveLimits, SlotCounts, TOP_KEYS } from '../local/index.js';
 import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
@@ -8,16 +8,16 @@ import { RedisLeases } from './redis-leases.js';
 import { RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
 import { RedisWaiting } from './redis-waiting.js';
+import { RedisHeartbeat } from './redis-heartbeat.js';
 
 /** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
 export const kShare = Symbol('share');
 /** @internal Whether admissions go through Redis now (not a fallback, an outage or a quarantine). */
 export const kThroughRedis = Symbol('throughRedis');
-/** @internal Sends the shared limit's reports now (a cut should not wait for the next admission), at most every REPORT_MS. */
+/** @internal Sends the shared limit's reports now (a cut should not wait for the next admission). */
 export const kReport = Symbol('report');
 /** @internal One admission through an adaptive limit's pause (a probe). */
 export const kProbe = Symbol('probe');
-const REPORT_MS = 20;
 /** @internal Instances that heartbeated within a TTL (at least 1). */
 export const kInstances = Symbol('instances');
 
@@ -59,15 +59,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #waiting: RedisWaiting;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
 
-  /** Leases in Redis at the last call, and instances that heartbeated within a TTL. */
-  #used = 0;
-  #instancesSeen = 1;
-  #heartbeatTimer: TimerHandle | undefined;
+  /** Refreshes the leases held, and learns what Redis counts. */
+  readonly #heartbeat: RedisHeartbeat;
   /** The mode as last published (see #noteMode). */
   #modeSeen: LimiterMode | undefined;
-  #beat: Promise<void> | undefined;
-  #beatSentAt = -Infinity;
-  #reportTimer: TimerHandle | undefined;
   #closed = false;
   /** Gives back this limiter's claim on its namespace, once started. */
   #unclaim: (() => void) | undefined;
@@ -94,29 +89,33 @@ export class RedisLimiter implements ConcurrencyLimiter {
         if (this.#waiting.length > 0) void this.#waiting.serve();
       },
     });
-    this.#waiting = new RedisWaiting(
-      // null: no key on purpose; the key was checked by #admit().
-      { attempt: (request) => this.#try(request, request.key ?? undefined), redis: () => this.#redis, closed: () => this.#closed },
-      this.#clock,
-      this.#keys.channel,
-      this.#settings.pollMs,
-    );
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host's getter reads a private field
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- a getter below reads a private field
     const self = this;
-    const host = {
+    /** The limiter as its waiting callers, its Redis calls and its heartbeat see it. */
+    const inside = {
       name: this.limits.name,
       logger: this.#logger,
       redis: () => this.#redis,
+      closed: () => this.#closed,
       up: () => this.#up(),
       down: (err: unknown) => this.#down(err),
-      used: (n: number) => (this.#used = n),
+      // null: no key on purpose; the key was checked by #admit().
+      attempt: (request: AdmissionRequest) => this.#try(request, request.key ?? undefined),
+      used: (n: number) => (this.#heartbeat.used = n),
       quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
       get shared() {
         return self.#shared;
       },
       paused: (ms: number) => this.#onPause?.(ms),
+      beaten: () => {
+        this.#noteMode();
+        if (this.#waiting.length > 0) void this.#waiting.serve();
+      },
     };
-    this.#calls = new RedisCalls(host, this.#keys, this.#settings, this.limits);
+    this.#waiting = new RedisWaiting(inside, this.#clock, this.#keys.channel, this.#settings.pollMs);
+    this.#calls = new RedisCalls(inside, this.#keys, this.#settings, this.limits);
+    const s = this.#settings;
+    this.#heartbeat = new RedisHeartbeat(inside, this.#clock, s.heartbeatMs, this.#leases, this.#calls, this.#availability);
   }
 
   /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
@@ -130,15 +129,15 @@ export class RedisLimiter implements ConcurrencyLimiter {
     redis.on('close', () => this.#calls.reconnected());
     redis.on('ready', () => {
       this.#calls.reconnected();
-      void this.#heartbeat();
+      void this.#heartbeat.beat();
     });
     try {
       await withTimeout(redis.connect(), this.#settings.commandTimeoutMs * 2, 'connect');
-      await this.#heartbeat();
+      await this.#heartbeat.beat();
     } catch (err) {
       this.#down(err);
     }
-    this.#scheduleHeartbeat();
+    this.#heartbeat.schedule();
   }
 
   /** @internal */
@@ -149,7 +148,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   /** @internal Leases held against the global limit: across instances through Redis, this process's in a fallback. */
   get [kUsed](): number {
-    return this.#availability.reachable ? this.#used : this.#local.used;
+    return this.#availability.reachable ? this.#heartbeat.used : this.#local.used;
   }
 
   /** @internal */
@@ -164,18 +163,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   /** @internal */
   [kReport](): void {
-    if (this.#reportTimer !== undefined || this.#redis === undefined || this.#closed) return;
-    const delay = Math.max(0, this.#beatSentAt + REPORT_MS - this.#clock.now());
-    this.#reportTimer = this.#clock.setTimeout(() => {
-      this.#reportTimer = undefined;
-      // After the heartbeat on its way, if one is: that one was built before the report.
-      void (this.#beat ?? Promise.resolve()).then(() => this.#heartbeat());
-    }, delay);
+    this.#heartbeat.report();
   }
 
   /** @internal */
   get [kInstances](): number {
-    return this.#instancesSeen;
+    return this.#heartbeat.instances;
   }
 
   /** The global limit now: the shared adaptive one's, or the fixed one. */
@@ -198,7 +191,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   stats(): LimiterStats {
     const mode = this.#noteMode();
-    const used = mode === 'fallback' ? this.#local.used : this.#used;
+    const used = mode === 'fallback' ? this.#local.used : this.#heartbeat.used;
     const limit = this.#global();
     const utilization = limit === Infinity ? 0 : used / limit;
     return {
@@ -223,7 +216,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const t of [this.#heartbeatTimer, this.#reportTimer]) if (t !== undefined) this.#clock.clearTimeout(t);
+    this.#heartbeat.stop();
     this.#waiting.close(this.limits.name);
     this.#leases.close();
     const redis = this.#redis;
@@ -305,43 +298,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return this.#leases.admitted(this.#leases.create(request, key, false));
   }
 
-  // ---- heartbeat and Redis health -------------------------------------------------------------
-
-  #scheduleHeartbeat(): void {
-    if (this.#closed) return;
-    this.#heartbeatTimer = this.#clock.setTimeout(() => {
-      void this.#heartbeat().finally(() => this.#scheduleHeartbeat());
-    }, this.#settings.heartbeatMs);
-  }
-
-  /** One heartbeat at a time: a caller during one in flight waits for that one. */
-  #heartbeat(): Promise<void> {
-    this.#beat ??= this.#beatOnce().finally(() => (this.#beat = undefined));
-    return this.#beat;
-  }
-
-  /** One call refreshes every held lease, registers fallback ones, and learns which were lost. */
-  async #beatOnce(): Promise<void> {
-    const redis = this.#redis;
-    if (redis === undefined || this.#closed) return;
-    const held = [...this.#leases.held.values()];
-    const sentAt = this.#clock.now();
-    this.#beatSentAt = sentAt;
-    try {
-      const { used, instances, quietMs, lost } = await this.#calls.heartbeat(redis, this.#leases.instance, held);
-      this.#up();
-      this.#used = used;
-      this.#instancesSeen = Math.max(1, instances);
-      this.#availability.quietUntil = this.#clock.now() + quietMs;
-      for (const member of lost) this.#leases.lose(member.split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
-      this.#leases.confirmed(held, sentAt);
-      if (this.#calls.phantoms.size > 0) void this.#calls.release(redis, [...this.#calls.phantoms.values()]);
-    } catch (err) {
-      this.#down(err);
-    }
-    this.#noteMode();
-    if (this.#waiting.length > 0) void this.#waiting.serve();
-  }
+  // ---- Redis health ---------------------------------------------------------------------------
 
   /**
    * The mode now, published on the limiter channel when it changed since last seen (a mode also
@@ -366,12 +323,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #up(): void {
     if (!this.#availability.up()) return;
     this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
-    void this.#heartbeat(); // registers what was admitted meanwhile
+    void this.#heartbeat.beat(); // registers what was admitted meanwhile
   }
 
   /** This instance's share of a limit while Redis is unreachable. */
   #share(limit: number): number {
     if (limit === Infinity) return Infinity;
-    return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#instancesSeen)));
+    return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#heartbeat.instances)));
   }
 }
