@@ -3,7 +3,21 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-all/', 'dist-bench/', 'dist-sample/', 'dist-test/', 'dist-test-fleet/', 'dist-chaos/', 'dist-qos/', 'qos-report/', 'coverage/', 'node_modules/'] },
+  {
+    ignores: [
+      'dist/',
+      'dist-all/',
+      'dist-bench/',
+      'dist-sample/',
+      'dist-test/',
+      'dist-test-fleet/',
+      'dist-chaos/',
+      'dist-qos/',
+      'qos-report/',
+      'coverage/',
+      'node_modules/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -18,10 +32,25 @@ export default tseslint.config(
   // A file past 400 lines is doing more than one thing: one thing a file, named after it.
   { files: ['lib/**/*.ts'], rules: { 'max-lines': ['error', { max: 400 }] } },
   // The layers: core knows only pools; limits build on core; connectors on core; groups on core and limits; nest on all; the dashboard on nest.
-  ...layer('lib/core/**/*.ts', 'lib/core knows only pools', [...above('limits', 'nest', 'connectors', 'groups', 'dashboard'), '@nestjs/*', 'ioredis', 'rxjs']),
-  ...layer('lib/limits/**/*.ts', 'lib/limits builds on lib/core only', [...above('nest', 'connectors', 'groups', 'dashboard'), '@nestjs/*']),
-  ...layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', [...above('nest', 'limits', 'groups', 'dashboard'), '@nestjs/*']),
-  ...layer('lib/groups/**/*.ts', 'lib/groups build on lib/core and lib/limits only', [...above('nest', 'connectors', 'dashboard'), '@nestjs/*', 'rxjs']),
+  ...layer('lib/core/**/*.ts', 'lib/core knows only pools', [
+    ...above('limits', 'nest', 'connectors', 'groups', 'dashboard'),
+    '@nestjs/*',
+    'ioredis',
+    'rxjs',
+  ]),
+  ...layer('lib/limits/**/*.ts', 'lib/limits builds on lib/core only', [
+    ...above('nest', 'connectors', 'groups', 'dashboard'),
+    '@nestjs/*',
+  ]),
+  ...layer('lib/connectors/**/*.ts', 'lib/connectors build on lib/core only', [
+    ...above('nest', 'limits', 'groups', 'dashboard'),
+    '@nestjs/*',
+  ]),
+  ...layer('lib/groups/**/*.ts', 'lib/groups build on lib/core and lib/limits only', [
+    ...above('nest', 'connectors', 'dashboard'),
+    '@nestjs/*',
+    'rxjs',
+  ]),
   ...layer('lib/nest/**/*.ts', 'lib/nest does not know the dashboard', above('dashboard')),
   {
     files: ['**/*.js', '**/*.mjs'],
@@ -30,7 +59,10 @@ export default tseslint.config(
   {
     // The dashboard's page script runs in the browser.
     files: ['lib/dashboard/assets/*.js'],
-    languageOptions: { sourceType: 'script', globals: { document: 'readonly', window: 'readonly', EventSource: 'readonly', CSS: 'readonly' } },
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', window: 'readonly', EventSource: 'readonly', CSS: 'readonly' },
+    },
   },
 );
 
@@ -46,7 +78,10 @@ function above(...folders) {
  */
 function layer(files, why, forbidden) {
   const rule = (root) => ({
-    '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: [...forbidden, root], message: `${why}: move the code, or invert the dependency.` }] }],
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      { patterns: [{ group: [...forbidden, root], message: `${why}: move the code, or invert the dependency.` }] },
+    ],
   });
   const folder = files.replace(/\/\*\*\/\*\.ts$/, '');
   return [

@@ -49,7 +49,10 @@ function startSample(): Promise<{ child: ChildProcess; url: string }> {
   const env = { ...process.env };
   delete env.REDIS_URL;
   delete env.DATABASE_URL;
-  const child = spawn(process.execPath, [script, 'main'], { env: { ...env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, 'main'], {
+    env: { ...env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {

@@ -52,7 +52,13 @@ export type Ask = { measure: number } | { build: number };
 @Module({
   imports: [
     PoolModule.forRoot({
-      groups: [{ name: 'tenants', connector: () => ({ create: async () => ({}) }), options: { maxTotal: PLACES, maxMembers: MEMBERS, metrics: false, member: { acquireTimeoutMs: 60_000 } } }],
+      groups: [
+        {
+          name: 'tenants',
+          connector: () => ({ create: async () => ({}) }),
+          options: { maxTotal: PLACES, maxMembers: MEMBERS, metrics: false, member: { acquireTimeoutMs: 60_000 } },
+        },
+      ],
     }),
     PoolDashboardModule.forRoot(),
   ],
@@ -64,7 +70,8 @@ async function main(): Promise<void> {
   await app.listen(0, '127.0.0.1');
   const group = app.get<PoolGroup<object>>(getPoolToken('tenants'));
   const dashboard = app.get(PoolDashboard);
-  for (let i = 0; i < MEMBERS; i += PLACES) await Promise.all(Array.from({ length: PLACES }, (_, j) => group.use(`t${i + j}`, () => sleep(1))));
+  for (let i = 0; i < MEMBERS; i += PLACES)
+    await Promise.all(Array.from({ length: PLACES }, (_, j) => group.use(`t${i + j}`, () => sleep(1))));
   // A steady load: a call every 2 ms, held 10 ms, on one of 400 busy members, or one in ten on
   // any member (a place then changes member).
   const key = () => (Math.random() < 0.1 ? Math.floor(Math.random() * MEMBERS) : Math.floor(Math.random() * 400));
@@ -96,7 +103,11 @@ async function main(): Promise<void> {
       process.send!(figures);
       return;
     }
-    const state = new DashboardState(() => [{ name: 'tenants', group }], { intervalMs: 500, maxConnectionRows: 200, maxMemberRows: 1_000 });
+    const state = new DashboardState(() => [{ name: 'tenants', group }], {
+      intervalMs: 500,
+      maxConnectionRows: 200,
+      maxMemberRows: 1_000,
+    });
     state.start();
     const times: number[] = [];
     let bytes = 0;
@@ -111,7 +122,13 @@ async function main(): Promise<void> {
     }
     state.stop();
     times.sort((a, b) => a - b);
-    const figures: BuildFigures = { medianMs: times[times.length >> 1]!, maxMs: times.at(-1)!, bytes, memberRows: rows, members: group.summary(0).memberCount };
+    const figures: BuildFigures = {
+      medianMs: times[times.length >> 1]!,
+      maxMs: times.at(-1)!,
+      bytes,
+      memberRows: rows,
+      members: group.summary(0).memberCount,
+    };
     process.send!(figures);
   });
   process.on('disconnect', () => {

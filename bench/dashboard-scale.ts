@@ -29,11 +29,15 @@ function openViewers(url: string, n: number): Promise<ClientRequest[]> {
       { length: n },
       (_, i) =>
         new Promise<ClientRequest>((resolve, reject) => {
-          const req = request(`${url}/pools/ui/stream`, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
-            if (i % 2 === 0) res.resume();
-            else res.pause(); // reads nothing: its socket fills, then the server's buffer for it would
-            resolve(req);
-          });
+          const req = request(
+            `${url}/pools/ui/stream`,
+            { agent: false, headers: { accept: 'text/event-stream' } },
+            (res) => {
+              if (i % 2 === 0) res.resume();
+              else res.pause(); // reads nothing: its socket fills, then the server's buffer for it would
+              resolve(req);
+            },
+          );
           req.on('error', reject);
           req.end();
         }),
@@ -42,11 +46,15 @@ function openViewers(url: string, n: number): Promise<ClientRequest[]> {
 }
 
 export async function dashboardScaleBench(): Promise<DashboardScaleResult> {
-  const child = fork(new URL('./dashboard-scale-server.js', import.meta.url), [], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const next = <T>() => new Promise<T>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as T));
-    child.once('exit', (code) => reject(new Error(`the app exited (${code})`)));
+  const child = fork(new URL('./dashboard-scale-server.js', import.meta.url), [], {
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  const next = <T>() =>
+    new Promise<T>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as T));
+      child.once('exit', (code) => reject(new Error(`the app exited (${code})`)));
+    });
   const ask = <T>(what: Ask) => {
     const answer = next<T>();
     child.send(what);

@@ -33,7 +33,17 @@ class Service {
 
 let ids = 0;
 @Module({
-  imports: [PoolModule.forRoot({ pools: [{ name: 'bench', connector: { create: async () => ({ id: ids++ }) }, options: { clientLimit: 1, maxSize: 10, minSize: 10, metrics: false } }] })],
+  imports: [
+    PoolModule.forRoot({
+      pools: [
+        {
+          name: 'bench',
+          connector: { create: async () => ({ id: ids++ }) },
+          options: { clientLimit: 1, maxSize: 10, minSize: 10, metrics: false },
+        },
+      ],
+    }),
+  ],
   providers: [Service],
 })
 class BenchModule {}
@@ -51,8 +61,16 @@ async function setUp(variant: DecoratorVariant, callers: number, calls: number):
 }
 
 /** `sets` sets of live processes, one per variant, each running `rounds` rounds of `calls` calls, the variants in turn (see {@link alternating}). */
-export function alternatingDecoratorCases(variants: readonly DecoratorVariant[], callers: number, sets: number, rounds: number, calls: number): Promise<Record<DecoratorVariant, number>[][]> {
+export function alternatingDecoratorCases(
+  variants: readonly DecoratorVariant[],
+  callers: number,
+  sets: number,
+  rounds: number,
+  calls: number,
+): Promise<Record<DecoratorVariant, number>[][]> {
   return alternating(import.meta.url, variants, (variant) => [variant, String(callers), String(calls)], sets, rounds);
 }
 
-serveWhenRun(import.meta.url, ([variant, callers, calls]) => setUp(variant as DecoratorVariant, Number(callers), Number(calls ?? 300_000)));
+serveWhenRun(import.meta.url, ([variant, callers, calls]) =>
+  setUp(variant as DecoratorVariant, Number(callers), Number(calls ?? 300_000)),
+);

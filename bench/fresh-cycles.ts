@@ -28,7 +28,15 @@ export type Cycle = () => Promise<void>;
  * that takes (a waiting caller's one promise resolved with its lease): what the API's shape costs
  * before any pool bookkeeping.
  */
-export type FreshVariant = 'pool' | 'semaphore' | 'semaphore with leases' | QueueVariant | IndexVariant | LimitedVariant | MetricsVariant | LocalLimiterVariant;
+export type FreshVariant =
+  | 'pool'
+  | 'semaphore'
+  | 'semaphore with leases'
+  | QueueVariant
+  | IndexVariant
+  | LimitedVariant
+  | MetricsVariant
+  | LocalLimiterVariant;
 
 /**
  * The semaphore with leases whose waiting callers queue in the pool's own queue (`PoolQueue`: a
@@ -56,7 +64,10 @@ export const INDEX_VARIANT: IndexVariant = "semaphore with the pool's index";
  * any timing of a lease must (the control). Against `pool`: metrics off.
  */
 export type MetricsVariant = 'metrics through the producer' | 'two clock reads per cycle';
-export const METRICS_VARIANTS: readonly MetricsVariant[] = ['metrics through the producer', 'two clock reads per cycle'];
+export const METRICS_VARIANTS: readonly MetricsVariant[] = [
+  'metrics through the producer',
+  'two clock reads per cycle',
+];
 
 /**
  * The pool's warm acquire + release with a `LocalLimiter` in front that has room (`limiter`, as
@@ -80,7 +91,11 @@ let clockSink = 0;
  * call sites; here each runs alone.
  */
 export type LimitedVariant = 'use(), LocalLimiter' | 'use(), AdaptiveLimiter (aimd)' | 'use(), AdaptiveLimiter (vegas)';
-export const LIMITED_VARIANTS: readonly LimitedVariant[] = ['use(), LocalLimiter', 'use(), AdaptiveLimiter (aimd)', 'use(), AdaptiveLimiter (vegas)'];
+export const LIMITED_VARIANTS: readonly LimitedVariant[] = [
+  'use(), LocalLimiter',
+  'use(), AdaptiveLimiter (aimd)',
+  'use(), AdaptiveLimiter (vegas)',
+];
 
 function limiterOf(variant: LimitedVariant): ConcurrencyLimiter {
   if (variant === 'use(), LocalLimiter') return new LocalLimiter({ global: 1_000_000 });
@@ -156,7 +171,12 @@ function leaseSemaphore(max: number): { acquire(): Promise<PermitLease> } {
 /** The semaphore with leases, its waiting callers queued in the pool's {@link PoolQueue} with the pool's default deadline. */
 function queueSemaphore(max: number): { acquire(): Promise<PermitLease> } {
   const timers = new Timers(systemClock);
-  const queue = new PoolQueue<PermitLease>(timers, new ProcessHold(timers), newCounters(), () => () => new Error('no permit in time'));
+  const queue = new PoolQueue<PermitLease>(
+    timers,
+    new ProcessHold(timers),
+    newCounters(),
+    () => () => new Error('no permit in time'),
+  );
   let free = max;
   const permits = {
     release(): void {
@@ -165,7 +185,12 @@ function queueSemaphore(max: number): { acquire(): Promise<PermitLease> } {
       else free++;
     },
   };
-  return { acquire: () => (free > 0 ? (free--, Promise.resolve(new PermitLease(permits))) : queue.join(60_000, undefined, undefined, undefined)) };
+  return {
+    acquire: () =>
+      free > 0
+        ? (free--, Promise.resolve(new PermitLease(permits)))
+        : queue.join(60_000, undefined, undefined, undefined),
+  };
 }
 
 /** A lease of a connection of {@link indexSemaphore}: released once. */
@@ -216,7 +241,10 @@ function indexSemaphore(max: number): { acquire(): Promise<ConnectionLease> } {
 /** A warm pool of `maxSize` instant connections, lent to one caller each; `extra` adds options (a limiter, metrics). */
 async function warmPool(maxSize: number, extra: Partial<PoolOptions> = {}): Promise<ConnectionPool<{ id: number }>> {
   let ids = 0;
-  const pool = new ConnectionPool({ create: async () => ({ id: ids++ }) }, { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, ...extra });
+  const pool = new ConnectionPool(
+    { create: async () => ({ id: ids++ }) },
+    { name: 'bench', clientLimit: 1, maxSize, minSize: maxSize, acquireTimeoutMs: 60_000, ...extra },
+  );
   await pool.warmup();
   return pool;
 }
@@ -236,7 +264,12 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
         ? {}
         : variant === LOCAL_LIMITER_VARIANT
           ? { limiter: new LocalLimiter({ global: 1_000_000 }) }
-          : { metrics: new MeterProvider({ readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })] }).getMeter('bench'), metricTimings: true };
+          : {
+              metrics: new MeterProvider({
+                readers: [new QuietReader({ metricProducers: [poolMetricProducer()] })],
+              }).getMeter('bench'),
+              metricTimings: true,
+            };
     const pool = await warmPool(maxSize, extra);
     return {
       cycle: async () => {
@@ -274,7 +307,12 @@ async function cycleOf(variant: FreshVariant, maxSize: number): Promise<{ cycle:
       close: async () => {},
     };
   }
-  const leases = variant === QUEUE_VARIANT ? queueSemaphore(maxSize) : variant === INDEX_VARIANT ? indexSemaphore(maxSize) : leaseSemaphore(maxSize);
+  const leases =
+    variant === QUEUE_VARIANT
+      ? queueSemaphore(maxSize)
+      : variant === INDEX_VARIANT
+        ? indexSemaphore(maxSize)
+        : leaseSemaphore(maxSize);
   return {
     cycle: async () => {
       const lease = await leases.acquire();
@@ -303,7 +341,13 @@ async function setUp(variant: FreshVariant, shape: FreshShape): Promise<Rounds> 
 }
 
 /** `sets` sets of live processes, one per variant in `shape`, each running `rounds` rounds, the variants in turn (see {@link alternating}). */
-export function alternatingFreshCycles<V extends FreshVariant>(variants: readonly V[], shape: FreshShape, sets: number, rounds: number, onGc?: (shares: Record<V, GcShare>) => void): Promise<Record<V, number>[][]> {
+export function alternatingFreshCycles<V extends FreshVariant>(
+  variants: readonly V[],
+  shape: FreshShape,
+  sets: number,
+  rounds: number,
+  onGc?: (shares: Record<V, GcShare>) => void,
+): Promise<Record<V, number>[][]> {
   return alternating(import.meta.url, variants, (variant) => [variant, shape], sets, rounds, { gc: onGc });
 }
 

@@ -68,7 +68,10 @@ class LiveProcess {
 
   constructor(script: string, args: readonly string[]) {
     this.#child = spawn(process.execPath, [script, SERVE, ...args], { stdio: 'pipe' });
-    this.#child.stderr.on('data', (chunk: Buffer) => void (this.#stderr = (this.#stderr + chunk.toString()).slice(-4_000)));
+    this.#child.stderr.on(
+      'data',
+      (chunk: Buffer) => void (this.#stderr = (this.#stderr + chunk.toString()).slice(-4_000)),
+    );
     createInterface({ input: this.#child.stdout }).on('line', (line) => this.#answers.shift()?.(line));
     const ended = (why: string) => {
       this.#exited ??= new Error(`${script} ${args.join(' ')} ${why}: ${this.#stderr.trim()}`);
@@ -163,7 +166,8 @@ export async function alternating<V extends string>(
       }
       if (observe.cpu !== undefined) {
         const perRound = taken.map(() => ({}) as Record<V, CpuPerCall>);
-        for (const variant of variants) (await live.get(variant)!.cpu()).forEach((us, i) => (perRound[i]![variant] = us));
+        for (const variant of variants)
+          (await live.get(variant)!.cpu()).forEach((us, i) => (perRound[i]![variant] = us));
         observe.cpu(perRound);
       }
     } finally {

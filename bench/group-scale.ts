@@ -13,10 +13,23 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** Microseconds per release with `members` members (the best of the rounds' means). */
 export async function groupReleaseMicros(members: number): Promise<number> {
   const quiet = { warn: () => {}, error: (message: string) => console.error(message) };
-  const group = new PoolGroup<object>({ name: 'scale', maxTotal: PLACES, maxMembers: members, minHoldMs: 0, logger: quiet, metrics: false, connector: () => ({ create: async () => ({}) }), member: { acquireTimeoutMs: 600_000 } });
+  const group = new PoolGroup<object>({
+    name: 'scale',
+    maxTotal: PLACES,
+    maxMembers: members,
+    minHoldMs: 0,
+    logger: quiet,
+    metrics: false,
+    connector: () => ({ create: async () => ({}) }),
+    member: { acquireTimeoutMs: 600_000 },
+  });
   const held: Lease<object>[] = [];
   for (let i = 0; i < PLACES; i++) held.push(await group.acquire(`k${i}`));
-  for (let i = PLACES; i < members; i++) group.acquire(`k${i}`).then((lease) => held.push(lease), () => {});
+  for (let i = PLACES; i < members; i++)
+    group.acquire(`k${i}`).then(
+      (lease) => held.push(lease),
+      () => {},
+    );
   await pause(50);
   let best = Infinity;
   for (let round = 0; round < 5; round++) {

@@ -42,7 +42,17 @@ class PlainController {
 }
 
 @Module({
-  imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: { create: async () => ({ id: 1 }) }, options: { clientLimit: 1, maxSize: 10, minSize: 10 } }] })],
+  imports: [
+    PoolModule.forRoot({
+      pools: [
+        {
+          name: 'db',
+          connector: { create: async () => ({ id: 1 }) },
+          options: { clientLimit: 1, maxSize: 10, minSize: 10 },
+        },
+      ],
+    }),
+  ],
   controllers: [PlainController],
 })
 class HookModule {}
@@ -70,7 +80,8 @@ async function runCase(which: HookCase): Promise<HookCaseResult> {
   }
   const on = await hookOn();
   const batch = async (n: number) => {
-    for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: 10 }, () => fastify.inject({ method: 'GET', url: '/plain' })));
+    for (let i = 0; i < n; i += 10)
+      await Promise.all(Array.from({ length: 10 }, () => fastify.inject({ method: 'GET', url: '/plain' })));
   };
   await batch(20_000); // warm up the JIT
   let best = 0;

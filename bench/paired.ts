@@ -12,7 +12,8 @@
 /** The best rate of each variant over every set's rounds (sets[s][i][variant]). */
 export function bestOf<V extends string>(sets: readonly (readonly Record<V, number>[])[]): Record<V, number> {
   const best = {} as Record<V, number>;
-  for (const round of sets.flat()) for (const v of Object.keys(round) as V[]) best[v] = Math.max(best[v] ?? 0, round[v]);
+  for (const round of sets.flat())
+    for (const v of Object.keys(round) as V[]) best[v] = Math.max(best[v] ?? 0, round[v]);
   return best;
 }
 
@@ -55,14 +56,25 @@ export function medianOf(values: readonly number[]): number {
  * the confidence at 90 % or more (with four sets or fewer none does: the range is then the least
  * and the greatest, at the confidence they give).
  */
-export function pairedRatio<V extends string>(sets: readonly (readonly Record<V, number>[])[], ratio: (round: Record<V, number>) => number): PairedRatio {
-  const samples = sets.filter((rounds) => rounds.length > 0).map((rounds) => median(rounds.map(ratio).sort((a, b) => a - b)));
+export function pairedRatio<V extends string>(
+  sets: readonly (readonly Record<V, number>[])[],
+  ratio: (round: Record<V, number>) => number,
+): PairedRatio {
+  const samples = sets
+    .filter((rounds) => rounds.length > 0)
+    .map((rounds) => median(rounds.map(ratio).sort((a, b) => a - b)));
   samples.sort((a, b) => a - b);
   const n = samples.length;
   if (n === 0) throw new RangeError('pairedRatio: no rounds to take a ratio over');
   let k = 1;
   while (2 * k + 1 <= n && 1 - 2 * binomialCdf(n, k) >= 0.9) k++;
-  return { median: median(samples), low: samples[k - 1]!, high: samples[n - k]!, confidence: 1 - 2 * binomialCdf(n, k - 1), sets: n };
+  return {
+    median: median(samples),
+    low: samples[k - 1]!,
+    high: samples[n - k]!,
+    confidence: 1 - 2 * binomialCdf(n, k - 1),
+    sets: n,
+  };
 }
 
 /** Whether a ratio meets a target (`at least` it, or `at most`), misses it, or cannot be told apart from it at this noise. */

@@ -82,7 +82,13 @@ async function setUp(variant: PgVariant, callers: number): Promise<Rounds> {
 }
 
 /** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}); `onCpu` is told each set's client CPU per query, round by round. */
-export function alternatingPgCycles(variants: readonly PgVariant[], callers: number, sets: number, rounds: number, onCpu?: (rounds: Record<PgVariant, CpuPerCall>[]) => void): Promise<Record<PgVariant, number>[][]> {
+export function alternatingPgCycles(
+  variants: readonly PgVariant[],
+  callers: number,
+  sets: number,
+  rounds: number,
+  onCpu?: (rounds: Record<PgVariant, CpuPerCall>[]) => void,
+): Promise<Record<PgVariant, number>[][]> {
   return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds, { cpu: onCpu });
 }
 

@@ -12,7 +12,16 @@ export interface Azurite {
 /** Starts Azurite's blob service on a free port; resolves once it listens. */
 export async function startAzurite(): Promise<Azurite> {
   const main = createRequire(import.meta.url).resolve('azurite/dist/src/blob/main.js');
-  const args = ['--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry', '--silent', '--blobHost', '127.0.0.1', '--blobPort', '0'];
+  const args = [
+    '--inMemoryPersistence',
+    '--skipApiVersionCheck',
+    '--disableTelemetry',
+    '--silent',
+    '--blobHost',
+    '127.0.0.1',
+    '--blobPort',
+    '0',
+  ];
   const child: ChildProcess = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const blobEndpoint = await new Promise<string>((resolve, reject) => {

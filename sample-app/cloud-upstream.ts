@@ -33,7 +33,13 @@ export interface CloudUpstream {
 }
 
 export async function startCloudUpstream(options: CloudUpstreamOptions = {}): Promise<CloudUpstream> {
-  const { handshakeDelayMs = 150, maxConcurrentStreams = 50, idleTimeoutMs = 30_000, responseDelayMs = 5, capacity = Infinity } = options;
+  const {
+    handshakeDelayMs = 150,
+    maxConcurrentStreams = 50,
+    idleTimeoutMs = 30_000,
+    responseDelayMs = 5,
+    capacity = Infinity,
+  } = options;
   let inflight = 0;
   const server = http2.createServer({ settings: { maxConcurrentStreams } });
   const sessions = new Set<http2.ServerHttp2Session>();

@@ -21,7 +21,9 @@ export async function main(requests = 500) {
 
   const bodies = await Promise.all(
     Array.from({ length: requests }, (_, i) =>
-      pool.use(async (session) => (await http2Request(session, { ':path': `/item/${i}` })).body.toString(), { retry: { attempts: 2 } }),
+      pool.use(async (session) => (await http2Request(session, { ':path': `/item/${i}` })).body.toString(), {
+        retry: { attempts: 2 },
+      }),
     ),
   );
   const stats = pool.stats();

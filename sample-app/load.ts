@@ -4,7 +4,10 @@
 import { bucketQuantile, parsePrometheus, valueOf, type PromSample } from './prometheus-text.js';
 interface PoolRow {
   counters: { opened: number; acquired: number };
-  admission: { limit: number; adaptive?: { algorithm: string; shared: boolean; changes: { from: number; to: number; reason: string }[] } } | null;
+  admission: {
+    limit: number;
+    adaptive?: { algorithm: string; shared: boolean; changes: { from: number; to: number; reason: string }[] };
+  } | null;
 }
 
 const url = process.argv[2] ?? process.env.SAMPLE_URL ?? 'http://127.0.0.1:3000';
@@ -33,12 +36,22 @@ async function pools(): Promise<Record<string, PoolRow>> {
 
 /** One request per pool in turn; users vary so the per-user limit shows. */
 function requests(names: string[]): ((i: number) => [string, RequestInit])[] {
-  const json = (body: unknown): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (body: unknown): RequestInit => ({
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const all: Record<string, (i: number) => [string, RequestInit]> = {
     upstream: (i) => [`/upstream/${i % 100}`, { headers: { 'x-user-id': `user-${i % 3}` } }],
-    blob: (i) => (i % 2 === 0 ? [`/files/load-${i % 20}.txt`, json({ content: `load ${i}` })] : [`/files/load-${(i + 1) % 20}.txt`, {}]),
+    blob: (i) =>
+      i % 2 === 0
+        ? [`/files/load-${i % 20}.txt`, json({ content: `load ${i}` })]
+        : [`/files/load-${(i + 1) % 20}.txt`, {}],
     // The pooled Redis connections serve the blocking pops; pushes go through the shared client.
-    redis: (i) => (Math.floor(i / 4) % 2 === 0 ? ['/jobs', { ...json({ job: `load ${i}` }), method: 'POST' }] : ['/jobs/next?waitMs=50', {}]),
+    redis: (i) =>
+      Math.floor(i / 4) % 2 === 0
+        ? ['/jobs', { ...json({ job: `load ${i}` }), method: 'POST' }]
+        : ['/jobs/next?waitMs=50', {}],
     pg: (i) => (i % 4 === 0 ? ['/notes', { ...json({ text: `load ${i}` }), method: 'POST' }] : ['/notes', {}]),
     // The pool group: twelve tenants, a few of them busier, sharing one budget of sessions.
     tenants: (i) => {
@@ -54,7 +67,9 @@ async function main(): Promise<void> {
   const metricsBefore = await scrape();
   const names = [...Object.keys(before), 'tenants'];
   const kinds = requests(names);
-  const tally = new Map<string, Tally>(kinds.map((_, k) => [names[k], { served: 0, tooMany: 0, unavailable: 0, failed: 0, latencies: [] }]));
+  const tally = new Map<string, Tally>(
+    kinds.map((_, k) => [names[k], { served: 0, tooMany: 0, unavailable: 0, failed: 0, latencies: [] }]),
+  );
   const end = Date.now() + seconds * 1_000;
   let n = 0;
   const worker = async () => {
@@ -85,28 +100,59 @@ async function main(): Promise<void> {
   const after = await pools();
   const metricsAfter = await scrape();
 
-  const pct = (xs: number[], q: number) => (xs.length === 0 ? 0 : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
+  const pct = (xs: number[], q: number) =>
+    xs.length === 0 ? 0 : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
   const rows = [['pool', 'served', 'p50 ms', 'p99 ms', '429', '503', 'errors', 'connections opened', 'leases']];
   for (const name of names) {
     const t = tally.get(name);
     if (t === undefined) continue;
     // A group is not in GET /pools: its members come and go (see the dashboard).
     const opened = after[name] === undefined ? '-' : String(after[name].counters.opened - before[name].counters.opened);
-    const leases = after[name] === undefined ? '-' : String(after[name].counters.acquired - before[name].counters.acquired);
-    rows.push([name, String(t.served), pct(t.latencies, 0.5).toFixed(1), pct(t.latencies, 0.99).toFixed(1), String(t.tooMany), String(t.unavailable), String(t.failed), opened, leases]);
+    const leases =
+      after[name] === undefined ? '-' : String(after[name].counters.acquired - before[name].counters.acquired);
+    rows.push([
+      name,
+      String(t.served),
+      pct(t.latencies, 0.5).toFixed(1),
+      pct(t.latencies, 0.99).toFixed(1),
+      String(t.tooMany),
+      String(t.unavailable),
+      String(t.failed),
+      opened,
+      leases,
+    ]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   for (const r of rows) console.log(r.map((cell, c) => cell.padStart(widths[c])).join('  '));
   console.log('\nconnections opened: new connections during the run; leases: checkouts they served.');
 
   // The same run as the pools' metrics saw it, read from GET /metrics (bucket upper bounds).
-  const ms = (s: number | undefined) => (s === undefined ? '-' : s === Infinity ? '> 10 s' : s < 0.001 ? `≤ ${(s * 1000).toFixed(1)}` : `≤ ${(s * 1000).toFixed(0)}`);
+  const ms = (s: number | undefined) =>
+    s === undefined
+      ? '-'
+      : s === Infinity
+        ? '> 10 s'
+        : s < 0.001
+          ? `≤ ${(s * 1000).toFixed(1)}`
+          : `≤ ${(s * 1000).toFixed(0)}`;
   const waits = [['pool', 'acquires', 'wait p50 ms', 'wait p99 ms', 'hold p50 ms', 'hold p99 ms', 'timeouts']];
   for (const name of names.filter((n) => before[n] !== undefined)) {
-    const count = (valueOf(metricsAfter, 'db_client_connection_wait_time_count', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_wait_time_count', name) ?? 0);
-    const timeouts = (valueOf(metricsAfter, 'db_client_connection_timeouts_total', name) ?? 0) - (valueOf(metricsBefore, 'db_client_connection_timeouts_total', name) ?? 0);
+    const count =
+      (valueOf(metricsAfter, 'db_client_connection_wait_time_count', name) ?? 0) -
+      (valueOf(metricsBefore, 'db_client_connection_wait_time_count', name) ?? 0);
+    const timeouts =
+      (valueOf(metricsAfter, 'db_client_connection_timeouts_total', name) ?? 0) -
+      (valueOf(metricsBefore, 'db_client_connection_timeouts_total', name) ?? 0);
     const q = (metric: string, p: number) => ms(bucketQuantile(metricsBefore, metricsAfter, metric, name, p));
-    waits.push([name, String(count), q('db_client_connection_wait_time', 0.5), q('db_client_connection_wait_time', 0.99), q('db_client_connection_use_time', 0.5), q('db_client_connection_use_time', 0.99), String(timeouts)]);
+    waits.push([
+      name,
+      String(count),
+      q('db_client_connection_wait_time', 0.5),
+      q('db_client_connection_wait_time', 0.99),
+      q('db_client_connection_use_time', 0.5),
+      q('db_client_connection_use_time', 0.99),
+      String(timeouts),
+    ]);
   }
   const w = waits[0].map((_, c) => Math.max(...waits.map((r) => r[c].length)));
   console.log('\nfrom GET /metrics (OpenTelemetry, Prometheus format):');
@@ -114,8 +160,13 @@ async function main(): Promise<void> {
   // The upstream pool's adaptive limit: where it started, where it settled, its last moves.
   const adaptive = after.upstream?.admission?.adaptive;
   if (adaptive !== undefined) {
-    const moves = adaptive.changes.slice(-8).map((c) => `${c.from}→${c.to}`).join(' ');
-    console.log(`\nthe upstream's adaptive limit (${adaptive.algorithm}${adaptive.shared ? ', one for every instance through Redis' : ''}): ${before.upstream.admission!.limit} before, ${after.upstream.admission!.limit} now; last moves ${moves || 'none'}`);
+    const moves = adaptive.changes
+      .slice(-8)
+      .map((c) => `${c.from}→${c.to}`)
+      .join(' ');
+    console.log(
+      `\nthe upstream's adaptive limit (${adaptive.algorithm}${adaptive.shared ? ', one for every instance through Redis' : ''}): ${before.upstream.admission!.limit} before, ${after.upstream.admission!.limit} now; last moves ${moves || 'none'}`,
+    );
   }
 }
 

@@ -37,7 +37,14 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
     let upstreamUrl = env.UPSTREAM_URL;
     if (upstreamUrl === undefined) {
       // A cloud API that slows past 8 requests at once: the adaptive limit of the upstream pool finds that.
-      const upstream = await startCloudUpstream({ handshakeDelayMs: 150, maxConcurrentStreams: 50, idleTimeoutMs: 30_000, responseDelayMs: 10, capacity: 8, ...options.upstream });
+      const upstream = await startCloudUpstream({
+        handshakeDelayMs: 150,
+        maxConcurrentStreams: 50,
+        idleTimeoutMs: 30_000,
+        responseDelayMs: 10,
+        capacity: 8,
+        ...options.upstream,
+      });
       stops.push(() => upstream.close());
       upstreamUrl = upstream.url;
     }
@@ -51,7 +58,9 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
       production: env.NODE_ENV === 'production',
       dashboardPassword: env.DASHBOARD_PASSWORD,
     };
-    const app = await NestFactory.create(SampleModule.register(config), { logger: options.logger ?? ['log', 'warn', 'error'] });
+    const app = await NestFactory.create(SampleModule.register(config), {
+      logger: options.logger ?? ['log', 'warn', 'error'],
+    });
     await app.listen(options.port ?? Number(env.PORT ?? 3000), '127.0.0.1');
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     let closing: Promise<void> | undefined;
@@ -73,13 +82,20 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
   const sample = await startSample();
-  const pools = ['blob', 'upstream', ...(sample.config.redisUrl ? ['redis'] : []), ...(sample.config.databaseUrl ? ['pg'] : [])];
+  const pools = [
+    'blob',
+    'upstream',
+    ...(sample.config.redisUrl ? ['redis'] : []),
+    ...(sample.config.databaseUrl ? ['pg'] : []),
+  ];
   console.log(`\nnestjs-shared-pool sample app on ${sample.url} (pools: ${pools.join(', ')})`);
   console.log(`  curl ${sample.url}/upstream/42 -H 'x-user-id: ann'`);
   console.log(`  curl -X PUT ${sample.url}/files/hello.txt -H 'content-type: application/json' -d '{"content":"hi"}'`);
   console.log(`  curl ${sample.url}/tenants/acme/items/7`);
   console.log(`  curl ${sample.url}/health    curl ${sample.url}/pools`);
-  console.log(`  dashboard: ${sample.url}/pools/ui${sample.config.production ? '   (production: user ops, password DASHBOARD_PASSWORD)' : ''}`);
+  console.log(
+    `  dashboard: ${sample.url}/pools/ui${sample.config.production ? '   (production: user ops, password DASHBOARD_PASSWORD)' : ''}`,
+  );
   console.log(`  npm run load   (in another terminal)\n`);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

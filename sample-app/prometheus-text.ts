@@ -22,8 +22,18 @@ export function parsePrometheus(text: string): PromSample[] {
 }
 
 /** The value of `name` for pool `pool` (and any other labels given), or undefined. */
-export function valueOf(samples: readonly PromSample[], name: string, pool: string, labels: Record<string, string> = {}): number | undefined {
-  return samples.find((s) => s.name === name && s.labels.db_client_connection_pool_name === pool && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+export function valueOf(
+  samples: readonly PromSample[],
+  name: string,
+  pool: string,
+  labels: Record<string, string> = {},
+): number | undefined {
+  return samples.find(
+    (s) =>
+      s.name === name &&
+      s.labels.db_client_connection_pool_name === pool &&
+      Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  )?.value;
 }
 
 /**
@@ -31,10 +41,19 @@ export function valueOf(samples: readonly PromSample[], name: string, pool: stri
  * upper bound of the bucket the quantile falls in (what `histogram_quantile` returns, before its
  * interpolation). Undefined with no observation in between.
  */
-export function bucketQuantile(before: readonly PromSample[], after: readonly PromSample[], name: string, pool: string, q: number): number | undefined {
+export function bucketQuantile(
+  before: readonly PromSample[],
+  after: readonly PromSample[],
+  name: string,
+  pool: string,
+  q: number,
+): number | undefined {
   const buckets = after
     .filter((s) => s.name === `${name}_bucket` && s.labels.db_client_connection_pool_name === pool)
-    .map((s) => ({ le: Number(s.labels.le === '+Inf' ? Infinity : s.labels.le), count: s.value - (valueOf(before, `${name}_bucket`, pool, { le: s.labels.le! }) ?? 0) }))
+    .map((s) => ({
+      le: Number(s.labels.le === '+Inf' ? Infinity : s.labels.le),
+      count: s.value - (valueOf(before, `${name}_bucket`, pool, { le: s.labels.le! }) ?? 0),
+    }))
     .sort((a, b) => a.le - b.le);
   const total = buckets.at(-1)?.count ?? 0;
   if (total === 0) return undefined;

@@ -2,7 +2,16 @@
 import { Injectable, Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
-import { Http2SessionConnector, http2Request, InjectPool, PooledConnection, PoolGroup, PoolModule, UsePooled, type ConnectionPool } from 'nestjs-shared-pool';
+import {
+  Http2SessionConnector,
+  http2Request,
+  InjectPool,
+  PooledConnection,
+  PoolGroup,
+  PoolModule,
+  UsePooled,
+  type ConnectionPool,
+} from 'nestjs-shared-pool';
 import { asPgPool, pgConnector } from 'nestjs-shared-pool/connectors/pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -33,7 +42,15 @@ export class AppConfigModule {}
 export const asyncRegistration = PoolModule.forRootAsync({
   imports: [AppConfigModule],
   inject: [AppConfig],
-  pools: [{ name: 'upstream', connector: { inject: [AppConfig], useFactory: (config: AppConfig) => new Http2SessionConnector(config.upstreamUrl) } }],
+  pools: [
+    {
+      name: 'upstream',
+      connector: {
+        inject: [AppConfig],
+        useFactory: (config: AppConfig) => new Http2SessionConnector(config.upstreamUrl),
+      },
+    },
+  ],
   useFactory: (config: AppConfig) => ({ pools: { upstream: { maxSize: config.upstreamPoolSize } } }),
 });
 
@@ -60,9 +77,17 @@ export class PoliteCompletions {
 
   @UsePooled('llm', { key: (userId: unknown) => String(userId) })
   async complete(userId: string, prompt: string): Promise<string> {
-    const res = await http2Request(this.llm.current, { ':method': 'POST', ':path': `/complete?user=${userId}` }, prompt);
+    const res = await http2Request(
+      this.llm.current,
+      { ':method': 'POST', ':path': `/complete?user=${userId}` },
+      prompt,
+    );
     // A 429 or 503 thrown with its status and headers: the adaptive limit cuts, and pauses for Retry-After.
-    if (res.status === 429 || res.status === 503) throw Object.assign(new Error(`the upstream answered ${res.status}`), { status: res.status, headers: res.headers });
+    if (res.status === 429 || res.status === 503)
+      throw Object.assign(new Error(`the upstream answered ${res.status}`), {
+        status: res.status,
+        headers: res.headers,
+      });
     return res.body.toString();
   }
 }
@@ -73,7 +98,11 @@ export class Completions {
 
   @UsePooled('llm', { key: (userId: unknown) => String(userId) }) // the admission key, from the arguments
   async complete(userId: string, prompt: string): Promise<string> {
-    const res = await http2Request(this.llm.current, { ':method': 'POST', ':path': `/complete?user=${userId}` }, prompt);
+    const res = await http2Request(
+      this.llm.current,
+      { ':method': 'POST', ':path': `/complete?user=${userId}` },
+      prompt,
+    );
     return res.body.toString();
   }
 }
@@ -126,14 +155,23 @@ export async function tenantDatabase(serverUrl: string, tenant: string): Promise
     connector: (key) => pgConnector(`${serverUrl}/${key}`), // a member per key, made on its first call
     member: { clientLimit: 1, acquireTimeoutMs: 5_000 }, // the options of every member pool
   });
-  const db = await group.use(tenant, async (client) => (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0].db);
+  const db = await group.use(
+    tenant,
+    async (client) => (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0].db,
+  );
   await group.close();
   return db;
 }
 
 export function tenantRegistration(serverUrl: string) {
   return PoolModule.forRoot({
-    groups: [{ name: 'tenants', connector: (tenant) => pgConnector(`${serverUrl}/${tenant}`), options: { maxTotal: 20, member: { clientLimit: 1 } } }],
+    groups: [
+      {
+        name: 'tenants',
+        connector: (tenant) => pgConnector(`${serverUrl}/${tenant}`),
+        options: { maxTotal: 20, member: { clientLimit: 1 } },
+      },
+    ],
   });
 }
 
@@ -161,13 +199,19 @@ export function warnOnFailedConnections(warn: (line: string) => void): () => voi
 @Injectable()
 export class OpsGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-role'] === 'ops';
+    return (
+      context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-role'] === 'ops'
+    );
   }
 }
 
 @Module({
   imports: [
-    PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443') }] }),
+    PoolModule.forRoot({
+      pools: [
+        { name: 'upstream', connector: new Http2SessionConnector(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:8443') },
+      ],
+    }),
     PoolDashboardModule.forRoot({ guards: [OpsGuard] }), // the live page at /pools/ui, for ops only
   ],
 })

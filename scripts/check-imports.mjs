@@ -18,14 +18,24 @@ export function importGraph(dir) {
 
 /** Every `.ts` file under `dir`, with the files its relative imports and re-exports name. */
 function importsUnder(dir) {
-  const files = readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.ts')).map((f) => normalize(join(dir, f)));
-  return new Map(files.map((file) => [file, [...readFileSync(file, 'utf8').matchAll(/(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/gs)].map((m) => normalize(join(dirname(file), m[1])).replace(/\.js$/, '.ts'))]));
+  const files = readdirSync(dir, { recursive: true })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => normalize(join(dir, f)));
+  return new Map(
+    files.map((file) => [
+      file,
+      [...readFileSync(file, 'utf8').matchAll(/(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/gs)].map((m) =>
+        normalize(join(dirname(file), m[1])).replace(/\.js$/, '.ts'),
+      ),
+    ]),
+  );
 }
 
 /** The outermost folder holding `target` that does not hold `file` (the folder an import enters), within `root`. */
 function entered(root, file, target) {
   let folder = dirname(target);
-  while (dirname(folder) !== root && dirname(folder).startsWith(root) && !file.startsWith(dirname(folder) + sep)) folder = dirname(folder);
+  while (dirname(folder) !== root && dirname(folder).startsWith(root) && !file.startsWith(dirname(folder) + sep))
+    folder = dirname(folder);
   return folder;
 }
 
@@ -37,8 +47,12 @@ export function bypassesOf(dir) {
     for (const target of targets) {
       if (dirname(target) === dirname(file)) continue;
       const face = join(entered(root, file, target), 'index.ts');
-      const rootEntry = file === join(root, 'index.ts') && basename(target) === 'public.ts' && dirname(dirname(target)) === root;
-      if (target !== face && !rootEntry) found.push(`${relative(root, file)} imports ${relative(root, target)}: import ${relative(root, face)} instead (export the name there)`);
+      const rootEntry =
+        file === join(root, 'index.ts') && basename(target) === 'public.ts' && dirname(dirname(target)) === root;
+      if (target !== face && !rootEntry)
+        found.push(
+          `${relative(root, file)} imports ${relative(root, target)}: import ${relative(root, face)} instead (export the name there)`,
+        );
     }
   }
   return found;
@@ -80,7 +94,10 @@ export function cyclesOf(graph) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const cycles = cyclesOf(importGraph(join(root, 'lib')));
-  for (const cycle of cycles) console.error(`import cycle: ${cycle.map((f) => relative(root, f)).join(' -> ')}: move the types they share into one file, or invert a dependency`);
+  for (const cycle of cycles)
+    console.error(
+      `import cycle: ${cycle.map((f) => relative(root, f)).join(' -> ')}: move the types they share into one file, or invert a dependency`,
+    );
   const bypasses = bypassesOf(join(root, 'lib'));
   for (const bypass of bypasses) console.error(`import around a folder's index: lib/${bypass}`);
   process.exitCode = cycles.length + bypasses.length > 0 ? 1 : 0;

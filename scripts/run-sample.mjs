@@ -14,7 +14,8 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc');
 function newest(dir) {
   let latest = 0;
   for (const item of readdirSync(join(root, dir), { withFileTypes: true, recursive: true })) {
-    if (item.isFile() && item.name.endsWith('.ts')) latest = Math.max(latest, statSync(join(item.parentPath, item.name)).mtimeMs);
+    if (item.isFile() && item.name.endsWith('.ts'))
+      latest = Math.max(latest, statSync(join(item.parentPath, item.name)).mtimeMs);
   }
   return latest;
 }
@@ -24,11 +25,18 @@ const builds = [
   { project: 'tsconfig.build.json', info: 'dist/.tsbuildinfo', sources: ['lib'] },
   { project: 'sample-app/tsconfig.json', info: 'dist-sample/.tsbuildinfo', sources: ['lib', 'sample-app'] },
 ];
-const configs = Math.max(...['tsconfig.json', 'tsconfig.build.json', 'sample-app/tsconfig.json', 'package.json'].map((f) => statSync(join(root, f)).mtimeMs));
+const configs = Math.max(
+  ...['tsconfig.json', 'tsconfig.build.json', 'sample-app/tsconfig.json', 'package.json'].map(
+    (f) => statSync(join(root, f)).mtimeMs,
+  ),
+);
 for (const { project, info, sources } of builds) {
   const built = existsSync(join(root, info)) ? statSync(join(root, info)).mtimeMs : 0;
   if (built > Math.max(configs, ...sources.map(newest))) continue;
-  const result = spawnSync(process.execPath, [tsc, '-p', project, '--incremental', '--tsBuildInfoFile', info], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [tsc, '-p', project, '--incremental', '--tsBuildInfoFile', info], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 // The entry sees the arguments it would if node ran it directly: [node, entry, ...its own].

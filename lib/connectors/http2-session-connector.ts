@@ -19,7 +19,13 @@ export interface Http2SessionConnectorOptions {
   clientLimit?: number;
 }
 
-const FATAL_CODES = new Set(['ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_SESSION_ERROR', 'ECONNRESET', 'EPIPE']);
+const FATAL_CODES = new Set([
+  'ERR_HTTP2_INVALID_SESSION',
+  'ERR_HTTP2_GOAWAY_SESSION',
+  'ERR_HTTP2_SESSION_ERROR',
+  'ECONNRESET',
+  'EPIPE',
+]);
 /** Node's message for a stream the peer closed with REFUSED_STREAM ("Stream closed with error code NGHTTP2_REFUSED_STREAM"). */
 const REFUSED = /\bNGHTTP2_REFUSED_STREAM\b/;
 
@@ -33,7 +39,8 @@ const REFUSED = /\bNGHTTP2_REFUSED_STREAM\b/;
 export class Http2SessionConnector implements Connector<http2.ClientHttp2Session> {
   /** HTTP/2 multiplexes streams: a session may be shared, up to this many callers (the pool's default `clientLimit`). */
   readonly clientLimit: number;
-  readonly #options: Required<Omit<Http2SessionConnectorOptions, 'connectOptions' | 'clientLimit'>> & Pick<Http2SessionConnectorOptions, 'connectOptions'>;
+  readonly #options: Required<Omit<Http2SessionConnectorOptions, 'connectOptions' | 'clientLimit'>> &
+    Pick<Http2SessionConnectorOptions, 'connectOptions'>;
   /** The first SETTINGS frame of each session, awaited by `ready()`. */
   readonly #settings = new WeakMap<http2.ClientHttp2Session, Promise<unknown>>();
 
@@ -46,7 +53,9 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
       // reported below
     }
     if (protocol !== 'https:' && protocol !== 'http:') {
-      throw new TypeError(`Http2SessionConnector: origin must be an https:// or http:// URL, got ${JSON.stringify(o.origin)}`);
+      throw new TypeError(
+        `Http2SessionConnector: origin must be an https:// or http:// URL, got ${JSON.stringify(o.origin)}`,
+      );
     }
     // The pool checks a declared clientLimit, as any connector's (option "connector.clientLimit").
     const { clientLimit = 100, ...rest } = o;
@@ -140,7 +149,9 @@ export function http2Request(
     let responseHeaders: http2.IncomingHttpHeaders = {};
     stream.on('response', (h) => (responseHeaders = h));
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('end', () => resolve({ status: Number(responseHeaders[':status']), headers: responseHeaders, body: Buffer.concat(chunks) }));
+    stream.on('end', () =>
+      resolve({ status: Number(responseHeaders[':status']), headers: responseHeaders, body: Buffer.concat(chunks) }),
+    );
     stream.on('error', reject);
     if (body !== undefined) stream.end(body);
   });

@@ -1,6 +1,24 @@
 // What the other folders of lib use of this one: its public surface (public.ts), and what follows.
 export * from './public.js';
-export { backoffMs, brandError, closest, EarliestTimer, is, keysOf, messageOf, optionError, OptionReader, type OptionScope, ProcessHold, type Rule, scrubbed, shown, Timers, unknownKey, violation } from './common/index.js';
+export {
+  backoffMs,
+  brandError,
+  closest,
+  EarliestTimer,
+  is,
+  keysOf,
+  messageOf,
+  optionError,
+  OptionReader,
+  type OptionScope,
+  ProcessHold,
+  type Rule,
+  scrubbed,
+  shown,
+  Timers,
+  unknownKey,
+  violation,
+} from './common/index.js';
 export { type BudgetMember, type ConnectionBudget, kBudget, kMember, type MemberSide } from './contracts/index.js';
 export { events, meterOf, meterRule, observeEach } from './observation/index.js';
 export { checkedOnce, CONNECTIONS, resolveOptions } from './options/index.js';

@@ -25,7 +25,10 @@ export function dashboardAssets(): DashboardAssets {
   };
   const { html, script, style } = loaded;
   return {
-    page: (base) => ({ type: 'text/html; charset=utf-8', body: Buffer.from(html.replaceAll('%BASE%', escapeAttribute(base))) }),
+    page: (base) => ({
+      type: 'text/html; charset=utf-8',
+      body: Buffer.from(html.replaceAll('%BASE%', escapeAttribute(base))),
+    }),
     script,
     style,
   };
@@ -42,7 +45,9 @@ function read(name: string): Buffer {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
   }
-  throw new Error(`nestjs-shared-pool/dashboard: its page file ${name} is missing from the package (looked in ${PLACES.join(' and ')} next to ${import.meta.url}); reinstall the package`);
+  throw new Error(
+    `nestjs-shared-pool/dashboard: its page file ${name} is missing from the package (looked in ${PLACES.join(' and ')} next to ${import.meta.url}); reinstall the package`,
+  );
 }
 
 function escapeAttribute(text: string): string {

@@ -69,7 +69,15 @@ export class DashboardFeed {
   stats(): FeedStats {
     let buffered = 0;
     for (const viewer of this.#viewers) buffered += viewer.res.writableLength;
-    return { viewers: this.#viewers.size, running: this.#timer !== undefined, built: this.#built, dropped: this.#dropped, cutOff: this.#cutOff, buffered, busyMs: this.#busyMs };
+    return {
+      viewers: this.#viewers.size,
+      running: this.#timer !== undefined,
+      built: this.#built,
+      dropped: this.#dropped,
+      cutOff: this.#cutOff,
+      buffered,
+      busyMs: this.#busyMs,
+    };
   }
 
   /** The current snapshot, built now unless this tick's is fresh. For one-off reads (`/snapshot`). */
@@ -80,13 +88,26 @@ export class DashboardFeed {
   /** Streams to `res` until its client leaves or the feed closes. */
   join(req: IncomingMessage, res: ServerResponse): void {
     if (this.#closed || this.#viewers.size >= this.settings.maxViewers) {
-      const why = this.#closed ? 'the application is shutting down' : `${this.settings.maxViewers} pages are watching already (maxViewers)`;
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5', 'cache-control': 'no-store' }).end(`The pool dashboard takes no more viewers now: ${why}.`);
+      const why = this.#closed
+        ? 'the application is shutting down'
+        : `${this.settings.maxViewers} pages are watching already (maxViewers)`;
+      res
+        .writeHead(503, {
+          'content-type': 'text/plain; charset=utf-8',
+          'retry-after': '5',
+          'cache-control': 'no-store',
+        })
+        .end(`The pool dashboard takes no more viewers now: ${why}.`);
       return;
     }
     const viewer: Viewer = { res, fullSince: undefined, dropped: 0 };
     this.#viewers.add(viewer);
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     res.write(`retry: ${Math.max(1_000, this.settings.intervalMs * 2)}\n\n`);
     const leave = () => this.#leave(viewer);
     req.once('close', leave);

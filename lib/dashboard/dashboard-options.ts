@@ -49,13 +49,27 @@ const KEYS = keysOf<PoolDashboardOptions>({
 
 const urlPath: Rule = {
   says: "a URL path such as '/pools/ui' (segments of letters, digits, - _ . ~; none of them '.' or '..')",
-  ok: (v) => typeof v === 'string' && /^\/?(?:(?!\.\.?(?:\/|$))[A-Za-z0-9\-_.~]+\/)*(?!\.\.?$)[A-Za-z0-9\-_.~]*[A-Za-z0-9\-_~]$/.test(v),
+  ok: (v) =>
+    typeof v === 'string' &&
+    /^\/?(?:(?!\.\.?(?:\/|$))[A-Za-z0-9\-_.~]+\/)*(?!\.\.?$)[A-Za-z0-9\-_.~]*[A-Za-z0-9\-_~]$/.test(v),
 };
-const guardList: Rule = { says: 'an array of Nest guards (classes or instances with canActivate)', ok: (v) => Array.isArray(v) && v.every((g) => typeof g === 'function' || (typeof g === 'object' && g !== null && typeof (g as CanActivate).canActivate === 'function')) };
+const guardList: Rule = {
+  says: 'an array of Nest guards (classes or instances with canActivate)',
+  ok: (v) =>
+    Array.isArray(v) &&
+    v.every(
+      (g) =>
+        typeof g === 'function' ||
+        (typeof g === 'object' && g !== null && typeof (g as CanActivate).canActivate === 'function'),
+    ),
+};
 
 /** Checks and defaults the options; a bad one throws a PoolConfigError that names it. */
 export function resolveDashboardOptions(options: PoolDashboardOptions = {}): ResolvedDashboardOptions {
-  const read = new OptionReader({ subject: 'module', name: 'PoolDashboardModule.forRoot' }, options).only(KEYS, "the dashboard's options");
+  const read = new OptionReader({ subject: 'module', name: 'PoolDashboardModule.forRoot' }, options).only(
+    KEYS,
+    "the dashboard's options",
+  );
   const path = read.get('path', urlPath, '/pools/ui');
   return {
     path: path.startsWith('/') ? path : `/${path}`,

@@ -1,4 +1,12 @@
-import { type AdaptiveStats, type AdmissionStats, type LimiterMode, type PoolHealth, type PoolStats, type RetireReason, scrub } from '../core/index.js';
+import {
+  type AdaptiveStats,
+  type AdmissionStats,
+  type LimiterMode,
+  type PoolHealth,
+  type PoolStats,
+  type RetireReason,
+  scrub,
+} from '../core/index.js';
 import type { PoolGroupMemberRow } from '../groups/index.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
@@ -134,11 +142,19 @@ const HEALTH_RANK: Record<PoolHealth, number> = { healthy: 0, degraded: 1, criti
 
 /** How bad a pool looks, for sorting: its health first, then waiting callers, then utilization. */
 export function troubleOf(health: PoolHealth, waiting: number, utilization: number, closed = false): number {
-  return (closed ? -1 : HEALTH_RANK[health] * 1_000_000) + Math.min(waiting, 999) * 1_000 + Math.round(Math.min(utilization, 1) * 999);
+  return (
+    (closed ? -1 : HEALTH_RANK[health] * 1_000_000) +
+    Math.min(waiting, 999) * 1_000 +
+    Math.round(Math.min(utilization, 1) * 999)
+  );
 }
 
 /** The limiter's report as shown: Infinity limits as null, the error text without credentials. */
-export function limiterView(a: AdmissionStats, refusedPerSec: { global: number; key: number }, modes: readonly { at: number; mode: LimiterMode }[]): DashboardLimiter {
+export function limiterView(
+  a: AdmissionStats,
+  refusedPerSec: { global: number; key: number },
+  modes: readonly { at: number; mode: LimiterMode }[],
+): DashboardLimiter {
   return {
     mode: a.mode,
     used: a.used,

@@ -1,6 +1,24 @@
-import { type LimiterMode, type PoolCounters, type PoolHealth, type PoolStats, scrubbed, type TimingWatch, watchedQuantile } from '../core/index.js';
+import {
+  type LimiterMode,
+  type PoolCounters,
+  type PoolHealth,
+  type PoolStats,
+  scrubbed,
+  type TimingWatch,
+  watchedQuantile,
+} from '../core/index.js';
 import type { PoolGroupSummary } from '../groups/index.js';
-import { limiterView, troubleOf, type DashboardGroup, type DashboardMember, type DashboardPool, type DashboardRates, type DashboardSnapshot, type HealthChange, type WindowQuantiles } from './dashboard-snapshot.js';
+import {
+  limiterView,
+  troubleOf,
+  type DashboardGroup,
+  type DashboardMember,
+  type DashboardPool,
+  type DashboardRates,
+  type DashboardSnapshot,
+  type HealthChange,
+  type WindowQuantiles,
+} from './dashboard-snapshot.js';
 
 /** What the dashboard reads of a pool: its stats, and its timings while watched (a stand-in may lack either). */
 export interface WatchedPool {
@@ -15,7 +33,8 @@ export interface WatchedGroup {
 }
 
 /** One name of the application: a pool or a group. */
-export type Watched = { readonly name: string; readonly pool: WatchedPool } | { readonly name: string; readonly group: WatchedGroup };
+export type Watched =
+  { readonly name: string; readonly pool: WatchedPool } | { readonly name: string; readonly group: WatchedGroup };
 
 /** The settings the state needs. */
 export interface StateSettings {
@@ -126,7 +145,14 @@ export class DashboardState {
     }
     pools.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
     groups.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
-    return { at, intervalMs: this.settings.intervalMs, viewers, busyMs: Math.round(busyMs * 1000) / 1000, pools, groups };
+    return {
+      at,
+      intervalMs: this.settings.intervalMs,
+      viewers,
+      busyMs: Math.round(busyMs * 1000) / 1000,
+      pools,
+      groups,
+    };
   }
 
   #track(name: string, tick: number): Track {
@@ -137,11 +163,19 @@ export class DashboardState {
   }
 
   #pool(pool: WatchedPool, s: PoolStats, track: Track, at: number): DashboardPool {
-    if (this.#running && track.watch === undefined && typeof pool.watchTimings === 'function' && !s.closed) track.watch = pool.watchTimings();
+    if (this.#running && track.watch === undefined && typeof pool.watchTimings === 'function' && !s.closed)
+      track.watch = pool.watchTimings();
     const timings = track.watch?.read();
     const a = s.admission;
     const refused = a === undefined ? undefined : { global: a.counters.refusedGlobal, key: a.counters.refusedKey };
-    const base = track.sample({ at, wait: timings?.wait.counts, hold: timings?.hold.counts, counters: s.counters, refused, transfers: 0 });
+    const base = track.sample({
+      at,
+      wait: timings?.wait.counts,
+      hold: timings?.hold.counts,
+      counters: s.counters,
+      refused,
+      transfers: 0,
+    });
     track.observe(at, s.health);
     if (a !== undefined) track.observeMode(at, a.mode);
     const seconds = Math.max(at - base.at, 1_000) / 1_000;
@@ -165,7 +199,14 @@ export class DashboardState {
       oldestWaitMs: Math.round(s.oldestWaitMs ?? 0),
       breaker: s.breaker,
       lastError: scrubbed(s.lastError),
-      connections: rows.map((c) => ({ id: c.id, state: c.state, clients: c.clients, ageMs: Math.round(c.ageMs), uses: c.uses, idleMs: Math.round(c.idleMs) })),
+      connections: rows.map((c) => ({
+        id: c.id,
+        state: c.state,
+        clients: c.clients,
+        ageMs: Math.round(c.ageMs),
+        uses: c.uses,
+        idleMs: Math.round(c.idleMs),
+      })),
       moreConnections: s.connections.length - rows.length,
       timeline: [...track.timeline],
       waitMs: timings === undefined ? null : windowOf(timings.wait.counts, base.wait),
@@ -175,12 +216,26 @@ export class DashboardState {
       limiter:
         a === undefined
           ? null
-          : limiterView(a, { global: perSec(refused!.global, base.refused?.global, seconds), key: perSec(refused!.key, base.refused?.key, seconds) }, [...track.modes]),
+          : limiterView(
+              a,
+              {
+                global: perSec(refused!.global, base.refused?.global, seconds),
+                key: perSec(refused!.key, base.refused?.key, seconds),
+              },
+              [...track.modes],
+            ),
     };
   }
 
   #group(g: PoolGroupSummary, track: Track, at: number): DashboardGroup {
-    const base = track.sample({ at, wait: undefined, hold: undefined, counters: undefined, refused: undefined, transfers: g.transfers });
+    const base = track.sample({
+      at,
+      wait: undefined,
+      hold: undefined,
+      counters: undefined,
+      refused: undefined,
+      transfers: g.transfers,
+    });
     track.observe(at, g.health);
     const seconds = Math.max(at - base.at, 1_000) / 1_000;
     // Already the rows the page shows, most trouble first.
@@ -224,7 +279,8 @@ function perSec(now: number, base: number | undefined, seconds: number): number 
 
 function ratesOf(now: PoolCounters, base: PoolCounters, seconds: number): DashboardRates {
   const retiredBy = {} as Record<keyof PoolCounters['retiredBy'], number>;
-  for (const reason of Object.keys(now.retiredBy) as (keyof PoolCounters['retiredBy'])[]) retiredBy[reason] = perSec(now.retiredBy[reason], base.retiredBy[reason], seconds);
+  for (const reason of Object.keys(now.retiredBy) as (keyof PoolCounters['retiredBy'])[])
+    retiredBy[reason] = perSec(now.retiredBy[reason], base.retiredBy[reason], seconds);
   return {
     acquired: perSec(now.acquired, base.acquired, seconds),
     timeouts: perSec(now.timeouts, base.timeouts, seconds),

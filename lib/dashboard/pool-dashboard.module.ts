@@ -1,9 +1,27 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Controller, Get, Inject, Injectable, Module, Req, Res, UseGuards, type CanActivate, type DynamicModule, type ExecutionContext, type OnModuleDestroy, type Type } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Inject,
+  Injectable,
+  Module,
+  Req,
+  Res,
+  UseGuards,
+  type CanActivate,
+  type DynamicModule,
+  type ExecutionContext,
+  type OnModuleDestroy,
+  type Type,
+} from '@nestjs/common';
 import { PoolCoreModule, PoolRegistry } from '../nest/index.js';
 import { dashboardAssets, type DashboardAsset } from './dashboard-assets.js';
 import { DashboardFeed } from './dashboard-feed.js';
-import { resolveDashboardOptions, type PoolDashboardOptions, type ResolvedDashboardOptions } from './dashboard-options.js';
+import {
+  resolveDashboardOptions,
+  type PoolDashboardOptions,
+  type ResolvedDashboardOptions,
+} from './dashboard-options.js';
 import type { DashboardSnapshot } from './dashboard-snapshot.js';
 import { DashboardState, type Watched, type WatchedPool } from './dashboard-state.js';
 
@@ -14,7 +32,10 @@ const DASHBOARD_OPTIONS = Symbol('PoolDashboardOptions');
 export class PoolDashboard implements OnModuleDestroy {
   readonly feed: DashboardFeed;
 
-  constructor(registry: PoolRegistry, @Inject(DASHBOARD_OPTIONS) readonly options: ResolvedDashboardOptions) {
+  constructor(
+    registry: PoolRegistry,
+    @Inject(DASHBOARD_OPTIONS) readonly options: ResolvedDashboardOptions,
+  ) {
     const watched = function* (): Iterable<Watched> {
       for (const name of registry.names()) {
         const group = registry.group(name);
@@ -69,7 +90,8 @@ function dashboardController(o: ResolvedDashboardOptions): Type {
     page(@Req() req: unknown, @Res() res: unknown): void {
       const { req: request, res: response } = rawOf(req, res);
       send(response, dashboardAssets().page(pagePath(request.url, o.path)), {
-        'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        'content-security-policy':
+          "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         'referrer-policy': 'no-referrer',
       });
     }
@@ -126,5 +148,13 @@ function rawOf(req: unknown, res: unknown): { req: IncomingMessage; res: ServerR
 }
 
 function send(res: ServerResponse, asset: DashboardAsset, headers: Record<string, string> = {}): void {
-  res.writeHead(200, { 'content-type': asset.type, 'content-length': String(asset.body.length), 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...headers }).end(asset.body);
+  res
+    .writeHead(200, {
+      'content-type': asset.type,
+      'content-length': String(asset.body.length),
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    })
+    .end(asset.body);
 }

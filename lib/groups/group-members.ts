@@ -69,7 +69,12 @@ export class GroupMembers<T> {
     if (this.#closed) return new PoolClosedError(this.options.name);
     if (typeof key !== 'string' || key.length === 0) {
       const got = typeof key === 'string' ? 'an empty string' : typeof key;
-      return new PoolConfigError(this.options.name, 'key', `must be a non-empty string naming the member (a tenant, a database), got ${got}`, 'group');
+      return new PoolConfigError(
+        this.options.name,
+        'key',
+        `must be a non-empty string naming the member (a tenant, a database), got ${got}`,
+        'group',
+      );
     }
     const member = this.#byKey.get(key);
     if (member !== undefined) return this.#touch(member);
@@ -79,9 +84,15 @@ export class GroupMembers<T> {
   }
 
   /** A new key waits for a member place, then goes on in the same turn, within its deadline. */
-  waitForPlace<R>(key: string, options: AcquireOptions | undefined, go: (pool: ConnectionPool<T>, timeoutMs: number) => Promise<R>): Promise<R> {
+  waitForPlace<R>(
+    key: string,
+    options: AcquireOptions | undefined,
+    go: (pool: ConnectionPool<T>, timeoutMs: number) => Promise<R>,
+  ): Promise<R> {
     const timeoutMs = options?.timeoutMs ?? this.options.member.acquireTimeoutMs;
-    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) => go(this.#touch(this.#byKey.get(key)!).pool, left));
+    return this.#keyWaiters.wait(key, timeoutMs, options?.signal, (left) =>
+      go(this.#touch(this.#byKey.get(key)!).pool, left),
+    );
   }
 
   /** The members that freed a place may let new keys in: looked at once the current turn ends. */
@@ -90,7 +101,11 @@ export class GroupMembers<T> {
     this.#serveSoon = true;
     queueMicrotask(() => {
       this.#serveSoon = false;
-      if (!this.#closed) this.#keyWaiters.serve((key) => this.#byKey.has(key), (key) => this.#admit(key) !== undefined);
+      if (!this.#closed)
+        this.#keyWaiters.serve(
+          (key) => this.#byKey.has(key),
+          (key) => this.#admit(key) !== undefined,
+        );
     });
   }
 
@@ -118,7 +133,8 @@ export class GroupMembers<T> {
   /** Forgets the members unused for `memberIdleMs` that have no caller and no connection. */
   forgetIdle(now: number): void {
     for (const m of [...this.#byKey.values()]) {
-      if (now - m.lastUsed < this.options.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0) continue;
+      if (now - m.lastUsed < this.options.memberIdleMs || m.side.waiting() > 0 || m.side.load(0).connections > 0)
+        continue;
       this.#forget(m);
     }
   }
@@ -145,10 +161,32 @@ export class GroupMembers<T> {
     const o = this.options;
     if (this.#byKey.size >= o.maxMembers && !this.#evictOne()) return undefined;
     // Members record no metrics unless asked (member.metrics): a series per tenant would be unbounded.
-    const member = { metrics: false, ...o.member, name: `${o.name}:${key}`, clock: o.clock, logger: o.logger, minSize: 0, growAt: 1, [kBudget]: this.budget };
+    const member = {
+      metrics: false,
+      ...o.member,
+      name: `${o.name}:${key}`,
+      clock: o.clock,
+      logger: o.logger,
+      minSize: 0,
+      growAt: 1,
+      [kBudget]: this.budget,
+    };
     const pool = new ConnectionPool(o.connector(key), member as never);
     const side = pool[kMember]();
-    const made: Member<T> = { key, pool, side, quota: 0, demand: 0, holdMs: 0, lastReleased: 0, busyMs: 0, recentNeed: 0, giving: 0, lastUsed: this.timers.now(), giveBack: new GiveBack() };
+    const made: Member<T> = {
+      key,
+      pool,
+      side,
+      quota: 0,
+      demand: 0,
+      holdMs: 0,
+      lastReleased: 0,
+      busyMs: 0,
+      recentNeed: 0,
+      giving: 0,
+      lastUsed: this.timers.now(),
+      giveBack: new GiveBack(),
+    };
     this.#byKey.set(key, made);
     this.#bySide.set(side, made);
     return made;

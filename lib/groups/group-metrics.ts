@@ -22,13 +22,24 @@ export class GroupMetrics {
 
   constructor(meter: MetricsMeter, group: MeasuredGroup, name: string) {
     const a = { 'nestjs_shared_pool.group.name': name };
-    const updown = (n: string, unit: string, description: string) => meter.createObservableUpDownCounter(`nestjs_shared_pool.group.${n}`, { unit, description });
-    const connections = updown('connections', '{connection}', 'Connections of every member, from the start of a create to the end of its close: what the server sees');
+    const updown = (n: string, unit: string, description: string) =>
+      meter.createObservableUpDownCounter(`nestjs_shared_pool.group.${n}`, { unit, description });
+    const connections = updown(
+      'connections',
+      '{connection}',
+      'Connections of every member, from the start of a create to the end of its close: what the server sees',
+    );
     const max = updown('max', '{connection}', 'maxTotal: the connections all members may have at once');
     const members = updown('members', '{member}', 'Members (keys) the group has now');
     const waiting = updown('pending_requests', '{request}', 'Callers waiting in every member');
-    const transfers = meter.createObservableCounter('nestjs_shared_pool.group.transfers', { unit: '{connection}', description: 'Connections taken from one member to open for another' });
-    const utilization = meter.createObservableGauge('nestjs_shared_pool.group.utilization', { unit: '1', description: 'Callers served over maxTotal × client_limit' });
+    const transfers = meter.createObservableCounter('nestjs_shared_pool.group.transfers', {
+      unit: '{connection}',
+      description: 'Connections taken from one member to open for another',
+    });
+    const utilization = meter.createObservableGauge('nestjs_shared_pool.group.utilization', {
+      unit: '1',
+      description: 'Callers served over maxTotal × client_limit',
+    });
     this.stop = observeEach(meter, [connections, max, members, waiting, transfers, utilization], (observer) => {
       const s = group.stats();
       observer.observe(connections, s.total, a);

@@ -1,4 +1,21 @@
-import { type Clock, CONNECTIONS, type Connector, consoleLogger, is, keysOf, meterRule, type MetricsMeter, OptionReader, PoolConfigError, type PoolLogger, type PoolOptions, resolveOptions, scrubbingLogger, shown, systemClock } from '../core/index.js';
+import {
+  type Clock,
+  CONNECTIONS,
+  type Connector,
+  consoleLogger,
+  is,
+  keysOf,
+  meterRule,
+  type MetricsMeter,
+  OptionReader,
+  PoolConfigError,
+  type PoolLogger,
+  type PoolOptions,
+  resolveOptions,
+  scrubbingLogger,
+  shown,
+  systemClock,
+} from '../core/index.js';
 
 /** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
 export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;
@@ -59,7 +76,11 @@ export interface ResolvedGroupOptions<T> {
   readonly name: string;
   readonly maxTotal: number;
   readonly connector: (key: string) => Connector<T>;
-  readonly member: PoolGroupMemberOptions & { readonly clientLimit: number; readonly acquireTimeoutMs: number; readonly maxIdleMs: number };
+  readonly member: PoolGroupMemberOptions & {
+    readonly clientLimit: number;
+    readonly acquireTimeoutMs: number;
+    readonly maxIdleMs: number;
+  };
   readonly minHoldMs: number;
   readonly rebalanceIntervalMs: number;
   /** Undefined: from the minimum hold and the rebalance interval. */
@@ -102,16 +123,28 @@ export const DEFAULT_MAX_MEMBERS = 1_000;
 
 /** Applies defaults and checks every field; throws a {@link PoolConfigError} naming the first bad one. */
 export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGroupOptions<T> {
-  if (typeof options !== 'object' || options === null) throw new PoolConfigError('group', 'options', `must be an object, got ${shown(options)}`, 'group');
+  if (typeof options !== 'object' || options === null)
+    throw new PoolConfigError('group', 'options', `must be an object, got ${shown(options)}`, 'group');
   const name = options.name ?? 'group';
-  if (typeof name !== 'string' || name.length === 0) throw new PoolConfigError(String(name), 'name', `must be a non-empty string, got ${shown(name)}`, 'group');
+  if (typeof name !== 'string' || name.length === 0)
+    throw new PoolConfigError(String(name), 'name', `must be a non-empty string, got ${shown(name)}`, 'group');
   const read = new OptionReader({ subject: 'group', name }, options).only(GROUP_KEYS, "a pool group's options");
-  const maxTotal = read.get('maxTotal', CONNECTIONS) ?? read.fail('maxTotal', 'is required: the connections all members may have at once');
-  const connector = read.get('connector', is.function) ?? read.fail('connector', 'is required: a function of the key that makes its connector');
+  const maxTotal =
+    read.get('maxTotal', CONNECTIONS) ??
+    read.fail('maxTotal', 'is required: the connections all members may have at once');
+  const connector =
+    read.get('connector', is.function) ??
+    read.fail('connector', 'is required: a function of the key that makes its connector');
   const member = read.get('member', is.object, {});
-  for (const key of Object.keys(member)) if (key in SET_BY_GROUP) read.fail(`member.${key}`, `is set by the group, not by its options: ${SET_BY_GROUP[key]}`);
+  for (const key of Object.keys(member))
+    if (key in SET_BY_GROUP)
+      read.fail(`member.${key}`, `is set by the group, not by its options: ${SET_BY_GROUP[key]}`);
   // The member options are checked now, not at the first call of some tenant.
-  const { clientLimit, acquireTimeoutMs, maxIdleMs } = resolveOptions({ maxSize: maxTotal, ...member, name: `${name}:<key>` });
+  const { clientLimit, acquireTimeoutMs, maxIdleMs } = resolveOptions({
+    maxSize: maxTotal,
+    ...member,
+    name: `${name}:<key>`,
+  });
   return {
     name,
     maxTotal,
@@ -121,8 +154,16 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
     rebalanceIntervalMs: read.get('rebalanceIntervalMs', is.finiteAbove(0), 100),
     giveBackAfterMs: read.get('giveBackAfterMs', is.atLeast(0)),
     memberIdleMs: read.get('memberIdleMs', is.atLeast(0), 60_000),
-    maxMembers: read.get('maxMembers', { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) }, DEFAULT_MAX_MEMBERS),
-    maxWaiting: read.get('maxWaiting', { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) }, Infinity),
+    maxMembers: read.get(
+      'maxMembers',
+      { says: 'a whole number of 1 or more, or Infinity', ok: (v) => v === Infinity || is.whole(1).ok(v) },
+      DEFAULT_MAX_MEMBERS,
+    ),
+    maxWaiting: read.get(
+      'maxWaiting',
+      { says: 'a whole number of 0 or more, or Infinity', ok: (v) => v === Infinity || is.whole(0).ok(v) },
+      Infinity,
+    ),
     metrics: read.get('metrics', meterRule, true),
     clock: read.get('clock', is.object, systemClock),
     logger: scrubbingLogger(read.get('logger', is.object, consoleLogger)),

@@ -93,7 +93,9 @@ export function quotasOf(loads: readonly MemberLoad[], settings: PlanSettings): 
   let budget = settings.maxTotal;
   // A member with demand first gets one connection; if the budget is short, those waiting longest
   // first (so every member gets its turn), then the largest demands.
-  for (const load of [...open].sort((a, b) => (b.waitedMs ?? 0) - (a.waitedMs ?? 0) || demandOf(b, settings) - demandOf(a, settings))) {
+  for (const load of [...open].sort(
+    (a, b) => (b.waitedMs ?? 0) - (a.waitedMs ?? 0) || demandOf(b, settings) - demandOf(a, settings),
+  )) {
     if (budget === 0) break;
     quotas.set(load.key, 1);
     budget--;
@@ -139,7 +141,13 @@ export function planMembers(loads: readonly MemberLoad[], settings: PlanSettings
     if (load.connections > quota) {
       // More extra connections, and an older oldest one, make a better victim.
       const extra = load.connections - quota;
-      return { key: load.key, demand, quota, hunger: 'overfull', score: extra * (1 + load.oldestMs / Math.max(settings.minHoldMs, 1)) };
+      return {
+        key: load.key,
+        demand,
+        quota,
+        hunger: 'overfull',
+        score: extra * (1 + load.oldestMs / Math.max(settings.minHoldMs, 1)),
+      };
     }
     return { key: load.key, demand, quota, hunger: 'satisfied', score: 0 };
   });

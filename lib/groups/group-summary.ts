@@ -31,7 +31,11 @@ export interface MemberSummary {
  * rows for at most `rows` of them: waiting first, then hungry, then busiest, then the idle ones;
  * ties keep the recency order. One numeric sort of the busy ones, so no keys are compared.
  */
-export function summarizeMembers<M extends SummarizedMember>(newestFirst: readonly M[], hungerOf: (m: M, waiting?: number) => Hunger, rows: number): MemberSummary {
+export function summarizeMembers<M extends SummarizedMember>(
+  newestFirst: readonly M[],
+  hungerOf: (m: M, waiting?: number) => Hunger,
+  rows: number,
+): MemberSummary {
   let clients = 0;
   let waiting = 0;
   let ready = 0;
@@ -62,8 +66,26 @@ export function summarizeMembers<M extends SummarizedMember>(newestFirst: readon
   }
   busy.sort((a, b) => scores[b]! - scores[a]! || a - b);
   const shown: PoolGroupMemberRow[] = [];
-  const row = (m: M) => shown.push({ key: m.key, quota: m.quota, hunger: hungerOf(m), connections: m.side.connectionCount(), clients: m.side.clientCount(), waiting: m.side.waiting(), health: m.pool.health(), holdMs: m.holdMs });
+  const row = (m: M) =>
+    shown.push({
+      key: m.key,
+      quota: m.quota,
+      hunger: hungerOf(m),
+      connections: m.side.connectionCount(),
+      clients: m.side.clientCount(),
+      waiting: m.side.waiting(),
+      health: m.pool.health(),
+      holdMs: m.holdMs,
+    });
   for (let k = 0; k < busy.length && shown.length < rows; k++) row(newestFirst[busy[k]!]!);
   for (let i = 0; i < newestFirst.length && shown.length < rows; i++) if (scores[i] === 0) row(newestFirst[i]!);
-  return { clients, waiting, ready, lastError: lastError === undefined ? undefined : messageOf(lastError), hungry, allFailing: calling > 0 && failing === calling, rows: shown };
+  return {
+    clients,
+    waiting,
+    ready,
+    lastError: lastError === undefined ? undefined : messageOf(lastError),
+    hungry,
+    allFailing: calling > 0 && failing === calling,
+    rows: shown,
+  };
 }

@@ -1,4 +1,11 @@
-import { CapacityExceededError, LinkedQueue, ProcessHold, type QueueNode, type TimerHandle, type Timers } from '../core/index.js';
+import {
+  CapacityExceededError,
+  LinkedQueue,
+  ProcessHold,
+  type QueueNode,
+  type TimerHandle,
+  type Timers,
+} from '../core/index.js';
 
 /** A call for a key that has no member, waiting for a member place. */
 class KeyWaiter implements QueueNode<KeyWaiter> {
@@ -51,7 +58,12 @@ export class MemberWaiters {
    * (in the same turn as the place was found, so that the new member has its caller before another
    * new key could take its place); settles as `go`'s promise does.
    */
-  wait<R>(key: string, timeoutMs: number, signal: AbortSignal | undefined, go: (remainingMs: number) => Promise<R>): Promise<R> {
+  wait<R>(
+    key: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    go: (remainingMs: number) => Promise<R>,
+  ): Promise<R> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#queue.length >= this.maxWaiting) return Promise.reject(this.#refusal());
     const now = this.timers.now();
@@ -74,7 +86,7 @@ export class MemberWaiters {
    */
   serve(has: (key: string) => boolean, admit: (key: string) => boolean): void {
     let blocked = false;
-    for (let w = this.#queue.head; w !== null; ) {
+    for (let w = this.#queue.head; w !== null;) {
       const next = w.next;
       if (has(w.key) || (!blocked && admit(w.key))) this.#leave(w, undefined);
       else blocked = true;
@@ -99,6 +111,13 @@ export class MemberWaiters {
   }
 
   #refusal(waitedMs?: number): CapacityExceededError {
-    return new CapacityExceededError(this.group, this.maxMembers, this.retryAfterMs, 'members', undefined, waitedMs === undefined ? { waiting: this.#queue.length } : { waitedMs });
+    return new CapacityExceededError(
+      this.group,
+      this.maxMembers,
+      this.retryAfterMs,
+      'members',
+      undefined,
+      waitedMs === undefined ? { waiting: this.#queue.length } : { waitedMs },
+    );
   }
 }

@@ -105,7 +105,11 @@ export class PlaceTransfers<M extends TransferMember> {
     const shares = this.#planned();
     const asked = new Set<M>();
     // Each asked member leaves the heap; one that did not take the place comes back when it starves again.
-    for (let m = shares.takeHungriestWaiting(); m !== undefined; m = group.total() < group.maxTotal ? shares.takeHungriestWaiting() : undefined) {
+    for (
+      let m = shares.takeHungriestWaiting();
+      m !== undefined;
+      m = group.total() < group.maxTotal ? shares.takeHungriestWaiting() : undefined
+    ) {
       asked.add(m);
       m.side.demand();
     }
@@ -163,7 +167,8 @@ export class PlaceTransfers<M extends TransferMember> {
     for (const m of this.#starving) {
       const waiting = m.side.waiting();
       if (waiting === 0) this.#starving.delete(m);
-      else if (m !== except) unmet += Math.max(0, connectionsFor(0, waiting, perConnection) - m.side.load(Infinity).opening);
+      else if (m !== except)
+        unmet += Math.max(0, connectionsFor(0, waiting, perConnection) - m.side.load(Infinity).opening);
       if (unmet > this.freeing) return false;
     }
     return true;

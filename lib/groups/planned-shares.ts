@@ -46,7 +46,7 @@ class MemberHeap<M> {
     this.#in.delete(top.member);
     if (items.length === 0) return top;
     items[0] = last;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let largest = i;
@@ -137,7 +137,11 @@ export class PlannedShares<M extends SharedMember> {
 
   /** The most overfull member other than `except` with an idle connection it may give up (held at least `minHeldMs`), or undefined. */
   mostOverfull(except: M, minHeldMs: number): M | undefined {
-    return this.#top(this.#overfull, except, (m) => this.hungerOf(m) === 'overfull' && m.side.load(minHeldMs).stealable > 0);
+    return this.#top(
+      this.#overfull,
+      except,
+      (m) => this.hungerOf(m) === 'overfull' && m.side.load(minHeldMs).stealable > 0,
+    );
   }
 
   /** The top of `heap` that is still `valid`, other than `except` (which stays in the heap); stale entries are dropped. */

@@ -1,4 +1,17 @@
-import { type AcquireOptions, type BudgetMember, type ConnectionBudget, ConnectionPool, DEFAULT_HEALTH_THRESHOLDS, type Lease, PoolClosedError, type PoolHealth, type TimerHandle, Timers, type UseOptions, utilizationHealth } from '../core/index.js';
+import {
+  type AcquireOptions,
+  type BudgetMember,
+  type ConnectionBudget,
+  ConnectionPool,
+  DEFAULT_HEALTH_THRESHOLDS,
+  type Lease,
+  PoolClosedError,
+  type PoolHealth,
+  type TimerHandle,
+  Timers,
+  type UseOptions,
+  utilizationHealth,
+} from '../core/index.js';
 import { planMembers, type MemberLoad, type PlanSettings } from './group-planner.js';
 import { PlaceTransfers } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
@@ -94,7 +107,9 @@ export class PoolGroup<T> {
   /** The budget, and every member with its share and its pool's stats. */
   stats(): PoolGroupStats {
     const settings = this.#plan();
-    const plans = new Map(planMembers(this.#loads([...this.#members.values()], settings.minHoldMs), settings).map((p) => [p.key, p]));
+    const plans = new Map(
+      planMembers(this.#loads([...this.#members.values()], settings.minHoldMs), settings).map((p) => [p.key, p]),
+    );
     let clients = 0;
     let waiting = 0;
     const giveBackBase = this.#giveBackBase();
@@ -103,7 +118,15 @@ export class PoolGroup<T> {
       const pool = m.pool.stats();
       clients += pool.clients;
       waiting += pool.waiting;
-      return { key: m.key, quota: plan.quota, hunger: plan.hunger, holdMs: m.holdMs, giveBackMs: m.giveBack.delayMs(giveBackBase), givenBack: m.giveBack.given, pool };
+      return {
+        key: m.key,
+        quota: plan.quota,
+        hunger: plan.hunger,
+        holdMs: m.holdMs,
+        giveBackMs: m.giveBack.delayMs(giveBackBase),
+        givenBack: m.giveBack.given,
+        pool,
+      };
     });
     return { ...this.#figures(clients, waiting, allFailing(members), settings.minHoldMs), members };
   }
@@ -118,7 +141,15 @@ export class PoolGroup<T> {
     // Planned within the last second: planning weighs every member, and a page needs no fresher quotas.
     const shares = this.#transfers.shares(1_000);
     // Most recently used first (the map keeps them by last use, oldest first).
-    const { clients, waiting, ready, lastError, hungry, allFailing, rows: members } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
+    const {
+      clients,
+      waiting,
+      ready,
+      lastError,
+      hungry,
+      allFailing,
+      rows: members,
+    } = summarizeMembers([...this.#members.values()].reverse(), (m, w) => shares.hungerOf(m, w), rows);
     return {
       ...this.#figures(clients, waiting, allFailing, this.#minHold()),
       memberCount: this.#members.size,
@@ -156,7 +187,8 @@ export class PoolGroup<T> {
     // Only a member that gave connections back lately learns from it, so the base (a look at
     // every member's connect time) is read then, not on every create.
     const giveBack = this.#members.bySide(supply)?.giveBack;
-    if (giveBack?.judging === true) giveBack.began(this.#timers.now(), this.#giveBackBase(), this.options.member.maxIdleMs);
+    if (giveBack?.judging === true)
+      giveBack.began(this.#timers.now(), this.#giveBackBase(), this.options.member.maxIdleMs);
   }
 
   /** A place is free: it goes to the hungriest member that waits for one. */
@@ -247,7 +279,8 @@ export class PoolGroup<T> {
     // A burst's connections go back to the server once its demand has fallen (see give-back.ts).
     // Not while members wait: then places change member by the planner's rules (minimum hold, quotas).
     const base = this.#giveBackBase();
-    if (base !== Infinity && !this.#members.anyWaiting()) for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
+    if (base !== Infinity && !this.#members.anyWaiting())
+      for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
     this.#members.forgetIdle(now);
     this.#members.quiet(); // a backstop: new keys that wait look again
   }

@@ -35,13 +35,19 @@ export type PoolOf<R> = R extends PoolRef<infer T> ? ConnectionPool<T> : never;
  */
 export function definePool<T>(name: string): PoolRef<T> {
   if (typeof name !== 'string' || name.length === 0) {
-    throw optionError({ subject: 'decorator', name: `definePool(${JSON.stringify(name) ?? String(name)})` }, 'the name', 'must be a non-empty string naming a pool');
+    throw optionError(
+      { subject: 'decorator', name: `definePool(${JSON.stringify(name) ?? String(name)})` },
+      'the name',
+      'must be a non-empty string naming a pool',
+    );
   }
   const token = getPoolToken(name);
   return Object.freeze({
     name,
     token,
-    define: (connector: ConnectorSource<T>, options?: PooledOptions): PoolDefinition<T> => (options === undefined ? { name, connector } : { name, connector, options }),
-    get: (from: { get(token: string, options?: { strict?: boolean }): unknown }) => from.get(token, { strict: false }) as ConnectionPool<T>,
+    define: (connector: ConnectorSource<T>, options?: PooledOptions): PoolDefinition<T> =>
+      options === undefined ? { name, connector } : { name, connector, options },
+    get: (from: { get(token: string, options?: { strict?: boolean }): unknown }) =>
+      from.get(token, { strict: false }) as ConnectionPool<T>,
   });
 }

@@ -36,7 +36,10 @@ export function holdScope(pool: Pick<ConnectionPool<unknown>, 'use'>, options: U
  * Keeps the `use()` scope this is called in open: return `body` from the use() callback, and the
  * lease is held until `scope.end()`; `used` is that use()'s promise, which `end()` returns.
  */
-export function keepScope(used: () => Promise<unknown>, connection: unknown): { scope: HeldScope; body: Promise<void> } {
+export function keepScope(
+  used: () => Promise<unknown>,
+  connection: unknown,
+): { scope: HeldScope; body: Promise<void> } {
   const run = AsyncLocalStorage.snapshot();
   let finish!: (failure?: { error: unknown }) => void;
   const body = new Promise<void>((ok, fail) => (finish = (f) => (f === undefined ? ok() : fail(f.error))));

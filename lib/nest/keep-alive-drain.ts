@@ -5,7 +5,10 @@ import { HttpAdapterHost } from '@nestjs/core';
 interface ClosingServer {
   closeIdleConnections?(): void;
   once(event: 'close', listener: () => void): unknown;
-  on(event: 'request', listener: (req: unknown, res: { setHeader(name: string, value: string): unknown; headersSent: boolean }) => void): unknown;
+  on(
+    event: 'request',
+    listener: (req: unknown, res: { setHeader(name: string, value: string): unknown; headersSent: boolean }) => void,
+  ): unknown;
   listening?: boolean;
 }
 

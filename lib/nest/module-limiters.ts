@@ -1,4 +1,13 @@
-import { type AdaptiveAlgorithmOptions, AdaptiveLimiter, type AdaptiveLimiterOptions, type ConcurrencyLimiter, type LimitOptions, LocalLimiter, RedisLimiter, type RedisLimitOptions } from '../limits/index.js';
+import {
+  type AdaptiveAlgorithmOptions,
+  AdaptiveLimiter,
+  type AdaptiveLimiterOptions,
+  type ConcurrencyLimiter,
+  type LimitOptions,
+  LocalLimiter,
+  RedisLimiter,
+  type RedisLimitOptions,
+} from '../limits/index.js';
 import { PoolConfigError } from '../core/index.js';
 import { NestPoolLogger } from './nest-pool-logger.js';
 
@@ -30,12 +39,31 @@ export function makeLimiter(config: LimitsConfig, name: string): ConcurrencyLimi
   const { redis, adaptive, classify, maxPauseMs, pauseProbeMs, ...limits } = config;
   const logger = new NestPoolLogger(name);
   if (adaptive !== undefined && (adaptive as unknown) !== false) {
-    const pause = { ...(maxPauseMs === undefined ? {} : { maxPauseMs }), ...(pauseProbeMs === undefined ? {} : { pauseProbeMs }) };
-    return new AdaptiveLimiter({ ...limits, ...pause, name, logger, ...(adaptive === true ? {} : { adaptive }), ...(classify === undefined ? {} : { classify }), ...(redis === undefined ? {} : { redis }) });
+    const pause = {
+      ...(maxPauseMs === undefined ? {} : { maxPauseMs }),
+      ...(pauseProbeMs === undefined ? {} : { pauseProbeMs }),
+    };
+    return new AdaptiveLimiter({
+      ...limits,
+      ...pause,
+      name,
+      logger,
+      ...(adaptive === true ? {} : { adaptive }),
+      ...(classify === undefined ? {} : { classify }),
+      ...(redis === undefined ? {} : { redis }),
+    });
   }
   const adaptiveOnly = Object.entries({ classify, maxPauseMs, pauseProbeMs }).find(([, v]) => v !== undefined)?.[0];
-  if (adaptiveOnly !== undefined) throw new PoolConfigError(name, `limits.${adaptiveOnly}`, 'is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too', 'limiter');
-  return redis === undefined ? new LocalLimiter({ ...limits, name, logger }) : new RedisLimiter({ ...limits, name, logger, redis });
+  if (adaptiveOnly !== undefined)
+    throw new PoolConfigError(
+      name,
+      `limits.${adaptiveOnly}`,
+      'is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too',
+      'limiter',
+    );
+  return redis === undefined
+    ? new LocalLimiter({ ...limits, name, logger })
+    : new RedisLimiter({ ...limits, name, logger, redis });
 }
 
 /**

@@ -52,7 +52,8 @@ export function poolErrorResponse(error: PoolError): PoolErrorResponse {
     status = 503;
     retryAfterSeconds = 1;
   }
-  const reason = { 429: 'Too Many Requests', 503: 'Service Unavailable' }[status as 429 | 503] ?? 'Internal Server Error';
+  const reason =
+    { 429: 'Too Many Requests', 503: 'Service Unavailable' }[status as 429 | 503] ?? 'Internal Server Error';
   return {
     status,
     retryAfterSeconds,
@@ -81,7 +82,8 @@ export class PoolErrorFilter implements ExceptionFilter<PoolError> {
       return;
     }
     const { status, retryAfterSeconds, body } = poolErrorResponse(error);
-    if (status === 500) this.#logger.error(scrub(error.message), error.stack === undefined ? undefined : scrub(error.stack));
+    if (status === 500)
+      this.#logger.error(scrub(error.message), error.stack === undefined ? undefined : scrub(error.stack));
     if (retryAfterSeconds !== undefined) httpAdapter.setHeader(response, 'Retry-After', String(retryAfterSeconds));
     httpAdapter.reply(response, body, status);
   }

@@ -43,7 +43,12 @@ export interface PoolHealthDetails {
     used: number;
     limit: number | null;
     utilization: number;
-    adaptive?: { algorithm: string; shared: boolean; pausedMs: number; lastChange: { from: number; to: number; reason: string } | null };
+    adaptive?: {
+      algorithm: string;
+      shared: boolean;
+      pausedMs: number;
+      lastChange: { from: number; to: number; reason: string } | null;
+    };
   };
 }
 
@@ -55,14 +60,24 @@ type Status = PoolCheckStatus;
  * What {@link PoolHealthIndicator.isHealthy} returns: the shape of Terminus's
  * `HealthIndicatorResult`, the details of each pool beside the status.
  */
-export type PoolHealthResult<Key extends string = string> = Record<Key, { status: PoolCheckStatus } & Record<string, PoolHealthDetails | PoolCheckStatus>>;
+export type PoolHealthResult<Key extends string = string> = Record<
+  Key,
+  { status: PoolCheckStatus } & Record<string, PoolHealthDetails | PoolCheckStatus>
+>;
 
 const DOWN_BY_DEFAULT: readonly DownState[] = ['exhausted', 'failing'];
 const DOWN_STATES: readonly string[] = ['degraded', 'critical', 'exhausted', 'failing'];
 const RANK: Record<Status, number> = { up: 0, degraded: 1, down: 2 };
 const worse = (a: Status, b: Status): Status => (RANK[b] > RANK[a] ? b : a);
 /** Limits that are only approximate (Redis away, or re-registering) degrade; refusing everything is down. */
-const ADMISSION_STATUS: Record<LimiterMode, Status> = { local: 'up', redis: 'up', quarantine: 'degraded', unreachable: 'degraded', fallback: 'degraded', 'fail-closed': 'down' };
+const ADMISSION_STATUS: Record<LimiterMode, Status> = {
+  local: 'up',
+  redis: 'up',
+  quarantine: 'degraded',
+  unreachable: 'degraded',
+  fallback: 'degraded',
+  'fail-closed': 'down',
+};
 
 /**
  * Health indicator of the pools for Terminus (`HealthCheckService.check`), or for any check of
@@ -91,11 +106,19 @@ export class PoolHealthIndicator {
         group !== undefined
           ? reportGroup(group.summary(0))
           : stats !== undefined
-          ? report(stats)
-          : missing(pool === undefined ? `no pool named "${name}" in this application` : `the provider of pool "${name}" has no stats() (a stand-in from a test?)`);
+            ? report(stats)
+            : missing(
+                pool === undefined
+                  ? `no pool named "${name}" in this application`
+                  : `the provider of pool "${name}" has no stats() (a stand-in from a test?)`,
+              );
       details[name] = row;
-      const poolStatus: Status = row.health === 'healthy' ? 'up' : row.health === 'missing' || downOn.includes(row.health) ? 'down' : 'degraded';
-      status = worse(status, worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode]));
+      const poolStatus: Status =
+        row.health === 'healthy' ? 'up' : row.health === 'missing' || downOn.includes(row.health) ? 'down' : 'degraded';
+      status = worse(
+        status,
+        worse(poolStatus, row.admission === undefined ? 'up' : ADMISSION_STATUS[row.admission.mode]),
+      );
     }
     return { [key]: { ...details, status } } as PoolHealthResult<Key>;
   }
@@ -104,7 +127,12 @@ export class PoolHealthIndicator {
 function checkDownOn(states: readonly DownState[]): readonly DownState[] {
   const wrong = Array.isArray(states) ? states.find((s) => !DOWN_STATES.includes(s)) : states;
   if (wrong !== undefined) {
-    throw new PoolConfigError('PoolHealthIndicator.isHealthy', 'downOn', `must list pool states among ${DOWN_STATES.join(', ')}; got ${JSON.stringify(wrong)}`, 'module');
+    throw new PoolConfigError(
+      'PoolHealthIndicator.isHealthy',
+      'downOn',
+      `must list pool states among ${DOWN_STATES.join(', ')}; got ${JSON.stringify(wrong)}`,
+      'module',
+    );
   }
   return states;
 }
@@ -114,8 +142,26 @@ function report(s: PoolStats): PoolHealthDetails {
   const adaptive =
     a?.adaptive === undefined
       ? {}
-      : { adaptive: { algorithm: a.adaptive.algorithm, shared: a.adaptive.shared, pausedMs: Math.ceil(a.adaptive.pausedMs), lastChange: lastChangeOf(a.adaptive.changes) } };
-  const admission = a === undefined ? {} : { admission: { mode: a.mode, used: a.used, limit: a.limit === Infinity ? null : a.limit, utilization: round(a.utilization), ...adaptive } };
+      : {
+          adaptive: {
+            algorithm: a.adaptive.algorithm,
+            shared: a.adaptive.shared,
+            pausedMs: Math.ceil(a.adaptive.pausedMs),
+            lastChange: lastChangeOf(a.adaptive.changes),
+          },
+        };
+  const admission =
+    a === undefined
+      ? {}
+      : {
+          admission: {
+            mode: a.mode,
+            used: a.used,
+            limit: a.limit === Infinity ? null : a.limit,
+            utilization: round(a.utilization),
+            ...adaptive,
+          },
+        };
   return {
     health: s.health,
     size: s.size,
@@ -153,7 +199,9 @@ function missing(why: string): PoolHealthDetails {
   return { health: 'missing', ...zero, lastError: why };
 }
 
-function lastChangeOf(changes: readonly { from: number; to: number; reason: string }[]): { from: number; to: number; reason: string } | null {
+function lastChangeOf(
+  changes: readonly { from: number; to: number; reason: string }[],
+): { from: number; to: number; reason: string } | null {
   const last = changes.at(-1);
   return last === undefined ? null : { from: last.from, to: last.to, reason: last.reason };
 }

@@ -36,7 +36,9 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     const results = await Promise.allSettled(this.made.pools.map((pool) => pool.warmup()));
-    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ pool: this.made.pools[i], error: r.reason as unknown }] : []));
+    const failures = results.flatMap((r, i) =>
+      r.status === 'rejected' ? [{ pool: this.made.pools[i], error: r.reason as unknown }] : [],
+    );
     if (failures.length === 0) return;
     if (this.settings.failOnWarmupError === true) {
       await this.#closeAll(0);

@@ -45,7 +45,10 @@ export type MemberConnectors<T = unknown> = (key: string) => Connector<T>;
 /** Where a group's member connectors come from: a function of the key, or a factory (which may inject providers) that returns one. */
 export type GroupConnectorSource<T = unknown> =
   | MemberConnectors<T>
-  | { useFactory: (...deps: never[]) => MemberConnectors<T> | Promise<MemberConnectors<T>>; inject?: (InjectionToken | OptionalFactoryDependency)[] };
+  | {
+      useFactory: (...deps: never[]) => MemberConnectors<T> | Promise<MemberConnectors<T>>;
+      inject?: (InjectionToken | OptionalFactoryDependency)[];
+    };
 
 /** One pool group of an async registration: its options come from the module's factory (`groups: { [name]: options }`). */
 export interface AsyncGroupDefinition<T = unknown> {

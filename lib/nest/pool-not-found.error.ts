@@ -14,9 +14,13 @@ export class PoolNotFoundError extends PoolError {
     /** Why, when the name is not the problem. */
     problem?: string,
   ) {
-    const known = registered.length === 0 ? 'no pool is registered' : `registered: ${registered.map((n) => `"${n}"`).join(', ')}`;
+    const known =
+      registered.length === 0 ? 'no pool is registered' : `registered: ${registered.map((n) => `"${n}"`).join(', ')}`;
     const near = closest(pool, registered);
-    const fix = near === undefined ? `add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name` : `did you mean "${near}"?`;
+    const fix =
+      near === undefined
+        ? `add { name: '${pool}', connector } to PoolModule.forRoot({ pools }) or fix the name`
+        : `did you mean "${near}"?`;
     super(
       'POOL_NOT_FOUND',
       pool,

@@ -49,7 +49,12 @@ export class PoolRegistry {
   /** Makes decorated methods take their request's key (one registration of the application may set `requestKey`). */
   takeRequestKeys(method: string): void {
     if (this.#requestKeysBy !== undefined) {
-      throw new PoolConfigError(method, 'requestKey', `is already set by ${this.#requestKeysBy}; an application has one requestKey, set it once`, 'module');
+      throw new PoolConfigError(
+        method,
+        'requestKey',
+        `is already set by ${this.#requestKeysBy}; an application has one requestKey, set it once`,
+        'module',
+      );
     }
     this.#requestKeysBy = method;
   }
@@ -126,7 +131,14 @@ function groupAsPool(group: PoolGroup<unknown>): PoolLike {
       const key = options?.key;
       if (typeof key !== 'string') {
         const how = `@UsePooled('${group.name}', { key: (tenant) => tenant }), or the module's requestKey`;
-        return Promise.reject(new PoolConfigError(group.name, 'key', `is needed by every call of a pool group: it names the member (a tenant, a database); give the call one: ${how}`, 'group'));
+        return Promise.reject(
+          new PoolConfigError(
+            group.name,
+            'key',
+            `is needed by every call of a pool group: it names the member (a tenant, a database); give the call one: ${how}`,
+            'group',
+          ),
+        );
       }
       return group.use(key, fn, options);
     },

@@ -44,10 +44,20 @@ export class PoolModule {
    */
   static forFeature(pools: PoolDefinition[], settings: PoolFeatureSettings = {}): DynamicModule {
     if (typeof settings !== 'object' || settings === null) {
-      throw new PoolConfigError('PoolModule.forFeature', 'settings', 'must be an object: { limits?, failOnWarmupError?, shutdownGraceMs?, imports? }', 'module');
+      throw new PoolConfigError(
+        'PoolModule.forFeature',
+        'settings',
+        'must be an object: { limits?, failOnWarmupError?, shutdownGraceMs?, imports? }',
+        'module',
+      );
     }
     if ((settings as PoolModuleOptions).requestKey !== undefined) {
-      throw new PoolConfigError('PoolModule.forFeature', 'requestKey', 'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too', 'module');
+      throw new PoolConfigError(
+        'PoolModule.forFeature',
+        'requestKey',
+        'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too',
+        'module',
+      );
     }
     checkFeatureSettings(settings);
     const registration: PoolModuleOptions = { ...settings, pools, isGlobal: false };
@@ -74,8 +84,17 @@ export class PoolModule {
    * `forRoot`: never global, and no `requestKey` (the root's is the application's).
    */
   static forFeatureAsync(options: PoolFeatureAsyncOptions): DynamicModule {
-    if (typeof options === 'object' && options !== null && (options as PoolModuleAsyncOptions).requestKey !== undefined) {
-      throw new PoolConfigError('PoolModule.forFeatureAsync', 'requestKey', 'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeatureAsync too', 'module');
+    if (
+      typeof options === 'object' &&
+      options !== null &&
+      (options as PoolModuleAsyncOptions).requestKey !== undefined
+    ) {
+      throw new PoolConfigError(
+        'PoolModule.forFeatureAsync',
+        'requestKey',
+        'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeatureAsync too',
+        'module',
+      );
     }
     return fromAsync(options, 'forFeatureAsync');
   }
@@ -85,17 +104,32 @@ function fromAsync(options: PoolModuleAsyncOptions, method: 'forRootAsync' | 'fo
   checkRegistration(options, method);
   (options.pools ?? []).forEach((pool) => {
     if ((pool as PoolDefinition).options !== undefined) {
-      throw new PoolConfigError(pool.name, 'options', `is not taken by ${method}: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot`, 'pool');
+      throw new PoolConfigError(
+        pool.name,
+        'options',
+        `is not taken by ${method}: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot`,
+        'pool',
+      );
     }
   });
   (options.groups ?? []).forEach((group) => {
     if ((group as GroupDefinition).options !== undefined) {
-      throw new PoolConfigError(group.name, 'options', `is not taken by ${method}: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot`, 'group');
+      throw new PoolConfigError(
+        group.name,
+        'options',
+        `is not taken by ${method}: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot`,
+        'group',
+      );
     }
   });
   const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
   if (sources.length !== 1) {
-    throw new PoolConfigError(`PoolModule.${method}`, 'options', `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`, 'module');
+    throw new PoolConfigError(
+      `PoolModule.${method}`,
+      'options',
+      `takes exactly one of useFactory, useClass or useExisting; got ${sources.length === 0 ? 'none' : sources.join(' and ')}`,
+      'module',
+    );
   }
   const declared = names(options.pools);
   const groups = names(options.groups);
@@ -107,7 +141,11 @@ function fromAsync(options: PoolModuleAsyncOptions, method: 'forRootAsync' | 'fo
   const providers: Provider[] = [];
   if (options.useFactory !== undefined) {
     const factory = options.useFactory as (...deps: unknown[]) => PoolModuleSettings | Promise<PoolModuleSettings>;
-    providers.push({ provide: POOL_MODULE_SETTINGS, useFactory: (...deps: unknown[]) => checked(factory(...deps)), inject: options.inject ?? [] });
+    providers.push({
+      provide: POOL_MODULE_SETTINGS,
+      useFactory: (...deps: unknown[]) => checked(factory(...deps)),
+      inject: options.inject ?? [],
+    });
   } else {
     const factoryClass = (options.useClass ?? options.useExisting)!;
     if (options.useClass !== undefined) providers.push(options.useClass);
@@ -137,17 +175,29 @@ function names(entries: readonly { name: string }[] | undefined): string[] {
   return (entries ?? []).map((p) => p.name);
 }
 
-function assemble(options: PoolModuleOptions | PoolModuleAsyncOptions, settings: Provider[], method: string): DynamicModule {
+function assemble(
+  options: PoolModuleOptions | PoolModuleAsyncOptions,
+  settings: Provider[],
+  method: string,
+): DynamicModule {
   const poolNames = [...names(options.pools), ...names(options.groups)];
   const poolTokens = poolNames.map((name) => getPoolToken(name));
   const providers: Provider[] = [
     ...settings,
     ...(options.pools ?? []).flatMap((p) => [connectorProvider(p), poolProvider(p.name)]),
     ...(options.groups ?? []).flatMap((g) => [memberConnectorsProvider(g), groupProvider(g.name)]),
-    { provide: MODULE_LIMITERS, useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings), inject: [POOL_MODULE_SETTINGS] },
+    {
+      provide: MODULE_LIMITERS,
+      useFactory: (settings: PoolModuleSettings) => new ModuleLimiters(settings),
+      inject: [POOL_MODULE_SETTINGS],
+    },
     // Every pool factory injects this, so the names are declared before any pool is made (a
     // duplicate name opens nothing), and also when a test overrode every pool of the import.
-    { provide: MODULE_POOLS, useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry, method.startsWith('forFeature')), inject: [PoolRegistry] },
+    {
+      provide: MODULE_POOLS,
+      useFactory: (registry: PoolRegistry) => ModulePools.declare(poolNames, registry, method.startsWith('forFeature')),
+      inject: [PoolRegistry],
+    },
     PoolLifecycle,
     ...(options.extraProviders ?? []),
   ];
@@ -174,7 +224,11 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
   const provide = getConnectorToken(name);
   if (typeof connector === 'function') return { provide, useClass: connector };
   if (isConnectorFactory(connector)) {
-    return { provide, useFactory: connector.useFactory as (...deps: unknown[]) => unknown, inject: connector.inject ?? [] };
+    return {
+      provide,
+      useFactory: connector.useFactory as (...deps: unknown[]) => unknown,
+      inject: connector.inject ?? [],
+    };
   }
   return { provide, useValue: connector };
 }
@@ -182,7 +236,11 @@ function connectorProvider({ name, connector }: AsyncPoolDefinition): Provider {
 function memberConnectorsProvider({ name, connector }: AsyncGroupDefinition): Provider {
   const provide = getConnectorToken(name);
   if (typeof connector === 'function') return { provide, useValue: connector };
-  return { provide, useFactory: connector.useFactory as (...deps: unknown[]) => unknown, inject: connector.inject ?? [] };
+  return {
+    provide,
+    useFactory: connector.useFactory as (...deps: unknown[]) => unknown,
+    inject: connector.inject ?? [],
+  };
 }
 
 function groupProvider(name: string): Provider {
@@ -191,7 +249,12 @@ function groupProvider(name: string): Provider {
     inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_POOLS],
     useFactory: (connector: MemberConnectors, settings: PoolModuleSettings, made: ModulePools) => {
       if (typeof connector !== 'function') {
-        throw new PoolConfigError(name, 'connector', `useFactory must return a function of the member's key that returns its connector, got ${typeof connector}`, 'group');
+        throw new PoolConfigError(
+          name,
+          'connector',
+          `useFactory must return a function of the member's key that returns its connector, got ${typeof connector}`,
+          'group',
+        );
       }
       const group = new PoolGroup({ logger: new NestPoolLogger(name), ...settings.groups![name]!, name, connector });
       made.groups.push(group);
@@ -204,7 +267,12 @@ function poolProvider(name: string): Provider {
   return {
     provide: getPoolToken(name),
     inject: [getConnectorToken(name), POOL_MODULE_SETTINGS, MODULE_LIMITERS, MODULE_POOLS],
-    useFactory: async (connector: Connector<unknown>, settings: PoolModuleSettings, limiters: ModuleLimiters, made: ModulePools) => {
+    useFactory: async (
+      connector: Connector<unknown>,
+      settings: PoolModuleSettings,
+      limiters: ModuleLimiters,
+      made: ModulePools,
+    ) => {
       const { limits, ...options } = settings.pools?.[name] ?? {};
       const limiter = await limiters.forPool(name, limits);
       const pool = new ConnectionPool(connector, { logger: new NestPoolLogger(name), ...options, name, limiter });

@@ -18,7 +18,11 @@ export function PooledConnection(): ParameterDecorator {
   return (target, propertyKey, index) => {
     if (propertyKey === undefined) {
       const owner = typeof target === 'function' ? target.name : target.constructor.name;
-      throw optionError({ subject: 'decorator', name: '@PooledConnection()' }, `on parameter ${index} of the constructor of ${owner}`, 'marks a parameter of a @UsePooled method, not of a constructor; inject the pool there instead');
+      throw optionError(
+        { subject: 'decorator', name: '@PooledConnection()' },
+        `on parameter ${index} of the constructor of ${owner}`,
+        'marks a parameter of a @UsePooled method, not of a constructor; inject the pool there instead',
+      );
     }
     const params = marked.get(target) ?? new Map<string | symbol, number>();
     marked.set(target, params);

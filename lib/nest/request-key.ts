@@ -1,7 +1,16 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { type ConnectionPool, kUseOn, messageOf, type MethodPool, PoolConfigError, shown, useOn, type UseOptions } from '../core/index.js';
+import {
+  type ConnectionPool,
+  kUseOn,
+  messageOf,
+  type MethodPool,
+  PoolConfigError,
+  shown,
+  useOn,
+  type UseOptions,
+} from '../core/index.js';
 
 /** What the Nest layer asks of a pool: `use()` for decorated methods, `stats()` for health (a stand-in may lack it). */
 export type PoolLike = Pick<ConnectionPool<unknown>, 'use'> & Partial<Pick<ConnectionPool<unknown>, 'stats'>>;
@@ -43,11 +52,22 @@ export class RequestKeyInterceptor implements NestInterceptor {
       key = this.keyOf(context);
     } catch (error) {
       // Thrown for every request it cannot read (a WebSocket or RPC context, a request with no user).
-      throw new PoolConfigError(this.method, 'requestKey', `threw (${messageOf(error)}); return undefined for a request without a key`, 'module', { cause: error });
+      throw new PoolConfigError(
+        this.method,
+        'requestKey',
+        `threw (${messageOf(error)}); return undefined for a request without a key`,
+        'module',
+        { cause: error },
+      );
     }
     if (key === undefined) return next.handle();
     if (typeof key !== 'string' || key.length === 0) {
-      throw new PoolConfigError(this.method, 'requestKey', `must return a non-empty string, or undefined for a request without a key; got ${shown(key)}`, 'module');
+      throw new PoolConfigError(
+        this.method,
+        'requestKey',
+        `must return a non-empty string, or undefined for a request without a key; got ${shown(key)}`,
+        'module',
+      );
     }
     // Nest binds the handler's async context where handle() is called: here, inside the key's.
     return requestKeys.run(key, () => next.handle());

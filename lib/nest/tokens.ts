@@ -3,7 +3,7 @@ export type PoolName = string | { readonly name: string; readonly token: string 
 
 /** The name of a pool given by name or by `PoolRef`. */
 export function poolNameOf(pool: PoolName): string {
-  return typeof pool === 'string' ? pool : (pool as { name?: unknown } | null)?.name as string;
+  return typeof pool === 'string' ? pool : ((pool as { name?: unknown } | null)?.name as string);
 }
 
 /** The injection token of the pool named `name`: `@Inject(getPoolToken('db'))` or `moduleRef.get(...)`. */

@@ -1,5 +1,15 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
-import { checkedOnce, keysOf, optionError, type OptionScope, type PoolConfigError, type Rule, shown, unknownKey, violation } from '../core/index.js';
+import {
+  checkedOnce,
+  keysOf,
+  optionError,
+  type OptionScope,
+  type PoolConfigError,
+  type Rule,
+  shown,
+  unknownKey,
+  violation,
+} from '../core/index.js';
 import { holdScope, keepScope, type HeldScope } from './held-scope.js';
 import { declarePooledCall, PooledCall, type UsePooledOptions } from './pooled-call.js';
 import { pooledConnectionAt } from './pooled-connection.decorator.js';
@@ -16,7 +26,10 @@ type Method = (this: unknown, ...args: unknown[]) => unknown;
 type Kind = 'promise' | 'observable' | 'generator' | 'any';
 
 /** `key` picks the admission key from the method's arguments, or opts the method out of keys. */
-const keyRule: Rule = { says: "a function of the method's arguments, or false for calls without a key", ok: (v) => typeof v === 'function' || v === false };
+const keyRule: Rule = {
+  says: "a function of the method's arguments, or false for calls without a key",
+  ok: (v) => typeof v === 'function' || v === false,
+};
 
 const DECORATOR_KEYS = keysOf<UsePooledOptions>({ timeoutMs: true, retry: true, key: true, propagation: true });
 
@@ -34,14 +47,25 @@ const DECORATOR_KEYS = keysOf<UsePooledOptions>({ timeoutMs: true, retry: true, 
 export function UsePooled(pool: PoolName, options?: Omit<UsePooledOptions, 'key'> & { key?: false }): MethodDecorator;
 /** With a `key` function: the decorated method must take the arguments it reads (a checked decorator, not a plain `MethodDecorator`). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as UsePooledOptions: unannotated key parameters are the method's arguments as they come
-export function UsePooled<Args extends unknown[] = any[]>(pool: PoolName, options: UsePooledOptions<Args>): PooledMethodDecorator<Args>;
+export function UsePooled<Args extends unknown[] = any[]>(
+  pool: PoolName,
+  options: UsePooledOptions<Args>,
+): PooledMethodDecorator<Args>;
 export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): MethodDecorator {
   const name = poolNameOf(pool);
   if (typeof name !== 'string' || name.length === 0) {
-    throw optionError({ subject: 'decorator', name: `@UsePooled(${JSON.stringify(pool) ?? String(pool)})` }, 'the name', 'must be a non-empty string naming a pool, or a definePool() ref');
+    throw optionError(
+      { subject: 'decorator', name: `@UsePooled(${JSON.stringify(pool) ?? String(pool)})` },
+      'the name',
+      'must be a non-empty string naming a pool, or a definePool() ref',
+    );
   }
   if (typeof options !== 'object' || options === null) {
-    throw optionError({ subject: 'decorator', name: `@UsePooled('${name}')` }, 'options', `must be an object, got ${shown(options)}`);
+    throw optionError(
+      { subject: 'decorator', name: `@UsePooled('${name}')` },
+      'options',
+      `must be an object, got ${shown(options)}`,
+    );
   }
 
   return (target, propertyKey, descriptor) => {
@@ -53,24 +77,41 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     if (unknown !== undefined) throw unknown;
     const fixed = checkedOnce(
       name,
-      { timeoutMs: options.timeoutMs, retry: options.retry, propagation: options.propagation, key: options.key === false ? null : undefined },
+      {
+        timeoutMs: options.timeoutMs,
+        retry: options.retry,
+        propagation: options.propagation,
+        key: options.key === false ? null : undefined,
+      },
       (call) => (call === 'retry' ? { ...scope, path: 'retry.' } : scope),
     );
     const badKey = violation(scope, 'key', options.key, keyRule);
     if (badKey !== undefined) throw badKey;
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
-      throw optionError({ subject: 'decorator', name: `@UsePooled('${name}')` }, where, 'is not a method; @UsePooled decorates methods only');
+      throw optionError(
+        { subject: 'decorator', name: `@UsePooled('${name}')` },
+        where,
+        'is not a method; @UsePooled decorates methods only',
+      );
     }
     const connectionAt = pooledConnectionAt(target, propertyKey);
     if (options.propagation === 'none' && connectionAt === undefined) {
-      throw optionError(scope, 'propagation', "'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()");
+      throw optionError(
+        scope,
+        'propagation',
+        "'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()",
+      );
     }
     const kind = kindOf(original as Method, target, propertyKey);
-    if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined) throw noRetryOnStreams(name, where, 'it returns a stream');
+    if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined)
+      throw noRetryOnStreams(name, where, 'it returns a stream');
     const call = new PooledCall(name, where, options, fixed, connectionAt);
     declarePooledCall(target, call);
-    const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](original as Method, call);
+    const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](
+      original as Method,
+      call,
+    );
     copyIdentity(original as Method, wrapped);
     (descriptor as TypedPropertyDescriptor<unknown>).value = wrapped;
     return descriptor;
@@ -81,7 +122,11 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
  * A method decorator for methods whose arguments `key` can read: a `key` annotated `(tenant:
  * string)` on a method whose first parameter is a number does not compile.
  */
-export type PooledMethodDecorator<Args extends unknown[]> = <M>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<M> & KeyReads<M, Args>) => TypedPropertyDescriptor<M> | void;
+export type PooledMethodDecorator<Args extends unknown[]> = <M>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M> & KeyReads<M, Args>,
+) => TypedPropertyDescriptor<M> | void;
 
 /** Nothing when the method's parameters begin with what `key` reads; otherwise a type no descriptor has, which names the problem. */
 type KeyReads<M, Args extends unknown[]> = M extends (...params: infer P) => unknown
@@ -94,7 +139,8 @@ function kindOf(method: Method, target: object, propertyKey: string | symbol): K
   if (Object.prototype.toString.call(method) === '[object AsyncGeneratorFunction]') return 'generator';
   const declared: unknown = Reflect.getMetadata?.('design:returntype', target, propertyKey);
   if (declared === Promise) return 'promise';
-  const returnsObservable = typeof declared === 'function' && (declared === Observable || declared.prototype instanceof Observable);
+  const returnsObservable =
+    typeof declared === 'function' && (declared === Observable || declared.prototype instanceof Observable);
   return returnsObservable ? 'observable' : 'any';
 }
 
@@ -147,7 +193,8 @@ function wrapAny(method: Method, call: PooledCall): Method {
       const used: Promise<unknown> = call.run(this, args, (conn) => {
         const result = method.apply(this, call.argsWith(args, conn));
         if (!isObservable(result)) return result;
-        if (call.options.retry !== undefined) throw noRetryOnStreams(call.pool, call.where, 'it returned an Observable');
+        if (call.options.retry !== undefined)
+          throw noRetryOnStreams(call.pool, call.where, 'it returned an Observable');
         streaming = true;
         const { scope, body } = keepScope(() => used, conn);
         resolve(streamWithin(call, args, this, () => result, scope));
@@ -178,7 +225,13 @@ function wrapObservable(method: Method, call: PooledCall): Method {
  * unsubscribed. The first subscription may take `held`, a scope the stream was made in; any
  * other takes its own lease from the pool of `self`.
  */
-function streamWithin(call: PooledCall, args: unknown[], self: unknown, source: (scope: HeldScope) => Observable<unknown>, held?: HeldScope): Observable<unknown> {
+function streamWithin(
+  call: PooledCall,
+  args: unknown[],
+  self: unknown,
+  source: (scope: HeldScope) => Observable<unknown>,
+  held?: HeldScope,
+): Observable<unknown> {
   let unused = held;
   return new Observable<unknown>((subscriber) => {
     const abort = new AbortController();
@@ -222,7 +275,11 @@ function streamWithin(call: PooledCall, args: unknown[], self: unknown, source: 
 
 /** `retry` on a method that streams: refused, since a stream may already have emitted. */
 function noRetryOnStreams(pool: string, where: string, why: string): PoolConfigError {
-  return optionError({ subject: 'decorator', name: `@UsePooled('${pool}')` }, 'retry', `cannot apply to ${where}: ${why}, which cannot be re-run once it has emitted`);
+  return optionError(
+    { subject: 'decorator', name: `@UsePooled('${pool}')` },
+    'retry',
+    `cannot apply to ${where}: ${why}, which cannot be re-run once it has emitted`,
+  );
 }
 
 function wrapGenerator(method: Method, call: PooledCall): Method {
@@ -230,7 +287,11 @@ function wrapGenerator(method: Method, call: PooledCall): Method {
     const scope = await holdScope(call.poolOf(this), call.useOptions(args));
     let failure: { error: unknown } | undefined;
     try {
-      const it = scope.run(() => method.apply(this, call.argsWith(args, scope.connection))) as AsyncGenerator<unknown, unknown, unknown>;
+      const it = scope.run(() => method.apply(this, call.argsWith(args, scope.connection))) as AsyncGenerator<
+        unknown,
+        unknown,
+        unknown
+      >;
       let finished = false;
       try {
         let step = await scope.run(() => it.next());

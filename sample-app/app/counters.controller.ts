@@ -28,7 +28,8 @@ export class CountersController {
   /** Resets the counter only if it still holds `expected`: WATCH aborts the MULTI if anyone changed it since. */
   @Post(':name/reset')
   async reset(@Param('name') name: string, @Body() body: { expected?: unknown }) {
-    if (typeof body?.expected !== 'number') throw new BadRequestException('expected must be a number: { "expected": 3 }');
+    if (typeof body?.expected !== 'number')
+      throw new BadRequestException('expected must be a number: { "expected": 3 }');
     return this.resetIf(name, body.expected); // checked before a connection is taken
   }
 
@@ -57,7 +58,8 @@ export class JobsController {
 
   @Post()
   async push(@Body() body: { job?: unknown }) {
-    if (typeof body?.job !== 'string' || body.job.length === 0) throw new BadRequestException('job must be a non-empty string: { "job": "resize 42" }');
+    if (typeof body?.job !== 'string' || body.job.length === 0)
+      throw new BadRequestException('job must be a non-empty string: { "job": "resize 42" }');
     return { queued: await this.shared.client.rpush(this.jobs, body.job) };
   }
 
@@ -65,7 +67,8 @@ export class JobsController {
   @Get('next')
   async next(@Query('waitMs') waitMs = '1000') {
     const ms = Number(waitMs);
-    if (!Number.isInteger(ms) || ms < 1 || ms > 10_000) throw new BadRequestException('waitMs must be a whole number from 1 to 10000');
+    if (!Number.isInteger(ms) || ms < 1 || ms > 10_000)
+      throw new BadRequestException('waitMs must be a whole number from 1 to 10000');
     return { job: await this.pop(ms) };
   }
 

@@ -16,7 +16,10 @@ export class DashboardGuard implements CanActivate {
     if (!this.production) return true;
     if (this.password === undefined || this.password === '') return false; // 403: no way in
     const http = context.switchToHttp();
-    const given = Buffer.from(/^Basic (.+)$/.exec(http.getRequest<IncomingMessage>().headers.authorization ?? '')?.[1] ?? '', 'base64').toString();
+    const given = Buffer.from(
+      /^Basic (.+)$/.exec(http.getRequest<IncomingMessage>().headers.authorization ?? '')?.[1] ?? '',
+      'base64',
+    ).toString();
     const expected = Buffer.from(`ops:${this.password}`);
     if (given.length === expected.length && timingSafeEqual(Buffer.from(given), expected)) return true;
     // Ask the browser for the password (the page's stream then sends it on its own).

@@ -9,21 +9,29 @@ export class NotesController implements OnModuleInit {
 
   @UsePooled('pg')
   async onModuleInit(): Promise<void> {
-    await this.pg.current.query('CREATE TABLE IF NOT EXISTS sample_notes (id serial PRIMARY KEY, text text NOT NULL, at timestamptz NOT NULL DEFAULT now())');
+    await this.pg.current.query(
+      'CREATE TABLE IF NOT EXISTS sample_notes (id serial PRIMARY KEY, text text NOT NULL, at timestamptz NOT NULL DEFAULT now())',
+    );
   }
 
   @Post()
   @UsePooled('pg')
   async add(@Body() body: { text?: unknown }) {
-    if (typeof body?.text !== 'string' || body.text === '') throw new BadRequestException('send JSON: { "text": "a note" }');
-    const { rows } = await this.pg.current.query<{ id: number }>('INSERT INTO sample_notes (text) VALUES ($1) RETURNING id', [body.text]);
+    if (typeof body?.text !== 'string' || body.text === '')
+      throw new BadRequestException('send JSON: { "text": "a note" }');
+    const { rows } = await this.pg.current.query<{ id: number }>(
+      'INSERT INTO sample_notes (text) VALUES ($1) RETURNING id',
+      [body.text],
+    );
     return { id: rows[0].id, text: body.text };
   }
 
   @Get()
   @UsePooled('pg')
   async latest() {
-    const { rows } = await this.pg.current.query<{ id: number; text: string }>('SELECT id, text FROM sample_notes ORDER BY id DESC LIMIT 10');
+    const { rows } = await this.pg.current.query<{ id: number; text: string }>(
+      'SELECT id, text FROM sample_notes ORDER BY id DESC LIMIT 10',
+    );
     return { notes: rows };
   }
 }

@@ -17,10 +17,35 @@ export class PoolsController {
   stats() {
     return Object.fromEntries(
       this.names.map((name) => {
-        const { health, utilization, size, ready, clients, waiting, clientLimit, maxSize, counters, admission, lastError } = this.modules
-          .get<ConnectionPool<unknown>>(getPoolToken(name), { strict: false })
-          .stats();
-        return [name, { health, utilization, size, ready, clients, waiting, clientLimit, maxSize, lastError: lastError ?? null, counters, admission: admission ?? null }];
+        const {
+          health,
+          utilization,
+          size,
+          ready,
+          clients,
+          waiting,
+          clientLimit,
+          maxSize,
+          counters,
+          admission,
+          lastError,
+        } = this.modules.get<ConnectionPool<unknown>>(getPoolToken(name), { strict: false }).stats();
+        return [
+          name,
+          {
+            health,
+            utilization,
+            size,
+            ready,
+            clients,
+            waiting,
+            clientLimit,
+            maxSize,
+            lastError: lastError ?? null,
+            counters,
+            admission: admission ?? null,
+          },
+        ];
       }),
     );
   }

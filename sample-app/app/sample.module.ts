@@ -44,7 +44,9 @@ export class SampleModule {
           limits: {
             adaptive: { algorithm: 'vegas', min: 4, max: 400, initial: 20 },
             perKey: config.perUserLimit,
-            ...(config.redisUrl === undefined ? {} : { redis: { url: config.redisUrl, namespace: 'sample-upstream', leaseTtlMs: 3_000 } }),
+            ...(config.redisUrl === undefined
+              ? {}
+              : { redis: { url: config.redisUrl, namespace: 'sample-upstream', leaseTtlMs: 3_000 } }),
           },
         },
       },
@@ -57,17 +59,31 @@ export class SampleModule {
         options: { maxTotal: 6, maxMembers: 50, member: { clientLimit: 20, maxSize: 3, maxIdleMs: 20_000 } }, // no metrics per member: a series per tenant
       },
     ];
-    const controllers: DynamicModule['controllers'] = [FilesController, UpstreamController, TenantsController, PoolsController, HealthController, MetricsController];
+    const controllers: DynamicModule['controllers'] = [
+      FilesController,
+      UpstreamController,
+      TenantsController,
+      PoolsController,
+      HealthController,
+      MetricsController,
+    ];
     const providers: NonNullable<DynamicModule['providers']> = [];
     if (config.redisUrl !== undefined) {
       // Exclusive connections for blocking commands and transactions; plain commands use SharedRedis (see redis.ts).
       pools.push({ name: 'redis', connector: redisConnector(config.redisUrl), options: { maxSize: 4, metrics } }); // exclusive, reset on return: the connector says so
       const url = config.redisUrl;
-      providers.push({ provide: SharedRedis, useFactory: () => new SharedRedis(url) }, { provide: JOBS_KEY, useValue: config.jobsKey });
+      providers.push(
+        { provide: SharedRedis, useFactory: () => new SharedRedis(url) },
+        { provide: JOBS_KEY, useValue: config.jobsKey },
+      );
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
-      pools.push({ name: 'pg', connector: pgConnector(config.databaseUrl), options: { maxSize: 5, minSize: 1, metrics } }); // exclusive, reset on return: the connector says so
+      pools.push({
+        name: 'pg',
+        connector: pgConnector(config.databaseUrl),
+        options: { maxSize: 5, minSize: 1, metrics },
+      }); // exclusive, reset on return: the connector says so
       controllers.push(NotesController);
     }
     return {
@@ -79,7 +95,11 @@ export class SampleModule {
         PoolDashboardModule.forRoot({ guards: [new DashboardGuard(config.production, config.dashboardPassword)] }),
       ],
       controllers,
-      providers: [...providers, { provide: Telemetry, useValue: telemetry }, { provide: POOL_NAMES, useValue: pools.map((p) => p.name) }],
+      providers: [
+        ...providers,
+        { provide: Telemetry, useValue: telemetry },
+        { provide: POOL_NAMES, useValue: pools.map((p) => p.name) },
+      ],
     };
   }
 }

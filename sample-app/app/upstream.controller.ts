@@ -8,7 +8,10 @@ export class UpstreamController {
   constructor(@InjectPool('upstream') private readonly upstream: ConnectionPool<ClientHttp2Session>) {}
 
   @Get(':item')
-  @UsePooled('upstream', { key: (user: unknown) => (typeof user === 'string' && user !== '' ? user : 'anonymous'), retry: { attempts: 2 } })
+  @UsePooled('upstream', {
+    key: (user: unknown) => (typeof user === 'string' && user !== '' ? user : 'anonymous'),
+    retry: { attempts: 2 },
+  })
   async item(@Headers('x-user-id') _user: string | undefined, @Param('item') item: string) {
     const res = await http2Request(this.upstream.current, { ':path': `/items/${encodeURIComponent(item)}` });
     return { status: res.status, upstream: JSON.parse(res.body.toString()) as unknown };

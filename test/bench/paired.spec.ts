@@ -8,19 +8,48 @@ const aOverB = (r: Round) => r.a / r.b;
 describe('pairedRatio (the bench: a ratio with the noise taken into account)', () => {
   it('takes the median of the pairs, not the ratio of the bests', () => {
     // b's one lucky round (200) would make best(a) / best(b) 0.56; pair by pair a is ahead.
-    const r = pairedRatio(sets([[110, 100], [105, 100], [108, 200], [112, 100], [104, 100]]), aOverB);
+    const r = pairedRatio(
+      sets([
+        [110, 100],
+        [105, 100],
+        [108, 200],
+        [112, 100],
+        [104, 100],
+      ]),
+      aOverB,
+    );
     expect(r.median).toBeCloseTo(1.05, 10);
     expect(r.sets).toBe(5);
   });
 
   it("counts a set of processes once: the median of its rounds' ratios", () => {
     // The second set's processes favour a in every round: one sample (1.5), not three.
-    const r = pairedRatio([[{ a: 1, b: 1 }], [{ a: 3, b: 2 }, { a: 3, b: 2 }, { a: 30, b: 2 }], [{ a: 1, b: 1 }]], aOverB);
+    const r = pairedRatio(
+      [
+        [{ a: 1, b: 1 }],
+        [
+          { a: 3, b: 2 },
+          { a: 3, b: 2 },
+          { a: 30, b: 2 },
+        ],
+        [{ a: 1, b: 1 }],
+      ],
+      aOverB,
+    );
     expect(r).toMatchObject({ median: 1, low: 1, high: 1.5, sets: 3 });
   });
 
   it('gives the sign-test range: the least and greatest of five sets at 94 %, the 2nd and 9th of ten at 98 %', () => {
-    const five = pairedRatio(sets([[1, 1], [2, 1], [3, 1], [4, 1], [5, 1]]), aOverB);
+    const five = pairedRatio(
+      sets([
+        [1, 1],
+        [2, 1],
+        [3, 1],
+        [4, 1],
+        [5, 1],
+      ]),
+      aOverB,
+    );
     expect([five.low, five.high]).toEqual([1, 5]);
     expect(five.confidence).toBeCloseTo(1 - 2 / 32, 10);
     const ten = pairedRatio(sets(Array.from({ length: 10 }, (_, i): [number, number] => [i + 1, 1])), aOverB);
@@ -31,7 +60,15 @@ describe('pairedRatio (the bench: a ratio with the noise taken into account)', (
   });
 
   it('with four sets or fewer says how little the range is worth', () => {
-    const four = pairedRatio(sets([[1, 1], [2, 1], [3, 1], [4, 1]]), aOverB);
+    const four = pairedRatio(
+      sets([
+        [1, 1],
+        [2, 1],
+        [3, 1],
+        [4, 1],
+      ]),
+      aOverB,
+    );
     expect([four.low, four.high]).toEqual([1, 4]);
     expect(four.confidence).toBeCloseTo(0.875, 10);
     expect(pairedRatio(sets([[3, 2]]), aOverB)).toMatchObject({ median: 1.5, low: 1.5, high: 1.5, confidence: 0 });
@@ -57,7 +94,15 @@ describe('pairedRatio (the bench: a ratio with the noise taken into account)', (
 
 describe('bestOf', () => {
   it("keeps the best rate of each variant over every set's rounds", () => {
-    expect(bestOf([[{ x: 10, y: 5 }, { x: 12, y: 4 }], [{ x: 11, y: 6 }]])).toEqual({ x: 12, y: 6 });
+    expect(
+      bestOf([
+        [
+          { x: 10, y: 5 },
+          { x: 12, y: 4 },
+        ],
+        [{ x: 11, y: 6 }],
+      ]),
+    ).toEqual({ x: 12, y: 6 });
   });
 });
 

@@ -210,7 +210,11 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const limiter: LocalLimiter | AdaptiveLimiter | undefined = !limited
     ? undefined
     : chance(1 / 3)
-      ? new AdaptiveLimiter({ adaptive: { algorithm: pickOf(rnd, ['aimd', 'gradient', 'vegas'] as const), max: global, initial: global }, ...keyed, clock: base })
+      ? new AdaptiveLimiter({
+          adaptive: { algorithm: pickOf(rnd, ['aimd', 'gradient', 'vegas'] as const), max: global, initial: global },
+          ...keyed,
+          clock: base,
+        })
       : new LocalLimiter({ global, ...keyed, wait: chance(0.5), clock: base });
   if (limiter && chance(0.5)) {
     // A limiter deaf to the caller's signal for a while, as a Redis round trip is: its answer may land after close().
@@ -258,15 +262,21 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       if (r < p * 0.3) return new Promise(() => {}); // hangs forever, ignores its abort
       if (r < p * 0.45) {
         // ignores the abort: arrives a while after it
-        return new Promise((resolve) => ctx.signal.addEventListener('abort', () => later(delay(), () => resolve(make())), { once: true }));
+        return new Promise((resolve) =>
+          ctx.signal.addEventListener('abort', () => later(delay(), () => resolve(make())), { once: true }),
+        );
       }
-      if (r < p * 0.55) return new Promise((resolve) => closedWaiters.push(() => later(delay(), () => resolve(make())))); // after close
+      if (r < p * 0.55)
+        return new Promise((resolve) => closedWaiters.push(() => later(delay(), () => resolve(make())))); // after close
       if (r < p * 0.6) return Promise.resolve(undefined as unknown as ChaosConn);
       if (r < p * 0.7) {
         const live = made.filter((c) => c.closeCalls === 0);
         if (live.length > 0) return Promise.resolve(pickOf(rnd, live)); // the same object twice
       }
-      if (r < p) return new Promise((resolve) => later(between(settings.createTimeoutMs!, 2 * settings.createTimeoutMs!), () => resolve(make()))); // late
+      if (r < p)
+        return new Promise((resolve) =>
+          later(between(settings.createTimeoutMs!, 2 * settings.createTimeoutMs!), () => resolve(make())),
+        ); // late
       if (chance(0.5)) return Promise.resolve(make());
       return new Promise((resolve) => later(delay() / 4, () => resolve(make())));
     },
@@ -298,8 +308,14 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       validateCalls++;
       const now = base.now();
       if (conn.validating) violate(`connection ${conn.id} validated twice at once`);
-      if (!conn.servedSinceValidated && now - conn.validatedOkAt < Math.max(settings.validateAfterIdleMs!, settings.validateAfterIdleMs === 0 ? Infinity : 0)) {
-        violate(`connection ${conn.id} validated again ${now - conn.validatedOkAt} ms after a good validation, with no caller in between`);
+      if (
+        !conn.servedSinceValidated &&
+        now - conn.validatedOkAt <
+          Math.max(settings.validateAfterIdleMs!, settings.validateAfterIdleMs === 0 ? Infinity : 0)
+      ) {
+        violate(
+          `connection ${conn.id} validated again ${now - conn.validatedOkAt} ms after a good validation, with no caller in between`,
+        );
       }
       conn.validating = true;
       conn.validateStart = now;
@@ -322,20 +338,20 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       const record = (settledAfter: number, dead: boolean) => validations.push({ start: now, settledAfter, dead });
       const r = rnd();
       const p = storm * 0.4;
-      if (r < p * 0.3) return record(0, true), settle(false);
+      if (r < p * 0.3) return (record(0, true), settle(false));
       if (r < p * 0.5) {
         record(0, true);
         settle(true);
         throw new Error('validate threw (chaos)');
       }
-      if (r < p * 0.65) return record(Infinity, false), new Promise<boolean>(() => {}); // hangs: the pool's validateTimeoutMs must end it
+      if (r < p * 0.65) return (record(Infinity, false), new Promise<boolean>(() => {})); // hangs: the pool's validateTimeoutMs must end it
       if (r < p) {
         const after = between(0, 2 * settings.validateTimeoutMs!);
         const ok = chance(0.7);
         record(after, !ok);
         return sleep(after).then(() => settle(ok));
       }
-      if (chance(0.5)) return record(0, false), settle(true);
+      if (chance(0.5)) return (record(0, false), settle(true));
       record(2, false);
       return sleep(2).then(() => settle(true));
     },
@@ -354,19 +370,21 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
       const r = rnd();
       const p = storm * 0.3;
       trace(`reset of ${conn.id}`);
-      if (r < p * 0.2) return unclean(), false;
+      if (r < p * 0.2) return (unclean(), false);
       if (r < p * 0.4) {
         unclean();
         throw new Error('ROLLBACK failed (chaos)');
       }
-      if (r >= p && chance(0.7)) return clean(), chance(0.5) ? true : undefined; // clean, known at once
+      if (r >= p && chance(0.7)) return (clean(), chance(0.5) ? true : undefined); // clean, known at once
       resetPromises++;
       conn.resetPending = true;
       if (r < p * 0.6) return new Promise<boolean>(() => {}); // hangs: resetTimeoutMs must end it
       // In time or late, never on the boundary, where which comes first is the clock's choice.
       const timeoutMs = settings.resetTimeoutMs!;
       const late = chance(0.3);
-      const after = late ? between(timeoutMs + slack, 2 * timeoutMs + slack) : between(0, Math.max(0, timeoutMs - slack));
+      const after = late
+        ? between(timeoutMs + slack, 2 * timeoutMs + slack)
+        : between(0, Math.max(0, timeoutMs - slack));
       const fails = r < p;
       return sleep(after).then(() => {
         conn.resetPending = false;
@@ -383,7 +401,12 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   try {
     pool = new ConnectionPool(connector, settings);
   } catch (err) {
-    return { seed, violations: [`the pool refused the harness's settings: ${(err as Error).message}`], operations: 0, connections: 0 };
+    return {
+      seed,
+      violations: [`the pool refused the harness's settings: ${(err as Error).message}`],
+      operations: 0,
+      connections: 0,
+    };
   }
 
   // ---- what the harness counts, to compare with stats() ------------------------------------
@@ -409,7 +432,8 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (conn.resetPending) violate(`${how} got connection ${conn.id} while its reset ran`);
     if (conn.dirty) violate(`${how} got connection ${conn.id} with its last caller's state on it`);
     if (resets) conn.dirty = true;
-    if (conn.retiredAt < step) violate(`${how} got connection ${conn.id}, retired at step ${conn.retiredAt} (now ${step})`);
+    if (conn.retiredAt < step)
+      violate(`${how} got connection ${conn.id}, retired at step ${conn.retiredAt} (now ${step})`);
     trace(`${how} got connection ${conn.id}`);
     conn.holders++;
     conn.servedSinceValidated = true;
@@ -423,17 +447,16 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (reason !== undefined && err === reason) counts.aborted++;
     else if (err instanceof ConnectionsExhaustedError) {
       counts.timeouts++;
-      if (now < rec.start + rec.timeoutMs - slack) violate(`${how} timed out early: after ${now - rec.start} of ${rec.timeoutMs} ms`);
+      if (now < rec.start + rec.timeoutMs - slack)
+        violate(`${how} timed out early: after ${now - rec.start} of ${rec.timeoutMs} ms`);
     } else if (err instanceof ConnectionFailedError) counts.failedFast++;
-    else if (
-      !(
-        err instanceof PoolClosedError ||
-        err instanceof QueueFullError ||
-        err instanceof SelfDeadlockError ||
-        err instanceof CapacityExceededError ||
-        err instanceof KeyLimitError
-      )
-    ) {
+    else if (!(
+      err instanceof PoolClosedError ||
+      err instanceof QueueFullError ||
+      err instanceof SelfDeadlockError ||
+      err instanceof CapacityExceededError ||
+      err instanceof KeyLimitError
+    )) {
       violate(`${how} rejected with an unexpected ${String((err as Error)?.stack ?? err)}`);
     }
   };
@@ -499,7 +522,8 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     const { options, reason, rec } = callOptions();
     const attempts = chance(0.2) ? between(2, 3) : 1;
     const use: UseOptions = { ...options, propagation };
-    if (attempts > 1) use.retry = { attempts, baseDelayMs: 5 * scale, retryOn: chance(0.3) ? () => chance(0.5) : undefined };
+    if (attempts > 1)
+      use.retry = { attempts, baseDelayMs: 5 * scale, retryOn: chance(0.3) ? () => chance(0.5) : undefined };
     const reused = inScope && propagation === 'reuse';
     let ran = false;
     if (!reused) pending.add(rec);
@@ -559,36 +583,49 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
   const events: [number, () => void][] = [
     [30, acquireOp],
     [30, () => void useOp()],
-    [6, () => {
-      const c = live();
-      if (c.length === 0) return;
-      const conn = pickOf(rnd, c);
-      conn.retiredAt = Math.min(conn.retiredAt, step);
-      trace(`harness retires ${conn.id}`);
-      conn.ctx.retire(new Error('retired by the connector (chaos)'));
-    }],
-    [6, () => {
-      const c = live();
-      if (c.length === 0) return;
-      const conn = pickOf(rnd, c);
-      const asked = between(0, clientLimit + 2);
-      conn.limit = Math.max(1, Math.min(clientLimit, asked));
-      conn.ctx.setClientLimit(asked);
-    }],
-    [2, () => {
-      for (const conn of made) conn.retiredAt = Math.min(conn.retiredAt, step);
-      pool.refresh();
-    }],
-    [2, () => {
-      warmups++;
-      pool.warmup().then(
-        () => warmups--,
-        (err: unknown) => {
-          warmups--;
-          if (!(err instanceof ConnectionFailedError || err instanceof PoolClosedError)) violate(`warmup rejected with ${String(err)}`);
-        },
-      );
-    }],
+    [
+      6,
+      () => {
+        const c = live();
+        if (c.length === 0) return;
+        const conn = pickOf(rnd, c);
+        conn.retiredAt = Math.min(conn.retiredAt, step);
+        trace(`harness retires ${conn.id}`);
+        conn.ctx.retire(new Error('retired by the connector (chaos)'));
+      },
+    ],
+    [
+      6,
+      () => {
+        const c = live();
+        if (c.length === 0) return;
+        const conn = pickOf(rnd, c);
+        const asked = between(0, clientLimit + 2);
+        conn.limit = Math.max(1, Math.min(clientLimit, asked));
+        conn.ctx.setClientLimit(asked);
+      },
+    ],
+    [
+      2,
+      () => {
+        for (const conn of made) conn.retiredAt = Math.min(conn.retiredAt, step);
+        pool.refresh();
+      },
+    ],
+    [
+      2,
+      () => {
+        warmups++;
+        pool.warmup().then(
+          () => warmups--,
+          (err: unknown) => {
+            warmups--;
+            if (!(err instanceof ConnectionFailedError || err instanceof PoolClosedError))
+              violate(`warmup rejected with ${String(err)}`);
+          },
+        );
+      },
+    ],
   ];
   const weight = events.reduce((sum, [w]) => sum + w, 0);
   const durationMs = (options.durationMs ?? 3_000) * scale;
@@ -626,7 +663,8 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     const now = base.now();
     const s = pool.stats();
     if (s.size > s.maxSize) violate(`size ${s.size} > maxSize ${s.maxSize}`);
-    if (s.clients < 0 || s.waiting < 0 || s.opening < 0 || s.ready < 0) violate(`a negative count: ${JSON.stringify(s)}`);
+    if (s.clients < 0 || s.waiting < 0 || s.opening < 0 || s.ready < 0)
+      violate(`a negative count: ${JSON.stringify(s)}`);
     let holders = 0;
     for (const conn of made) {
       holders += conn.holders;
@@ -634,10 +672,13 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     }
     // A connection being reset still counts its caller's slot.
     const resetting = s.connections.filter((c) => c.resetting).length;
-    if (s.clients !== holders + resetting) violate(`stats().clients ${s.clients}, the callers hold ${holders}, ${resetting} reset(s) run`);
-    if (resetting > made.filter((c) => c.resetPending).length) violate(`${resetting} connection(s) resetting, more than the reset() calls pending`);
+    if (s.clients !== holders + resetting)
+      violate(`stats().clients ${s.clients}, the callers hold ${holders}, ${resetting} reset(s) run`);
+    if (resetting > made.filter((c) => c.resetPending).length)
+      violate(`${resetting} connection(s) resetting, more than the reset() calls pending`);
     for (const key of ['acquired', 'released', 'timeouts', 'aborted', 'failedFast'] as const) {
-      if (s.counters[key] !== counts[key]) violate(`counters.${key} is ${s.counters[key]}, the harness counted ${counts[key]}`);
+      if (s.counters[key] !== counts[key])
+        violate(`counters.${key} is ${s.counters[key]}, the harness counted ${counts[key]}`);
     }
     if (s.counters.createFailures !== failuresSeen) {
       failuresSeen = s.counters.createFailures;
@@ -645,50 +686,73 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     }
     // The pool gives up on a validation after validateTimeoutMs, whatever validate() does.
     const validating = s.connections.filter((c) => c.validating).length;
-    const young = made.filter((c) => c.validating && now - c.validateStart <= settings.validateTimeoutMs! + slack).length;
-    if (validating > young) violate(`${validating} connection(s) validating, only ${young} validate() call(s) began within validateTimeoutMs`);
+    const young = made.filter(
+      (c) => c.validating && now - c.validateStart <= settings.validateTimeoutMs! + slack,
+    ).length;
+    if (validating > young)
+      violate(
+        `${validating} connection(s) validating, only ${young} validate() call(s) began within validateTimeoutMs`,
+      );
     if (closeSettled && !closeChecked) {
       closeChecked = true;
       const open = made.filter((c) => c.closeCalls === 0);
-      if (open.length > 0) violate(`close() resolved with connection(s) ${open.map((c) => c.id).join(', ')} not closed`);
+      if (open.length > 0)
+        violate(`close() resolved with connection(s) ${open.map((c) => c.id).join(', ')} not closed`);
       if (clock.live.size > closesInFlight) {
-        violate(`close() resolved with ${clock.live.size} pool timer(s) left, ${closesInFlight} close() call(s) in flight`);
+        violate(
+          `close() resolved with ${clock.live.size} pool timer(s) left, ${closesInFlight} close() call(s) in flight`,
+        );
         for (const h of clock.live) trace(`left: ${clock.origins.get(h)}`);
       }
     }
     // Counters an exact count cannot be kept of (a create timing out as it resolves): their bounds.
     const c = s.counters;
     if (c.opened + c.createFailures + c.createsAbandoned + s.opening !== c.createsStarted) {
-      violate(`opened ${c.opened} + failed ${c.createFailures} + abandoned ${c.createsAbandoned} + opening ${s.opening} ≠ started ${c.createsStarted}`);
+      violate(
+        `opened ${c.opened} + failed ${c.createFailures} + abandoned ${c.createsAbandoned} + opening ${s.opening} ≠ started ${c.createsStarted}`,
+      );
     }
     if (c.retired > c.opened) violate(`retired ${c.retired} > opened ${c.opened}`);
-    if (c.validationFailures > validateCalls) violate(`validationFailures ${c.validationFailures} > ${validateCalls} validate() calls`);
-    if (c.resets !== resetPromises) violate(`counters.resets is ${c.resets}, reset() answered ${resetPromises} times with a promise`);
+    if (c.validationFailures > validateCalls)
+      violate(`validationFailures ${c.validationFailures} > ${validateCalls} validate() calls`);
+    if (c.resets !== resetPromises)
+      violate(`counters.resets is ${c.resets}, reset() answered ${resetPromises} times with a promise`);
     // A reset that fails on a connection already retired (by its connector, by close()) retires nothing more.
     if (c.resetFailures > resetCalls || c.retiredBy.reset > c.resetFailures) {
-      violate(`counters.resetFailures ${c.resetFailures}, retiredBy.reset ${c.retiredBy.reset}, ${resetCalls} reset() calls`);
+      violate(
+        `counters.resetFailures ${c.resetFailures}, retiredBy.reset ${c.retiredBy.reset}, ${resetCalls} reset() calls`,
+      );
     }
-    if (s.ready !== c.opened - c.retired) violate(`ready ${s.ready}, but opened ${c.opened} − retired ${c.retired} = ${c.opened - c.retired}`);
-    if (s.counters.createsStarted !== creates) violate(`counters.createsStarted is ${s.counters.createsStarted}, the connector saw ${creates}`);
+    if (s.ready !== c.opened - c.retired)
+      violate(`ready ${s.ready}, but opened ${c.opened} − retired ${c.retired} = ${c.opened - c.retired}`);
+    if (s.counters.createsStarted !== creates)
+      violate(`counters.createsStarted is ${s.counters.createsStarted}, the connector saw ${creates}`);
     const closes = made.reduce((n, c) => n + c.closeCalls, 0);
-    if (s.counters.closed !== closes) violate(`counters.closed is ${s.counters.closed}, the connector saw ${closes} close() calls`);
+    if (s.counters.closed !== closes)
+      violate(`counters.closed is ${s.counters.closed}, the connector saw ${closes} close() calls`);
     if (s.waiting > 0) {
       const free = s.connections.find((c) => c.state === 'ready' && !c.validating && c.clients < c.clientLimit);
-      if (free) violate(`${s.waiting} waiting while connection ${free.id} has room (${free.clients}/${free.clientLimit})`);
+      if (free)
+        violate(`${s.waiting} waiting while connection ${free.id} has room (${free.clients}/${free.clientLimit})`);
       if (!s.closed && s.opening === 0 && s.size < s.maxSize) {
         if (s.failureStreak === 0) violate(`${s.waiting} waiting, room to grow, nothing opening`);
         else if (now - Math.max(lastFailureSeenAt, lastCreateAt) > settings.maxCreateBackoffMs! + 2 * tick) {
-          violate(`${s.waiting} waiting, room to grow, no create for ${now - lastCreateAt} ms (backoff at most ${settings.maxCreateBackoffMs} ms)`);
+          violate(
+            `${s.waiting} waiting, room to grow, no create for ${now - lastCreateAt} ms (backoff at most ${settings.maxCreateBackoffMs} ms)`,
+          );
         }
       }
     }
     if (s.closed && s.waiting > 0) violate(`${s.waiting} waiting after close()`);
     for (const rec of pending) {
-      if (now > rec.start + rec.timeoutMs + slack) violate(`an acquire still pending ${now - rec.start} ms after its ${rec.timeoutMs} ms deadline`);
+      if (now > rec.start + rec.timeoutMs + slack)
+        violate(`an acquire still pending ${now - rec.start} ms after its ${rec.timeoutMs} ms deadline`);
     }
     const busy = pending.size > 0 || warmups > 0 || (closing !== undefined && !closeSettled);
-    if (busy && clock.holds === 0) violate('an acquire, warmup or close is pending but nothing keeps the process alive');
-    if (!busy && retrying === 0 && clock.holds > 0) violate(`the pool keeps the process alive while idle (${clock.holds} holds)`);
+    if (busy && clock.holds === 0)
+      violate('an acquire, warmup or close is pending but nothing keeps the process alive');
+    if (!busy && retrying === 0 && clock.holds > 0)
+      violate(`the pool keeps the process alive while idle (${clock.holds} holds)`);
     if (clock.doubleLetGo) violate('a keep-alive hold was let go twice');
   };
 
@@ -709,7 +773,8 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     if (!closeSettled) violate('close() did not settle');
     await advance(real ? 1_000 : 5_000); // late creates arrive and are closed
     check();
-    for (const conn of made) if (conn.closeCalls !== 1) violate(`connection ${conn.id} was closed ${conn.closeCalls} times in all`);
+    for (const conn of made)
+      if (conn.closeCalls !== 1) violate(`connection ${conn.id} was closed ${conn.closeCalls} times in all`);
     if (clock.live.size > 0) violate(`${clock.live.size} pool timer(s) left after close`);
     if (clock.holds > 0) violate(`${clock.holds} keep-alive hold(s) left after close`);
     if (pending.size > 0) violate(`${pending.size} acquire(s) never settled`);
@@ -720,13 +785,17 @@ export async function runChaos(seed: number, options: ChaosOptions = {}): Promis
     let unsure = 0;
     for (const v of validations) {
       const timedOutAt = v.start + timeoutMs;
-      if (v.dead) sure++; // by its answer, by the timeout, or late after the cut: counted once
-      else if (v.settledAfter < timeoutMs - slack) continue; // alive in time
-      else if (Math.abs(v.settledAfter - timeoutMs) <= slack || Math.abs(timedOutAt - closeStartedAt) <= slack) unsure++;
+      if (v.dead)
+        sure++; // by its answer, by the timeout, or late after the cut: counted once
+      else if (v.settledAfter < timeoutMs - slack)
+        continue; // alive in time
+      else if (Math.abs(v.settledAfter - timeoutMs) <= slack || Math.abs(timedOutAt - closeStartedAt) <= slack)
+        unsure++;
       else if (timedOutAt < closeStartedAt) sure++; // outran validateTimeoutMs before close() cut it
     }
     const counted = pool.stats().counters.validationFailures;
-    if (counted < sure || counted > sure + unsure) violate(`counters.validationFailures is ${counted}, the checks found ${sure} dead (${unsure} on a boundary)`);
+    if (counted < sure || counted > sure + unsure)
+      violate(`counters.validationFailures is ${counted}, the checks found ${sure} dead (${unsure} on a boundary)`);
     if (limiter) {
       const l = limiter.stats();
       if (l.held !== 0 || l.waiting !== 0) violate(`the limiter still holds ${l.held} and has ${l.waiting} waiting`);

@@ -107,11 +107,19 @@ async function main(): Promise<void> {
     while (Date.now() < end) {
       await sleep(5_000);
       gc!();
-      heap.push({ s: Math.round((Date.now() - began) / 1000), mb: process.memoryUsage().heapUsed / 2 ** 20, viewers: dashboard.feed.stats().viewers });
+      heap.push({
+        s: Math.round((Date.now() - began) / 1000),
+        mb: process.memoryUsage().heapUsed / 2 ** 20,
+        viewers: dashboard.feed.stats().viewers,
+      });
     }
   })();
 
-  await Promise.all([...Array.from({ length: 20 }, (_, w) => load(w)), ...Array.from({ length: CLIENTS }, (_, c) => client(c)), sampler]);
+  await Promise.all([
+    ...Array.from({ length: 20 }, (_, w) => load(w)),
+    ...Array.from({ length: CLIENTS }, (_, c) => client(c)),
+    sampler,
+  ]);
   await sleep(500);
   const stats = dashboard.feed.stats();
   const connections = await new Promise<number>((resolve) => server.getConnections((_err, n) => resolve(n)));
@@ -120,9 +128,17 @@ async function main(): Promise<void> {
   const endMb = process.memoryUsage().heapUsed / 2 ** 20;
   await app.close();
 
-  console.log(`${SECONDS} s, ${CLIENTS} clients: ${opened.toLocaleString('en')} streams opened, ${events.toLocaleString('en')} snapshots read, ${refused} refused (503 past maxViewers)`);
-  console.log(`feed: ${stats.built.toLocaleString('en')} snapshots built, ${stats.dropped.toLocaleString('en')} ticks dropped for full sockets, ${stats.cutOff} pages cut off, ${stats.busyMs.toFixed(0)} ms busy`);
-  console.log('heap after GC (MB) every 5 s: ' + heap.map((h) => `${h.s}s ${h.mb.toFixed(1)} (${h.viewers} open)`).join(', ') + `; at the end ${endMb.toFixed(1)}`);
+  console.log(
+    `${SECONDS} s, ${CLIENTS} clients: ${opened.toLocaleString('en')} streams opened, ${events.toLocaleString('en')} snapshots read, ${refused} refused (503 past maxViewers)`,
+  );
+  console.log(
+    `feed: ${stats.built.toLocaleString('en')} snapshots built, ${stats.dropped.toLocaleString('en')} ticks dropped for full sockets, ${stats.cutOff} pages cut off, ${stats.busyMs.toFixed(0)} ms busy`,
+  );
+  console.log(
+    'heap after GC (MB) every 5 s: ' +
+      heap.map((h) => `${h.s}s ${h.mb.toFixed(1)} (${h.viewers} open)`).join(', ') +
+      `; at the end ${endMb.toFixed(1)}`,
+  );
   const problems: string[] = [];
   if (stats.viewers !== 0) problems.push(`${stats.viewers} viewers left`);
   if (stats.running) problems.push('the tick still runs with no page open');

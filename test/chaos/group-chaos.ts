@@ -62,7 +62,16 @@ export async function runGroupChaos(seed: number): Promise<GroupChaosResult> {
     logger: { warn: () => {}, error: () => {} },
     metrics: false,
     connector: (key) => connectorOf(key),
-    member: { clientLimit, createTimeoutMs, closeTimeoutMs, acquireTimeoutMs: between(10, 400), createBackoffMs: between(1, 20), maxCreateBackoffMs: 200, breakerFailures: between(1, 5), breakerAfterMs: pickOf(rnd, [0, 100]) },
+    member: {
+      clientLimit,
+      createTimeoutMs,
+      closeTimeoutMs,
+      acquireTimeoutMs: between(10, 400),
+      createBackoffMs: between(1, 20),
+      maxCreateBackoffMs: 200,
+      breakerFailures: between(1, 5),
+      breakerAfterMs: pickOf(rnd, [0, 100]),
+    },
   };
 
   // ---- the faulty connectors, and what the server sees ------------------------------------
@@ -130,7 +139,8 @@ export async function runGroupChaos(seed: number): Promise<GroupChaosResult> {
         pending.delete(record);
         const conn = lease.connection;
         if (conn.key !== key) violate(`a caller of ${key} got a connection of ${conn.key}`);
-        if (++conn.users > clientLimit) violate(`connection ${conn.id} serves ${conn.users} callers, clientLimit ${clientLimit}`);
+        if (++conn.users > clientLimit)
+          violate(`connection ${conn.id} serves ${conn.users} callers, clientLimit ${clientLimit}`);
         if (!open.has(conn)) violate(`connection ${conn.id} handed out after its close`);
         later(between(0, 80), () => {
           conn.users--;
@@ -156,8 +166,13 @@ export async function runGroupChaos(seed: number): Promise<GroupChaosResult> {
     if (alive > maxTotal) violate(`${alive} connections alive at the server, maxTotal ${maxTotal}`);
     const s = group.stats();
     if (s.total > maxTotal) violate(`the group counts ${s.total} places, maxTotal ${maxTotal}`);
-    if (s.total !== createsUnderWay + alive) violate(`the group counts ${s.total} places, the connectors have ${createsUnderWay} creates under way and ${alive} connections`);
-    for (const rec of pending) if (now > rec.start + rec.timeoutMs + 1) violate(`an acquire still pending ${now - rec.start} ms after its ${rec.timeoutMs} ms deadline`);
+    if (s.total !== createsUnderWay + alive)
+      violate(
+        `the group counts ${s.total} places, the connectors have ${createsUnderWay} creates under way and ${alive} connections`,
+      );
+    for (const rec of pending)
+      if (now > rec.start + rec.timeoutMs + 1)
+        violate(`an acquire still pending ${now - rec.start} ms after its ${rec.timeoutMs} ms deadline`);
   };
   let closed = false;
   for (let t = 0; t <= durationMs + 10; t += 5) {

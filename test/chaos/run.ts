@@ -29,7 +29,9 @@ const started = Date.now();
 let failed = 0;
 let operations = 0;
 for (let seed = one ?? from; seed < (one ?? from) + seeds; seed++) {
-  const result = groups ? await runGroupChaos(seed).then((r) => ({ ...r, operations: r.calls })) : await runChaos(seed, { real });
+  const result = groups
+    ? await runGroupChaos(seed).then((r) => ({ ...r, operations: r.calls }))
+    : await runChaos(seed, { real });
   operations += result.operations;
   if (result.violations.length > 0) {
     failed++;
@@ -37,7 +39,10 @@ for (let seed = one ?? from; seed < (one ?? from) + seeds; seed++) {
   } else if (one !== undefined) {
     console.log(`seed ${seed}: no violation (${result.operations} operations, ${result.connections} connections)`);
   }
-  if (one === undefined && seed % 500 === 0) console.log(`… ${seed - from + 1} seeds, ${failed} failing, ${Math.round((Date.now() - started) / 1000)} s`);
+  if (one === undefined && seed % 500 === 0)
+    console.log(`… ${seed - from + 1} seeds, ${failed} failing, ${Math.round((Date.now() - started) / 1000)} s`);
 }
-console.log(`${seeds} seed(s)${real ? ' on real time' : ''}, ${operations} operations, ${failed} failing, ${Math.round((Date.now() - started) / 1000)} s`);
+console.log(
+  `${seeds} seed(s)${real ? ' on real time' : ''}, ${operations} operations, ${failed} failing, ${Math.round((Date.now() - started) / 1000)} s`,
+);
 process.exit(failed > 0 ? 1 : 0);

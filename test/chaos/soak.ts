@@ -167,22 +167,31 @@ const seconds = (Date.now() - started) / 1000;
 
 const problems: string[] = [];
 for (const key of ['acquired', 'released', 'timeouts', 'aborted', 'failedFast'] as const) {
-  if (s.counters[key] !== seen[key]) problems.push(`counters.${key} ${s.counters[key]} ≠ ${seen[key]} seen by the callers`);
+  if (s.counters[key] !== seen[key])
+    problems.push(`counters.${key} ${s.counters[key]} ≠ ${seen[key]} seen by the callers`);
 }
-if (s.counters.createsStarted !== creates) problems.push(`counters.createsStarted ${s.counters.createsStarted} ≠ ${creates} creates`);
-if (pool.stats().counters.closed !== closeCalls) problems.push(`counters.closed ${pool.stats().counters.closed} ≠ ${closeCalls} close() calls`);
-if (open.size > 0 || closedTwice > 0) problems.push(`${open.size} connection(s) never closed, ${closedTwice} closed twice`);
+if (s.counters.createsStarted !== creates)
+  problems.push(`counters.createsStarted ${s.counters.createsStarted} ≠ ${creates} creates`);
+if (pool.stats().counters.closed !== closeCalls)
+  problems.push(`counters.closed ${pool.stats().counters.closed} ≠ ${closeCalls} close() calls`);
+if (open.size > 0 || closedTwice > 0)
+  problems.push(`${open.size} connection(s) never closed, ${closedTwice} closed twice`);
 if (s.clients !== 0 || s.waiting !== 0) problems.push(`after the run: ${s.clients} clients, ${s.waiting} waiting`);
 if (unexpected.length > 0) problems.push(`${unexpected.length} unexpected error(s), first: ${String(unexpected[0])}`);
 const settled = heap.slice(1); // the first sample includes warm-up growth
 const growth = settled.length > 1 ? settled[settled.length - 1]!.mib - settled[0]!.mib : 0;
-if (growth > 4) problems.push(`heap grew ${growth.toFixed(2)} MiB between ${settled[0]!.ops} and ${settled[settled.length - 1]!.ops} operations`);
+if (growth > 4)
+  problems.push(
+    `heap grew ${growth.toFixed(2)} MiB between ${settled[0]!.ops} and ${settled[settled.length - 1]!.ops} operations`,
+  );
 
 console.log(`soak: ${done.toLocaleString('en')} operations by ${WORKERS} workers in ${seconds.toFixed(1)} s`);
 console.log(`heap after gc (MiB): ${heap.map((h) => `${h.ops / 1000}k ${h.mib.toFixed(2)}`).join(', ')}`);
 console.log(`growth from ${settled[0]?.ops ?? 0} operations on: ${growth.toFixed(2)} MiB`);
 console.log(`counters: ${JSON.stringify(s.counters)}`);
-console.log(`callers saw: ${JSON.stringify(seen)}; connections made ${made}, each closed once: ${open.size === 0 && closedTwice === 0}`);
+console.log(
+  `callers saw: ${JSON.stringify(seen)}; connections made ${made}, each closed once: ${open.size === 0 && closedTwice === 0}`,
+);
 if (problems.length > 0) {
   console.log(`FAILED:\n  ${problems.join('\n  ')}`);
   process.exit(1);

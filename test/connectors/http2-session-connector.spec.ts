@@ -15,12 +15,18 @@ afterEach(async () => {
 async function setup(upstreamOptions: Parameters<typeof startCloudUpstream>[0], poolOptions = {}) {
   const upstream: CloudUpstream = await startCloudUpstream({ handshakeDelayMs: 20, ...upstreamOptions });
   open.push(upstream);
-  const pool = new ConnectionPool(new Http2SessionConnector(upstream.url), { name: 'upstream', maxSize: 10, clientLimit: 100, ...poolOptions });
-  open.push({ close: () => pool.close({ graceMs: 1_000 }) });
-  const get = (path: string) => pool.use(async (session: ClientHttp2Session) => {
-    const res = await http2Request(session, { ':path': path });
-    return JSON.parse(res.body.toString()) as { path: string };
+  const pool = new ConnectionPool(new Http2SessionConnector(upstream.url), {
+    name: 'upstream',
+    maxSize: 10,
+    clientLimit: 100,
+    ...poolOptions,
   });
+  open.push({ close: () => pool.close({ graceMs: 1_000 }) });
+  const get = (path: string) =>
+    pool.use(async (session: ClientHttp2Session) => {
+      const res = await http2Request(session, { ':path': path });
+      return JSON.parse(res.body.toString()) as { path: string };
+    });
   return { upstream, pool, get };
 }
 
@@ -41,7 +47,10 @@ describe('Http2SessionConnector', () => {
   ] as const)('when the peer allows fewer streams than clientLimit, the pool %s', async (_what, grow, sessions) => {
     // Responses take long enough that no stream ends before the last session opens, however loaded the machine:
     // a stream that ended early would let a waiting caller in without the pool growing.
-    const { pool, get, upstream } = await setup({ maxConcurrentStreams: 5, responseDelayMs: 500 }, { maxSize: 2, clientLimit: 20, ...grow });
+    const { pool, get, upstream } = await setup(
+      { maxConcurrentStreams: 5, responseDelayMs: 500 },
+      { maxSize: 2, clientLimit: 20, ...grow },
+    );
     let most = 0;
     let widest = 0;
     const sample = setInterval(() => {
@@ -61,9 +70,14 @@ describe('Http2SessionConnector', () => {
   });
 
   it('refuses a growMaxSizeTo below maxSize, saying what it is for', () => {
-    expect(() => new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'p', maxSize: 4, growMaxSizeTo: 2 })).toThrow(
-      'pool "p": option "growMaxSizeTo" (2) must be at least maxSize (4): it is how far maxSize may grow',
-    );
+    expect(
+      () =>
+        new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), {
+          name: 'p',
+          maxSize: 4,
+          growMaxSizeTo: 2,
+        }),
+    ).toThrow('pool "p": option "growMaxSizeTo" (2) must be at least maxSize (4): it is how far maxSize may grow');
   });
 
   it('retires sessions on GOAWAY: requests in flight finish, the next ones open a new session', async () => {
@@ -115,7 +129,11 @@ describe('Http2SessionConnector', () => {
     expect(answer.body.toString()).toBe('served');
     expect(pool.stats().counters).toMatchObject({ opened: 3, retired: 2 });
     // Any other stream error (a cancel, a reset by the peer mid-answer) may have been processed: not retried.
-    expect(connector.isFatal(Object.assign(new Error('Stream closed with error code NGHTTP2_CANCEL'), { code: 'ERR_HTTP2_STREAM_ERROR' }))).toBe(false);
+    expect(
+      connector.isFatal(
+        Object.assign(new Error('Stream closed with error code NGHTTP2_CANCEL'), { code: 'ERR_HTTP2_STREAM_ERROR' }),
+      ),
+    ).toBe(false);
   });
 
   it('reopens transparently after the peer drops idle sessions', async () => {
@@ -139,12 +157,18 @@ describe('Http2SessionConnector', () => {
   });
 
   it('rejects an origin that is not an http(s) URL', () => {
-    expect(() => new Http2SessionConnector('localhost:8443')).toThrow('origin must be an https:// or http:// URL, got "localhost:8443"');
+    expect(() => new Http2SessionConnector('localhost:8443')).toThrow(
+      'origin must be an https:// or http:// URL, got "localhost:8443"',
+    );
   });
 
   it('fails the create (no session handed out) when nothing listens', async () => {
     const logger = new RecordingLogger();
-    const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), { name: 'nowhere', acquireTimeoutMs: 300, logger });
+    const pool = new ConnectionPool(new Http2SessionConnector('http://127.0.0.1:1'), {
+      name: 'nowhere',
+      acquireTimeoutMs: 300,
+      logger,
+    });
     open.push({ close: () => pool.close() });
     // Retried within the deadline (the refusal may be a restart), then the connect error as the cause.
     const failure = (await pool.acquire().catch((err: unknown) => err)) as Error;

@@ -17,7 +17,9 @@ let observer: mysql.Connection;
 
 beforeAll(async () => {
   observer = await mysql.createConnection(CONFIG);
-  await observer.query(`CREATE TABLE IF NOT EXISTS ${TABLE} (id int AUTO_INCREMENT PRIMARY KEY, who varchar(64) NOT NULL) ENGINE=InnoDB`);
+  await observer.query(
+    `CREATE TABLE IF NOT EXISTS ${TABLE} (id int AUTO_INCREMENT PRIMARY KEY, who varchar(64) NOT NULL) ENGINE=InnoDB`,
+  );
 });
 
 afterAll(async () => {
@@ -30,11 +32,19 @@ async function rowsOf(who: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-function poolOf(options: Mysql2ConnectorOptions = {}, pool: PoolOptions = {}, config: string | mysql.ConnectionOptions = CONFIG) {
+function poolOf(
+  options: Mysql2ConnectorOptions = {},
+  pool: PoolOptions = {},
+  config: string | mysql.ConnectionOptions = CONFIG,
+) {
   return new ConnectionPool(mysql2Connector(config, options), { name: 'mysql', maxSize: 1, logger: quiet, ...pool });
 }
 
-async function bugBeforeCommit(pool: ConnectionPool<mysql.Connection>, tag: string, begin: (conn: mysql.Connection) => Promise<unknown>): Promise<void> {
+async function bugBeforeCommit(
+  pool: ConnectionPool<mysql.Connection>,
+  tag: string,
+  begin: (conn: mysql.Connection) => Promise<unknown>,
+): Promise<void> {
   await expect(
     pool.use(async (conn) => {
       await begin(conn);
@@ -47,7 +57,9 @@ async function bugBeforeCommit(pool: ConnectionPool<mysql.Connection>, tag: stri
 
 /** Statements this session has run (MariaDB counts them per session), read on the pool's one connection. */
 const questions = (pool: ConnectionPool<mysql.Connection>) =>
-  pool.use(async (conn) => Number((await conn.query<mysql.RowDataPacket[]>("SHOW SESSION STATUS LIKE 'Questions'"))[0][0]!.Value));
+  pool.use(async (conn) =>
+    Number((await conn.query<mysql.RowDataPacket[]>("SHOW SESSION STATUS LIKE 'Questions'"))[0][0]!.Value),
+  );
 
 describe('mysql2Connector: a connection comes back clean', () => {
   it.each([
@@ -55,15 +67,18 @@ describe('mysql2Connector: a connection comes back clean', () => {
     ['START TRANSACTION', (conn: mysql.Connection) => conn.query('START TRANSACTION')],
     ['BEGIN', (conn: mysql.Connection) => conn.query('BEGIN')],
     ['SET autocommit = 0', (conn: mysql.Connection) => conn.query('SET autocommit = 0')],
-  ])("after a caller throws inside a transaction (%s), the next caller's autocommit write is visible to another session", async (how, begin) => {
-    const tag = `rb-${how.replace(/\W/g, '')}`;
-    const pool = poolOf();
-    await bugBeforeCommit(pool, tag, begin);
-    expect(await rowsOf(`${tag}-next`)).toBe(1);
-    expect(await rowsOf(`${tag}-lost`)).toBe(0);
-    expect(pool.stats().counters).toMatchObject({ resets: 1, resetFailures: 0, retired: 0 }); // cleaned, not replaced
-    await pool.close();
-  });
+  ])(
+    "after a caller throws inside a transaction (%s), the next caller's autocommit write is visible to another session",
+    async (how, begin) => {
+      const tag = `rb-${how.replace(/\W/g, '')}`;
+      const pool = poolOf();
+      await bugBeforeCommit(pool, tag, begin);
+      expect(await rowsOf(`${tag}-next`)).toBe(1);
+      expect(await rowsOf(`${tag}-lost`)).toBe(0);
+      expect(pool.stats().counters).toMatchObject({ resets: 1, resetFailures: 0, retired: 0 }); // cleaned, not replaced
+      await pool.close();
+    },
+  );
 
   it('without the reset the same calls lose the write: the check can fail', async () => {
     const pool = poolOf({ reset: false });
@@ -88,7 +103,8 @@ describe('mysql2Connector: a connection comes back clean', () => {
   it('callers that end cleanly cost no statement beyond their own; a left transaction one ROLLBACK', async () => {
     const pool = poolOf();
     const start = await questions(pool);
-    for (let i = 0; i < 50; i++) await pool.use((conn) => (i % 2 === 0 ? conn.query('SELECT 1') : conn.execute('SELECT ?', [i])));
+    for (let i = 0; i < 50; i++)
+      await pool.use((conn) => (i % 2 === 0 ? conn.query('SELECT 1') : conn.execute('SELECT ?', [i])));
     await pool.use(async (conn) => {
       await conn.beginTransaction();
       await conn.commit();
@@ -135,7 +151,10 @@ describe('mysql2Connector: a connection comes back clean', () => {
 describe('mysql2Connector: broken connections', () => {
   const alive = async (ids: number[]) => {
     if (ids.length === 0) return 0;
-    const [rows] = await observer.query<mysql.RowDataPacket[]>('SELECT count(*) AS n FROM information_schema.PROCESSLIST WHERE ID IN (?)', [ids]);
+    const [rows] = await observer.query<mysql.RowDataPacket[]>(
+      'SELECT count(*) AS n FROM information_schema.PROCESSLIST WHERE ID IN (?)',
+      [ids],
+    );
     return Number(rows[0]!.n);
   };
 
@@ -143,19 +162,26 @@ describe('mysql2Connector: broken connections', () => {
     const pool = poolOf({}, { maxSize: 3, minSize: 3 });
     await pool.warmup();
     const ids = new Set<number>();
-    const idOf = (conn: mysql.Connection) => conn.query<mysql.RowDataPacket[]>('SELECT CONNECTION_ID() AS id').then(([rows]) => Number(rows[0]!.id));
+    const idOf = (conn: mysql.Connection) =>
+      conn.query<mysql.RowDataPacket[]>('SELECT CONNECTION_ID() AS id').then(([rows]) => Number(rows[0]!.id));
     const holding = pool.use(async (conn) => {
       ids.add(await idOf(conn));
       await conn.beginTransaction();
       await conn.query('SELECT SLEEP(0.5)');
     });
     await sleep(50);
-    const [list] = await observer.query<mysql.RowDataPacket[]>("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'test' AND ID <> CONNECTION_ID()");
+    const [list] = await observer.query<mysql.RowDataPacket[]>(
+      "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'test' AND ID <> CONNECTION_ID()",
+    );
     for (const { ID } of list) {
       await observer.query('KILL ?', [ID]).catch(() => {});
     }
     await expect(holding).rejects.toThrow();
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => pool.use(async (conn) => (ids.add(await idOf(conn)), i), { retry: { attempts: 3 } })));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        pool.use(async (conn) => (ids.add(await idOf(conn)), i), { retry: { attempts: 3 } }),
+      ),
+    );
     expect(results).toEqual(Array.from({ length: 30 }, (_, i) => i));
     expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(1);
     await pool.close();
@@ -164,10 +190,16 @@ describe('mysql2Connector: broken connections', () => {
 
   it('a server restart mid-run: sessions cut, connects refused, then served again; nothing hangs or leaks', async () => {
     const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 3306 });
-    const pool = poolOf({}, { maxSize: 4, minSize: 2, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 }, { ...CONFIG, port: proxy.port, connectTimeout: 1_000 });
+    const pool = poolOf(
+      {},
+      { maxSize: 4, minSize: 2, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 },
+      { ...CONFIG, port: proxy.port, connectTimeout: 1_000 },
+    );
     try {
       await pool.warmup();
-      await throughOutage(proxy, () => pool.use((conn) => conn.query('SELECT SLEEP(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }));
+      await throughOutage(proxy, () =>
+        pool.use((conn) => conn.query('SELECT SLEEP(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }),
+      );
       const { counters } = pool.stats();
       expect(counters.retired).toBeGreaterThanOrEqual(2);
       expect(counters.createFailures).toBeGreaterThan(0);
@@ -193,7 +225,9 @@ describe('mysql2Connector options', () => {
   });
 
   it('a config that is neither a URI nor options is refused', () => {
-    expect(() => mysql2Connector(7 as unknown as string)).toThrow(/must be a connection URI or mysql2 connection options, got 7/);
+    expect(() => mysql2Connector(7 as unknown as string)).toThrow(
+      /must be a connection URI or mysql2 connection options, got 7/,
+    );
   });
 
   it('a URI works as well as options', async () => {

@@ -4,7 +4,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import pg from 'pg';
-import { ConnectionPool, InjectPool, PoolConfigError, PoolModule, UsePooled, type PoolOptions, type PoolLogger } from '../../lib/index.js';
+import {
+  ConnectionPool,
+  InjectPool,
+  PoolConfigError,
+  PoolModule,
+  UsePooled,
+  type PoolOptions,
+  type PoolLogger,
+} from '../../lib/index.js';
 import { pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { boot } from '../support/nest.js';
@@ -95,7 +103,8 @@ describe('pgConnector: a connection comes back clean', () => {
   });
 
   const pgTenant: TenantState<pg.Client> = {
-    read: async (client) => (await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t")).rows[0]!.t,
+    read: async (client) =>
+      (await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t")).rows[0]!.t,
     write: async (client, tenant) => void (await client.query("SELECT set_config('app.tenant', $1, false)", [tenant])),
   };
 
@@ -120,14 +129,16 @@ describe('pgConnector: a connection comes back clean', () => {
     let leaks = 0;
     await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        pool.use(async (client) => {
-          const seen = await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t");
-          if ((seen.rows[0]!.t ?? '') !== '') leaks++;
-          await client.query('BEGIN');
-          await client.query("SELECT set_config('app.tenant', $1, true)", [`tenant-${i % 20}`]); // SET LOCAL
-          if (i % 7 === 0) throw new Error('the tenant code failed');
-          await client.query('COMMIT');
-        }).catch((err: Error) => expect(err.message).toBe('the tenant code failed')),
+        pool
+          .use(async (client) => {
+            const seen = await client.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t");
+            if ((seen.rows[0]!.t ?? '') !== '') leaks++;
+            await client.query('BEGIN');
+            await client.query("SELECT set_config('app.tenant', $1, true)", [`tenant-${i % 20}`]); // SET LOCAL
+            if (i % 7 === 0) throw new Error('the tenant code failed');
+            await client.query('COMMIT');
+          })
+          .catch((err: Error) => expect(err.message).toBe('the tenant code failed')),
       ),
     );
     expect(leaks).toBe(0);
@@ -137,7 +148,9 @@ describe('pgConnector: a connection comes back clean', () => {
   it('named prepared statements keep working after a session reset', async () => {
     const pool = poolOf({ reset: 'session' });
     for (let i = 0; i < 3; i++) {
-      const { rows } = await pool.use((client) => client.query({ name: 'nsp-one', text: 'SELECT $1::int AS n', values: [i] }));
+      const { rows } = await pool.use((client) =>
+        client.query({ name: 'nsp-one', text: 'SELECT $1::int AS n', values: [i] }),
+      );
       expect(rows[0].n).toBe(i);
     }
     await pool.close();
@@ -155,7 +168,11 @@ describe('pgConnector: what a reset costs, counted at the server', () => {
     const pool = poolOf({}, { maxSize: 3, minSize: 3 }, proxy.url);
     await pool.warmup();
     const start = proxy.statements;
-    await Promise.all(Array.from({ length: 300 }, (_, i) => pool.use((client) => (i % 2 === 0 ? client.query('SELECT 1') : client.query('SELECT $1::int', [i])))));
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        pool.use((client) => (i % 2 === 0 ? client.query('SELECT 1') : client.query('SELECT $1::int', [i]))),
+      ),
+    );
     expect(proxy.statements - start).toBe(300);
     await pool.use(async (client) => {
       await client.query('BEGIN');
@@ -181,12 +198,23 @@ describe('pgConnector: what a reset costs, counted at the server', () => {
 
 describe('pgConnector: broken connections', () => {
   const sessionsOf = async (app: string) =>
-    Number((await observer.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [app])).rows[0]!.n);
+    Number(
+      (
+        await observer.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [
+          app,
+        ])
+      ).rows[0]!.n,
+    );
 
   it('a killed backend is retired, idle or in use; callers go on; nothing leaks', async () => {
     const app = `nsp-kill-${process.pid}`;
     const logger = new RecordingLogger();
-    const pool = new ConnectionPool(pgConnector({ connectionString: URL, application_name: app }), { name: 'pg-kill', maxSize: 3, minSize: 3, logger });
+    const pool = new ConnectionPool(pgConnector({ connectionString: URL, application_name: app }), {
+      name: 'pg-kill',
+      maxSize: 3,
+      minSize: 3,
+      logger,
+    });
     await pool.warmup();
     const holding = pool.use(async (client) => {
       await client.query('BEGIN');
@@ -196,7 +224,11 @@ describe('pgConnector: broken connections', () => {
     await observer.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
     await expect(holding).rejects.toThrow(/terminat/i);
     // Every later call is served, on new connections, with no error reaching the caller.
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => pool.use((client) => client.query('SELECT $1::int AS n', [i]), { retry: { attempts: 3 } })));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        pool.use((client) => client.query('SELECT $1::int AS n', [i]), { retry: { attempts: 3 } }),
+      ),
+    );
     expect(results.map((r) => r.rows[0].n)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     await until(() => pool.stats().ready === 3);
     const { counters } = pool.stats();
@@ -208,7 +240,11 @@ describe('pgConnector: broken connections', () => {
 
   it('a connection killed while its caller holds a transaction is never handed out again', async () => {
     const app = `nsp-kill-held-${process.pid}`;
-    const pool = new ConnectionPool(pgConnector({ connectionString: URL, application_name: app }), { name: 'pg-kill-held', maxSize: 1, logger: quiet });
+    const pool = new ConnectionPool(pgConnector({ connectionString: URL, application_name: app }), {
+      name: 'pg-kill-held',
+      maxSize: 1,
+      logger: quiet,
+    });
     const first = await pool.use(async (client) => {
       await client.query('BEGIN');
       const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
@@ -216,7 +252,9 @@ describe('pgConnector: broken connections', () => {
       await sleep(50);
       return pid;
     });
-    const second = await pool.use(async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+    const second = await pool.use(
+      async (client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
+    );
     expect(second).not.toBe(first);
     await pool.close();
     await until(async () => (await sessionsOf(app)) === 0);
@@ -224,10 +262,19 @@ describe('pgConnector: broken connections', () => {
 
   it('a server restart mid-run: sessions cut, connects refused, then served again; nothing hangs or leaks', async () => {
     const proxy = await TcpProxy.start();
-    const pool = new ConnectionPool(pgConnector(proxy.url), { name: 'pg-restart', maxSize: 4, minSize: 2, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 });
+    const pool = new ConnectionPool(pgConnector(proxy.url), {
+      name: 'pg-restart',
+      maxSize: 4,
+      minSize: 2,
+      logger: quiet,
+      acquireTimeoutMs: 3_000,
+      createTimeoutMs: 1_000,
+    });
     try {
       await pool.warmup();
-      await throughOutage(proxy, () => pool.use((client) => client.query('SELECT pg_sleep(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }));
+      await throughOutage(proxy, () =>
+        pool.use((client) => client.query('SELECT pg_sleep(0.005)'), { retry: { attempts: 3, baseDelayMs: 20 } }),
+      );
       // The outage was real: every session was cut, and connects were refused while it lasted.
       const { counters } = pool.stats();
       expect(counters.retired).toBeGreaterThanOrEqual(2);
@@ -262,7 +309,9 @@ describe('pgConnector: through @UsePooled', () => {
 
     @UsePooled('pg')
     async asTenant(tenant: string): Promise<string> {
-      const { rows } = await this.pool.current.query<{ t: string | null }>("SELECT current_setting('app.tenant', true) AS t");
+      const { rows } = await this.pool.current.query<{ t: string | null }>(
+        "SELECT current_setting('app.tenant', true) AS t",
+      );
       await this.pool.current.query("SELECT set_config('app.tenant', $1, false)", [tenant]);
       return rows[0]!.t ?? '';
     }
@@ -270,7 +319,13 @@ describe('pgConnector: through @UsePooled', () => {
 
   it('a method that throws mid-transaction leaves the next method a clean connection; tenants never leak', async () => {
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'pg', connector: pgConnector(URL, { reset: 'session' }), options: { maxSize: 2, logger: quiet } }] })],
+      imports: [
+        PoolModule.forRoot({
+          pools: [
+            { name: 'pg', connector: pgConnector(URL, { reset: 'session' }), options: { maxSize: 2, logger: quiet } },
+          ],
+        }),
+      ],
       providers: [Accounts],
     });
     const accounts = moduleRef.get(Accounts);
@@ -303,20 +358,35 @@ describe('pgConnector options', () => {
         Object.defineProperty(this, 'getTransactionStatus', { value: undefined });
       }
     }
-    const old = new ConnectionPool(pgConnector(URL, { Client: OldClient }), { name: 'old-pg', logger: quiet, createTimeoutMs: 1_000 });
-    await expect(old.use(() => 1, { timeoutMs: 500 })).rejects.toMatchObject({ cause: { cause: { message: expect.stringMatching(/npm install pg@\^8\.21 \(or pass \{ reset: false \}\)/) } } });
+    const old = new ConnectionPool(pgConnector(URL, { Client: OldClient }), {
+      name: 'old-pg',
+      logger: quiet,
+      createTimeoutMs: 1_000,
+    });
+    await expect(old.use(() => 1, { timeoutMs: 500 })).rejects.toMatchObject({
+      cause: { cause: { message: expect.stringMatching(/npm install pg@\^8\.21 \(or pass \{ reset: false \}\)/) } },
+    });
     await old.close();
-    const plain = new ConnectionPool(pgConnector(URL, { Client: OldClient, reset: false }), { name: 'old-pg-plain', logger: quiet });
+    const plain = new ConnectionPool(pgConnector(URL, { Client: OldClient, reset: false }), {
+      name: 'old-pg-plain',
+      logger: quiet,
+    });
     expect(await plain.use((c) => c.query('SELECT 2 AS n').then((r) => r.rows[0].n))).toBe(2);
     await plain.close();
   });
 
   it('a client that is neither a string nor a config is refused', () => {
-    expect(() => pgConnector(42 as unknown as string)).toThrow(/must be a connection string or a pg.ClientConfig, got 42/);
+    expect(() => pgConnector(42 as unknown as string)).toThrow(
+      /must be a connection string or a pg.ClientConfig, got 42/,
+    );
   });
 
   it('sharing its clients needs the reset off, and the pool says so', () => {
-    expect(() => new ConnectionPool(pgConnector(URL), { name: 'shared', clientLimit: 10 })).toThrow(/pgConnector\(url, \{ reset: false \}\)/);
-    expect(new ConnectionPool(pgConnector(URL, { reset: false }), { name: 'shared', clientLimit: 10 }).options.clientLimit).toBe(10);
+    expect(() => new ConnectionPool(pgConnector(URL), { name: 'shared', clientLimit: 10 })).toThrow(
+      /pgConnector\(url, \{ reset: false \}\)/,
+    );
+    expect(
+      new ConnectionPool(pgConnector(URL, { reset: false }), { name: 'shared', clientLimit: 10 }).options.clientLimit,
+    ).toBe(10);
   });
 });

@@ -9,7 +9,15 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { integer, pgTable } from 'drizzle-orm/pg-core';
 import { Kysely, PostgresDialect, sql, type Generated } from 'kysely';
 import pg from 'pg';
-import { ConnectionPool, InjectPool, LocalLimiter, PoolConfigError, PoolModule, UsePooled, type PoolLogger } from '../../lib/index.js';
+import {
+  ConnectionPool,
+  InjectPool,
+  LocalLimiter,
+  PoolConfigError,
+  PoolModule,
+  UsePooled,
+  type PoolLogger,
+} from '../../lib/index.js';
 import { asPgPool, pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { boot } from '../support/nest.js';
 import { until } from '../support/wait.js';
@@ -41,7 +49,9 @@ afterAll(async () => {
 
 async function freshAccounts(): Promise<void> {
   await observer.query(`DROP TABLE IF EXISTS ${ACCOUNTS}`);
-  await observer.query(`CREATE TABLE ${ACCOUNTS} (id integer PRIMARY KEY, balance integer NOT NULL CHECK (balance >= 0))`);
+  await observer.query(
+    `CREATE TABLE ${ACCOUNTS} (id integer PRIMARY KEY, balance integer NOT NULL CHECK (balance >= 0))`,
+  );
   await observer.query(`INSERT INTO ${ACCOUNTS} SELECT i, ${START} FROM generate_series(1, ${COUNT}) i`);
 }
 
@@ -50,7 +60,9 @@ async function total(): Promise<number> {
 }
 
 async function rowsOf(who: string): Promise<number> {
-  return Number((await observer.query<{ n: string }>(`SELECT count(*) AS n FROM ${NOTES} WHERE who = $1`, [who])).rows[0]!.n);
+  return Number(
+    (await observer.query<{ n: string }>(`SELECT count(*) AS n FROM ${NOTES} WHERE who = $1`, [who])).rows[0]!.n,
+  );
 }
 
 /** A pool as production runs it: a deadline on every acquire, a limit in front, metrics through an SDK. */
@@ -66,14 +78,15 @@ function productionPool(connector: PgConnectorOptions = {}) {
     metrics: provider.getMeter('orm'),
     logger: quiet,
   });
-  const metricNames = async () => (await reader.collect()).resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
+  const metricNames = async () =>
+    (await reader.collect()).resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
   return { pool, limiter, metricNames };
 }
 
 /** `n` transfers between random accounts (seeded), ordered locks, one in nine failing on purpose. */
 function transfers(n: number): { from: number; to: number; amount: number; fails: boolean }[] {
   let seed = 7;
-  const next = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   return Array.from({ length: n }, (_, i) => {
     const from = 1 + Math.floor(next() * COUNT);
     const to = 1 + ((from + Math.floor(next() * (COUNT - 1))) % COUNT);
@@ -95,23 +108,45 @@ describe('asPgPool: Kysely', () => {
       transfers(2_500).map(({ from, to, amount, fails }) =>
         db.transaction().execute(async (trx) => {
           const ids = [from, to].sort((a, b) => a - b);
-          const rows = await trx.selectFrom(ACCOUNTS).select(['id', 'balance']).where('id', 'in', ids).orderBy('id').forUpdate().execute();
+          const rows = await trx
+            .selectFrom(ACCOUNTS)
+            .select(['id', 'balance'])
+            .where('id', 'in', ids)
+            .orderBy('id')
+            .forUpdate()
+            .execute();
           const source = rows.find((r) => r.id === from)!;
           if (source.balance < amount) return 'short';
-          await trx.updateTable(ACCOUNTS).set({ balance: sql`balance - ${amount}` }).where('id', '=', from).execute();
+          await trx
+            .updateTable(ACCOUNTS)
+            .set({ balance: sql`balance - ${amount}` })
+            .where('id', '=', from)
+            .execute();
           if (fails) throw new Error('the transfer failed half-way');
-          await trx.updateTable(ACCOUNTS).set({ balance: sql`balance + ${amount}` }).where('id', '=', to).execute();
+          await trx
+            .updateTable(ACCOUNTS)
+            .set({ balance: sql`balance + ${amount}` })
+            .where('id', '=', to)
+            .execute();
           return 'moved';
         }),
       ),
     );
     const failed = outcomes.filter((o) => o.status === 'rejected');
-    expect(failed.every((o) => (o as PromiseRejectedResult).reason.message === 'the transfer failed half-way')).toBe(true);
+    expect(failed.every((o) => (o as PromiseRejectedResult).reason.message === 'the transfer failed half-way')).toBe(
+      true,
+    );
     expect(failed.length).toBe(Math.ceil((2_500 - 4) / 9));
     expect(await total()).toBe(START * COUNT);
     expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0, counters: { resetFailures: 0, timeouts: 0 } });
     expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
-    expect(await metricNames()).toEqual(expect.arrayContaining(['db.client.connection.count', 'db.client.connection.wait_time', 'db.client.connection.use_time']));
+    expect(await metricNames()).toEqual(
+      expect.arrayContaining([
+        'db.client.connection.count',
+        'db.client.connection.wait_time',
+        'db.client.connection.use_time',
+      ]),
+    );
     await db.destroy(); // end() closes the pool
     expect(pool.closed).toBe(true);
   }, 60_000);
@@ -144,25 +179,41 @@ describe('asPgPool: Drizzle', () => {
       transfers(2_500).map(({ from, to, amount, fails }) =>
         db.transaction(async (tx) => {
           const ids = [from, to].sort((a, b) => a - b);
-          const rows = await tx.execute<{ id: number; balance: number }>(dsql`SELECT id, balance FROM ${accounts} WHERE id IN (${ids[0]}, ${ids[1]}) ORDER BY id FOR UPDATE`);
+          const rows = await tx.execute<{ id: number; balance: number }>(
+            dsql`SELECT id, balance FROM ${accounts} WHERE id IN (${ids[0]}, ${ids[1]}) ORDER BY id FOR UPDATE`,
+          );
           const source = rows.rows.find((r) => r.id === from)!;
           if (source.balance < amount) return 'short';
-          await tx.update(accounts).set({ balance: dsql`${accounts.balance} - ${amount}` }).where(eq(accounts.id, from));
+          await tx
+            .update(accounts)
+            .set({ balance: dsql`${accounts.balance} - ${amount}` })
+            .where(eq(accounts.id, from));
           if (fails) throw new Error('the transfer failed half-way');
-          await tx.update(accounts).set({ balance: dsql`${accounts.balance} + ${amount}` }).where(eq(accounts.id, to));
+          await tx
+            .update(accounts)
+            .set({ balance: dsql`${accounts.balance} + ${amount}` })
+            .where(eq(accounts.id, to));
           return 'moved';
         }),
       ),
     );
     const failed = outcomes.filter((o) => o.status === 'rejected');
-    expect(failed.every((o) => (o as PromiseRejectedResult).reason.message === 'the transfer failed half-way')).toBe(true);
+    expect(failed.every((o) => (o as PromiseRejectedResult).reason.message === 'the transfer failed half-way')).toBe(
+      true,
+    );
     expect(failed.length).toBe(Math.ceil((2_500 - 4) / 9));
     expect(await total()).toBe(START * COUNT);
     // Outside a transaction, a plain query runs on a connection of its own.
     expect((await db.select().from(accounts).where(eq(accounts.id, 1))).length).toBe(1);
     expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0, counters: { resetFailures: 0, timeouts: 0 } });
     expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
-    expect(await metricNames()).toEqual(expect.arrayContaining(['db.client.connection.count', 'db.client.connection.wait_time', 'db.client.connection.use_time']));
+    expect(await metricNames()).toEqual(
+      expect.arrayContaining([
+        'db.client.connection.count',
+        'db.client.connection.wait_time',
+        'db.client.connection.use_time',
+      ]),
+    );
     await db.$client.end();
     expect(pool.closed).toBe(true);
   }, 60_000);
@@ -188,7 +239,10 @@ describe('asPgPool: scopes and sessions', () => {
         (await this.drizzle.execute<{ pid: number }>(dsql`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid,
         (await this.db.current.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
       ];
-      await this.kysely.insertInto(NOTES).values({ who: `${tag}-kysely` }).execute();
+      await this.kysely
+        .insertInto(NOTES)
+        .values({ who: `${tag}-kysely` })
+        .execute();
       await this.drizzle.execute(dsql.raw(`INSERT INTO ${NOTES} (who) VALUES ('${tag}-drizzle')`));
       expect(this.db.current.getTransactionStatus()).toBe('T');
       throw Object.assign(new Error('a bug before COMMIT'), { pids });
@@ -202,7 +256,11 @@ describe('asPgPool: scopes and sessions', () => {
 
   it('inside @UsePooled the face hands out the scope connection: one transaction across Kysely, Drizzle and the pool', async () => {
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: pgConnector(URL), options: { maxSize: 2, logger: quiet } }] })],
+      imports: [
+        PoolModule.forRoot({
+          pools: [{ name: 'db', connector: pgConnector(URL), options: { maxSize: 2, logger: quiet } }],
+        }),
+      ],
       providers: [Ledger],
     });
     const ledger = moduleRef.get(Ledger);
@@ -215,7 +273,11 @@ describe('asPgPool: scopes and sessions', () => {
   });
 
   it("with the session reset, a tenant's setting never reaches another through the face: 20 tenants, 500 calls, 0 leaks", async () => {
-    const pool = new ConnectionPool(pgConnector(URL, { reset: 'session' }), { name: 'face-tenants', maxSize: 4, logger: quiet });
+    const pool = new ConnectionPool(pgConnector(URL, { reset: 'session' }), {
+      name: 'face-tenants',
+      maxSize: 4,
+      logger: quiet,
+    });
     const face = asPgPool(pool);
     let leaks = 0;
     await Promise.all(
@@ -239,7 +301,10 @@ describe('asPgPool: scopes and sessions', () => {
     const face = asPgPool(pool, { closeOnEnd: false });
     const a = await face.connect();
     expect(face).toBeInstanceOf(pg.Pool);
-    expect({ total: face.totalCount, idle: face.idleCount, waiting: face.waitingCount }).toMatchObject({ total: expect.any(Number), waiting: 0 });
+    expect({ total: face.totalCount, idle: face.idleCount, waiting: face.waitingCount }).toMatchObject({
+      total: expect.any(Number),
+      waiting: 0,
+    });
     const pid = (await a.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     a.release(new Error('broken'));
     a.release();
@@ -247,11 +312,13 @@ describe('asPgPool: scopes and sessions', () => {
     const b = await face.connect();
     expect((await b.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid).not.toBe(pid);
     b.release();
-    await new Promise<void>((resolve) => face.query('SELECT 1 AS one', (err: Error, result: pg.QueryResult) => {
-      expect(err).toBeUndefined();
-      expect(result.rows[0].one).toBe(1);
-      resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      face.query('SELECT 1 AS one', (err: Error, result: pg.QueryResult) => {
+        expect(err).toBeUndefined();
+        expect(result.rows[0].one).toBe(1);
+        resolve();
+      }),
+    );
     await face.end();
     expect(pool.closed).toBe(false);
     await expect(face.connect()).rejects.toThrow('Cannot use a pool after calling end on the pool');

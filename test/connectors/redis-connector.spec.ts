@@ -22,7 +22,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const keys = [...(await observer.keys(`${KEY}:*`)), ...(await observer.select(9).then(() => observer.keys(`${KEY}:*`)))];
+  const keys = [
+    ...(await observer.keys(`${KEY}:*`)),
+    ...(await observer.select(9).then(() => observer.keys(`${KEY}:*`))),
+  ];
   if (keys.length > 0) await observer.del(...keys);
   await observer.select(0);
   await observer.del(...(await observer.keys(`${KEY}:*`)), `${KEY}:none`);
@@ -131,11 +134,16 @@ describe('sharedRedisConnector: plain commands shared, the rest refused', () => 
   it('100 callers share one client; pipelined MULTI works; blocking and state-changing commands are refused', async () => {
     const pool = new ConnectionPool(sharedRedisConnector(URL), { name: 'redis-shared', maxSize: 1, logger: quiet });
     expect(pool.options.clientLimit).toBe(100);
-    const values = await Promise.all(Array.from({ length: 100 }, (_, i) => pool.use((client) => client.incr(`${KEY}:shared`).then(() => i))));
+    const values = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => pool.use((client) => client.incr(`${KEY}:shared`).then(() => i))),
+    );
     expect(values.length).toBe(100);
     expect(await observer.get(`${KEY}:shared`)).toBe('100');
     expect(pool.stats().counters.opened).toBe(1);
-    expect(await pool.use((client) => client.multi().incr(`${KEY}:shared`).incr(`${KEY}:shared`).exec())).toEqual([[null, 101], [null, 102]]);
+    expect(await pool.use((client) => client.multi().incr(`${KEY}:shared`).incr(`${KEY}:shared`).exec())).toEqual([
+      [null, 101],
+      [null, 102],
+    ]);
     for (const [what, run] of [
       ['BLPOP', (c: Redis) => c.blpop(`${KEY}:x`, 1)],
       ['XREAD', (c: Redis) => c.xread('BLOCK', 10, 'STREAMS', `${KEY}:s`, '$')],
@@ -144,9 +152,15 @@ describe('sharedRedisConnector: plain commands shared, the rest refused', () => 
       ['SUBSCRIBE', (c: Redis) => c.subscribe(`${KEY}:c`)],
       ['CLIENT', (c: Redis) => c.client('SETNAME', 'mine')],
     ] as const) {
-      await expect(pool.use(run as (c: Redis) => Promise<unknown>)).rejects.toThrow(new RegExp(`^${what} .*not on a shared connection \\(sharedRedisConnector\\); run it on an exclusive one \\(redisConnector\\)`));
+      await expect(pool.use(run as (c: Redis) => Promise<unknown>)).rejects.toThrow(
+        new RegExp(
+          `^${what} .*not on a shared connection \\(sharedRedisConnector\\); run it on an exclusive one \\(redisConnector\\)`,
+        ),
+      );
     }
-    await expect(pool.use((c) => c.multi({ pipeline: false }))).rejects.toThrow(/multi\(\{ pipeline: false \}\) .* \(redisConnector\)/);
+    await expect(pool.use((c) => c.multi({ pipeline: false }))).rejects.toThrow(
+      /multi\(\{ pipeline: false \}\) .* \(redisConnector\)/,
+    );
     // Nothing refused reached the connection: it is still in its database, serving.
     expect(await pool.use((client) => client.get(`${KEY}:shared`))).toBe('102');
     expect(pool.stats().counters.retired).toBe(0);
@@ -157,21 +171,33 @@ describe('sharedRedisConnector: plain commands shared, the rest refused', () => 
     expect(() => sharedRedisConnector(URL, { clientLimit: 0 })).toThrow(PoolConfigError);
     expect(() => sharedRedisConnector(URL, { clientLimt: 5 } as never)).toThrow(/did you mean "clientLimit"/);
     expect(() => redisConnector(5 as unknown as string)).toThrow(/must be a redis:\/\/ URL or ioredis options, got 5/);
-    expect(() => new ConnectionPool(redisConnector(URL), { name: 'x', clientLimit: 5 })).toThrow(/must be 1 for a connector with reset/);
+    expect(() => new ConnectionPool(redisConnector(URL), { name: 'x', clientLimit: 5 })).toThrow(
+      /must be 1 for a connector with reset/,
+    );
   });
 });
 
 describe('Redis connectors: broken connections', () => {
   it('a killed client is retired, idle or in use; callers go on', async () => {
     const name = `nsp-kill-${process.pid}`;
-    const pool = new ConnectionPool(redisConnector({ host: '127.0.0.1', port: 6379, connectionName: name }), { name: 'redis-kill', maxSize: 2, minSize: 2, logger: quiet });
+    const pool = new ConnectionPool(redisConnector({ host: '127.0.0.1', port: 6379, connectionName: name }), {
+      name: 'redis-kill',
+      maxSize: 2,
+      minSize: 2,
+      logger: quiet,
+    });
     await pool.warmup();
     const holding = pool.use((client) => client.blpop(`${KEY}:never`, 2));
     await sleep(50);
     const list = (await observer.client('LIST')) as string;
-    for (const line of list.split('\n').filter((l) => l.includes(`name=${name}`))) await observer.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]!);
+    for (const line of list.split('\n').filter((l) => l.includes(`name=${name}`)))
+      await observer.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]!);
     await expect(holding).rejects.toThrow();
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pool.use((client) => client.incr(`${KEY}:after-kill`).then(() => i), { retry: { attempts: 3 } })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        pool.use((client) => client.incr(`${KEY}:after-kill`).then(() => i), { retry: { attempts: 3 } }),
+      ),
+    );
     expect(results.length).toBe(20);
     expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(2);
     await pool.close();
@@ -181,20 +207,32 @@ describe('Redis connectors: broken connections', () => {
   it.each([
     ['exclusive', (url: string) => redisConnector(url)],
     ['shared', (url: string) => sharedRedisConnector(url, { clientLimit: 20 })],
-  ])('a restart mid-run (%s): connections cut, connects refused, then served again; nothing hangs or leaks', async (_, make) => {
-    const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 6379 });
-    const pool = new ConnectionPool(make(`redis://127.0.0.1:${proxy.port}/0`), { name: 'redis-restart', maxSize: 4, minSize: 1, logger: quiet, acquireTimeoutMs: 3_000, createTimeoutMs: 1_000 });
-    try {
-      await pool.warmup();
-      await throughOutage(proxy, () => pool.use((client) => client.incr(`${KEY}:restart`), { retry: { attempts: 3, baseDelayMs: 20 } }));
-      expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(1);
-      expect(pool.stats().counters.createFailures).toBeGreaterThan(0);
-      expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0 });
-      expect(await pool.use((client) => client.ping())).toBe('PONG');
-    } finally {
-      await pool.close();
-      await until(() => proxy.sessions === 0);
-      await proxy.close();
-    }
-  });
+  ])(
+    'a restart mid-run (%s): connections cut, connects refused, then served again; nothing hangs or leaks',
+    async (_, make) => {
+      const proxy = await TcpProxy.start({ host: '127.0.0.1', port: 6379 });
+      const pool = new ConnectionPool(make(`redis://127.0.0.1:${proxy.port}/0`), {
+        name: 'redis-restart',
+        maxSize: 4,
+        minSize: 1,
+        logger: quiet,
+        acquireTimeoutMs: 3_000,
+        createTimeoutMs: 1_000,
+      });
+      try {
+        await pool.warmup();
+        await throughOutage(proxy, () =>
+          pool.use((client) => client.incr(`${KEY}:restart`), { retry: { attempts: 3, baseDelayMs: 20 } }),
+        );
+        expect(pool.stats().counters.retired).toBeGreaterThanOrEqual(1);
+        expect(pool.stats().counters.createFailures).toBeGreaterThan(0);
+        expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0 });
+        expect(await pool.use((client) => client.ping())).toBe('PONG');
+      } finally {
+        await pool.close();
+        await until(() => proxy.sessions === 0);
+        await proxy.close();
+      }
+    },
+  );
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { ConnectionsExhaustedError, POOL_CHANNELS, PoolClosedError, QueueFullError, SelfDeadlockError, type AcquireOptions, type Lease } from '../../lib/index.js';
+import {
+  ConnectionsExhaustedError,
+  POOL_CHANNELS,
+  PoolClosedError,
+  QueueFullError,
+  SelfDeadlockError,
+  type AcquireOptions,
+  type Lease,
+} from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
@@ -32,7 +40,12 @@ describe('sharing and selection', () => {
     const { pool } = makePool({ clientLimit: 4, maxSize: 3, minSize: 3, strategy: 'pack', growAt: 1 });
     await pool.warmup();
     const leases = await Promise.all(Array.from({ length: 6 }, () => pool.acquire()));
-    expect(pool.stats().connections.map((c) => c.clients).sort()).toEqual([0, 2, 4]);
+    expect(
+      pool
+        .stats()
+        .connections.map((c) => c.clients)
+        .sort(),
+    ).toEqual([0, 2, 4]);
     leases.forEach((l) => l.release());
     await pool.close();
   });
@@ -79,7 +92,8 @@ describe('the one-step acquire', () => {
       [true, 0],
       [false, 0],
     ] as const) {
-      const connector = () => (validates ? new FakeConnector() : Object.assign(new FakeConnector(), { validate: undefined }));
+      const connector = () =>
+        validates ? new FakeConnector() : Object.assign(new FakeConnector(), { validate: undefined });
       const one = makePool({ clientLimit: 2, maxSize: 3, minSize: 2, validateAfterIdleMs }, connector());
       const general = makePool({ clientLimit: 2, maxSize: 3, minSize: 2, validateAfterIdleMs }, connector());
       await Promise.all([one.pool.warmup(), general.pool.warmup()]);
@@ -97,7 +111,9 @@ describe('the one-step acquire', () => {
         } else for (const pair of held.splice(0, -step)) for (const lease of pair) lease.release();
         const [x, y] = [one.pool.stats(), general.pool.stats()];
         expect(x.counters).toEqual(y.counters);
-        expect(x.connections.map((c) => [c.id, c.clients, c.uses])).toEqual(y.connections.map((c) => [c.id, c.clients, c.uses]));
+        expect(x.connections.map((c) => [c.id, c.clients, c.uses])).toEqual(
+          y.connections.map((c) => [c.id, c.clients, c.uses]),
+        );
       }
       expect(one.connector.validateCalls).toBe(general.connector.validateCalls);
       // The idle connections were validated before reuse (each time they idled past 10 ms; with 0, after each release).
@@ -173,7 +189,12 @@ describe('waiting', () => {
     expect(waiter.settled).toBe(false);
     await clock.advance(1);
     expect(waiter.error).toBeInstanceOf(ConnectionsExhaustedError);
-    expect(waiter.error).toMatchObject({ reason: 'all-busy', timeoutMs: 250, code: 'CONNECTIONS_EXHAUSTED', pool: 'test' });
+    expect(waiter.error).toMatchObject({
+      reason: 'all-busy',
+      timeoutMs: 250,
+      code: 'CONNECTIONS_EXHAUSTED',
+      pool: 'test',
+    });
     expect(pool.stats()).toMatchObject({ waiting: 0, counters: { timeouts: 1 } });
     held.release();
     await pool.close();
@@ -354,7 +375,13 @@ describe('opening connections', () => {
     expect(leases.filter((l) => l.error instanceof ConnectionsExhaustedError).length).toBe(17);
     // The 17 expire in one sweep and share one snapshot of the pool as the deadline found it.
     const errors = leases.filter((l) => l.error).map((l) => l.error as ConnectionsExhaustedError);
-    expect(errors[0]!.stats).toMatchObject({ size: 3, clients: 3, waiting: 17, health: 'exhausted', counters: { timeouts: 0 } });
+    expect(errors[0]!.stats).toMatchObject({
+      size: 3,
+      clients: 3,
+      waiting: 17,
+      health: 'exhausted',
+      counters: { timeouts: 0 },
+    });
     expect(errors.every((e) => e.stats === errors[0]!.stats)).toBe(true);
     leases.forEach((l) => (l.value as L | undefined)?.release());
     await pool.close();

@@ -17,7 +17,11 @@ function run(body: string): Promise<{ code: number | null; out: string; ms: numb
   const started = Date.now();
   return new Promise((resolve) => {
     execFile(process.execPath, [file], { timeout: 15_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : ((err as { code?: number }).code ?? null), out: stdout + stderr, ms: Date.now() - started });
+      resolve({
+        code: err === null ? 0 : ((err as { code?: number }).code ?? null),
+        out: stdout + stderr,
+        ms: Date.now() - started,
+      });
     });
   });
 }

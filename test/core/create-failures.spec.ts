@@ -2,7 +2,13 @@
 // as the peer pools do (their tests, rewritten here from what they describe), and only a sustained
 // outage opens the breaker that fails callers fast.
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, type Connector, type Lease } from '../../lib/index.js';
+import {
+  ConnectionFailedError,
+  ConnectionPool,
+  ConnectionsExhaustedError,
+  type Connector,
+  type Lease,
+} from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
@@ -62,7 +68,14 @@ describe('transient create errors, as the peer pools expect (default options)', 
       },
       close: () => void destroyCalled++,
     };
-    const pool = new ConnectionPool(connector, { name: 'tarn', clock, logger: new RecordingLogger(), minSize: 2, maxSize: 4, createTimeoutMs: 100 });
+    const pool = new ConnectionPool(connector, {
+      name: 'tarn',
+      clock,
+      logger: new RecordingLogger(),
+      minSize: 2,
+      maxSize: 4,
+      createTimeoutMs: 100,
+    });
     const caller = track(pool.acquire());
     await until(clock, () => caller.settled, 1_000);
     expect((caller.value as Lease<{ a: number }>).connection).toEqual({ a: 2 });
@@ -76,8 +89,19 @@ describe('transient create errors, as the peer pools expect (default options)', 
   });
 
   it.each([
-    ['returns an error', (clock: VirtualClock) => new Promise<never>((_, reject) => clock.setTimeout(() => reject(new Error('this is the error from create')), 10))],
-    ['throws an error', () => { throw new Error('this is the error from create'); }],
+    [
+      'returns an error',
+      (clock: VirtualClock) =>
+        new Promise<never>((_, reject) =>
+          clock.setTimeout(() => reject(new Error('this is the error from create')), 10),
+        ),
+    ],
+    [
+      'throws an error',
+      () => {
+        throw new Error('this is the error from create');
+      },
+    ],
   ] as [string, (clock: VirtualClock) => Promise<never>][])(
     'tarn "should recover after acquireTimeoutMillis if the create function %s": the acquire fails at its deadline with the create error, then the pool recovers',
     async (_, fail) => {
@@ -90,7 +114,13 @@ describe('transient create errors, as the peer pools expect (default options)', 
           return up ? Promise.resolve({ n: creates }) : fail(clock);
         },
       };
-      const pool = new ConnectionPool(connector, { name: 'tarn', clock, logger: new RecordingLogger(), minSize: 2, maxSize: 4 });
+      const pool = new ConnectionPool(connector, {
+        name: 'tarn',
+        clock,
+        logger: new RecordingLogger(),
+        minSize: 2,
+        maxSize: 4,
+      });
       const caller = track(pool.acquire({ timeoutMs: 100 }));
       await clock.advance(99);
       expect(caller.settled).toBe(false); // not failed at once: the next attempt may work
@@ -159,7 +189,9 @@ describe('a sustained outage opens the breaker', () => {
     expect(failedFast.length).toBeGreaterThan(50);
     for (const c of failedFast) {
       expect(((c.state.error as Error).cause as Error).message).toContain('ECONNREFUSED 10.0.0.5:5432');
-      expect((c.state.error as Error).message).toMatch(/creates failed in a row over \d+ ms, so callers fail fast until a create succeeds/);
+      expect((c.state.error as Error).message).toMatch(
+        /creates failed in a row over \d+ ms, so callers fail fast until a create succeeds/,
+      );
     }
     // Callers who came before the breaker opened waited (none failed at once); they failed when it opened.
     const early = callers.filter((c) => c.at < 4_900);
@@ -176,8 +208,13 @@ describe('a sustained outage opens the breaker', () => {
     await pool.close();
   });
 
-  it('half-open: one probe at a time; callers arriving during the probe fail fast, the probe\'s caller is served by it', async () => {
-    const { pool, connector, clock } = makePool({ breakerFailures: 1, breakerAfterMs: 0, createBackoffMs: 100, maxCreateBackoffMs: 100 });
+  it("half-open: one probe at a time; callers arriving during the probe fail fast, the probe's caller is served by it", async () => {
+    const { pool, connector, clock } = makePool({
+      breakerFailures: 1,
+      breakerAfterMs: 0,
+      createBackoffMs: 100,
+      maxCreateBackoffMs: 100,
+    });
     connector.failCreates(1);
     const first = track(pool.acquire());
     await flush();

@@ -15,12 +15,19 @@ import { WaiterDeadlines } from '../../lib/core/waiting/waiter-deadlines.js';
 import { Stamp, Waiter, WaiterQueue } from '../../lib/core/waiting/waiter-queue.js';
 import { VirtualClock } from '../support/virtual-clock.js';
 
-type Op = { kind: 'add'; clients: number; limit: number } | { kind: 'remove'; at: number } | { kind: 'update'; at: number; clients: number };
+type Op =
+  | { kind: 'add'; clients: number; limit: number }
+  | { kind: 'remove'; at: number }
+  | { kind: 'update'; at: number; clients: number };
 
 const ops = (clientLimit: number) =>
   fc.array(
     fc.oneof(
-      fc.record({ kind: fc.constant('add' as const), clients: fc.nat(clientLimit), limit: fc.integer({ min: 1, max: clientLimit }) }),
+      fc.record({
+        kind: fc.constant('add' as const),
+        clients: fc.nat(clientLimit),
+        limit: fc.integer({ min: 1, max: clientLimit }),
+      }),
       fc.record({ kind: fc.constant('remove' as const), at: fc.nat() }),
       fc.record({ kind: fc.constant('update' as const), at: fc.nat(), clients: fc.nat(clientLimit) }),
     ),
@@ -29,48 +36,51 @@ const ops = (clientLimit: number) =>
 
 describe('ConnectionIndex', () => {
   // Client limits around the 32-bit word edges of the bitmap.
-  it.each([1, 2, 31, 32, 33, 64, 65, 100])('picks like the model at clientLimit %i, for spread and pack', (clientLimit) => {
-    fc.assert(
-      fc.property(ops(clientLimit), fc.constantFrom('spread' as const, 'pack' as const), (script: Op[], strategy) => {
-        const index = new ConnectionIndex<number>(clientLimit, strategy);
-        // The model: every connection with room, most recently filed last.
-        let model: SharedConnection<number>[] = [];
-        const all: SharedConnection<number>[] = [];
-        let id = 0;
-        const file = (c: SharedConnection<number>) => {
-          model = model.filter((m) => m !== c);
-          if (c.clients < c.limit) model.push(c);
-        };
-        for (const op of script) {
-          if (op.kind === 'add') {
-            const c = new SharedConnection<number>(id++, op.limit);
-            c.clients = Math.min(op.clients, op.limit);
-            all.push(c);
-            index.add(c);
-            file(c);
-          } else if (all.length > 0) {
-            const c = all[op.at % all.length]!;
-            if (op.kind === 'remove') {
-              index.remove(c);
-              model = model.filter((m) => m !== c);
-            } else {
-              c.clients = Math.min(op.clients, c.limit);
-              index.update(c);
+  it.each([1, 2, 31, 32, 33, 64, 65, 100])(
+    'picks like the model at clientLimit %i, for spread and pack',
+    (clientLimit) => {
+      fc.assert(
+        fc.property(ops(clientLimit), fc.constantFrom('spread' as const, 'pack' as const), (script: Op[], strategy) => {
+          const index = new ConnectionIndex<number>(clientLimit, strategy);
+          // The model: every connection with room, most recently filed last.
+          let model: SharedConnection<number>[] = [];
+          const all: SharedConnection<number>[] = [];
+          let id = 0;
+          const file = (c: SharedConnection<number>) => {
+            model = model.filter((m) => m !== c);
+            if (c.clients < c.limit) model.push(c);
+          };
+          for (const op of script) {
+            if (op.kind === 'add') {
+              const c = new SharedConnection<number>(id++, op.limit);
+              c.clients = Math.min(op.clients, op.limit);
+              all.push(c);
+              index.add(c);
               file(c);
+            } else if (all.length > 0) {
+              const c = all[op.at % all.length]!;
+              if (op.kind === 'remove') {
+                index.remove(c);
+                model = model.filter((m) => m !== c);
+              } else {
+                c.clients = Math.min(op.clients, c.limit);
+                index.update(c);
+                file(c);
+              }
             }
+            expect(index.size).toBe(model.length);
+            const best = model.reduce<SharedConnection<number> | null>((b, c) => {
+              if (b === null) return c;
+              const better = strategy === 'spread' ? c.clients <= b.clients : c.clients >= b.clients; // later = more recent wins ties
+              return better ? c : b;
+            }, null);
+            expect(index.pick()).toBe(best);
           }
-          expect(index.size).toBe(model.length);
-          const best = model.reduce<SharedConnection<number> | null>((b, c) => {
-            if (b === null) return c;
-            const better = strategy === 'spread' ? c.clients <= b.clients : c.clients >= b.clients; // later = more recent wins ties
-            return better ? c : b;
-          }, null);
-          expect(index.pick()).toBe(best);
-        }
-      }),
-      { numRuns: 200 },
-    );
-  });
+        }),
+        { numRuns: 200 },
+      );
+    },
+  );
 
   it('leaves a full connection out, and removing one not in the index does nothing', () => {
     const index = new ConnectionIndex<number>(4, 'spread');
@@ -88,32 +98,43 @@ describe('WaiterQueue', () => {
   it('keeps FIFO order through pushes, shifts and removals anywhere, like an array', () => {
     fc.assert(
       // Pushes weigh more, so long queues with many removed waiters (the ring's compaction) occur.
-      fc.property(fc.array(fc.oneof(fc.constant('push' as const), fc.constant('push' as const), fc.constant('shift' as const), fc.nat({ max: 1000 })), { maxLength: 600 }), (script) => {
-        const queue = new WaiterQueue<number>();
-        const model: Waiter<number>[] = [];
-        const made: Waiter<number>[] = [];
-        for (const op of script) {
-          if (op === 'push') {
-            const w = new Waiter<number>(0);
-            made.push(w);
-            queue.push(w);
-            model.push(w);
-          } else if (op === 'shift') {
-            const w = queue.shift();
-            expect(w).toBe(model.shift() ?? null);
-            if (w !== null) expect(w.queued).toBe(false);
-          } else if (made.length > 0) {
-            const w = made[op % made.length]!;
-            queue.remove(w); // a second removal is a no-op
-            const at = model.indexOf(w);
-            if (at >= 0) model.splice(at, 1);
-            expect(w.queued).toBe(false);
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constant('push' as const),
+            fc.constant('push' as const),
+            fc.constant('shift' as const),
+            fc.nat({ max: 1000 }),
+          ),
+          { maxLength: 600 },
+        ),
+        (script) => {
+          const queue = new WaiterQueue<number>();
+          const model: Waiter<number>[] = [];
+          const made: Waiter<number>[] = [];
+          for (const op of script) {
+            if (op === 'push') {
+              const w = new Waiter<number>(0);
+              made.push(w);
+              queue.push(w);
+              model.push(w);
+            } else if (op === 'shift') {
+              const w = queue.shift();
+              expect(w).toBe(model.shift() ?? null);
+              if (w !== null) expect(w.queued).toBe(false);
+            } else if (made.length > 0) {
+              const w = made[op % made.length]!;
+              queue.remove(w); // a second removal is a no-op
+              const at = model.indexOf(w);
+              if (at >= 0) model.splice(at, 1);
+              expect(w.queued).toBe(false);
+            }
+            expect(queue.length).toBe(model.length);
+            expect(queue.head).toBe(model[0] ?? null);
           }
-          expect(queue.length).toBe(model.length);
-          expect(queue.head).toBe(model[0] ?? null);
-        }
-        expect(queue.toArray()).toEqual(model);
-      }),
+          expect(queue.toArray()).toEqual(model);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -158,7 +179,9 @@ describe('Waiter', () => {
     const p = w.promise();
     expect(Object.keys(w)).not.toContain('reject');
     const order: string[] = [];
-    w.admission = { id: 'a', release: () => order.push('released') } as unknown as NonNullable<Waiter<string>['admission']>;
+    w.admission = { id: 'a', release: () => order.push('released') } as unknown as NonNullable<
+      Waiter<string>['admission']
+    >;
     w.fail(new Error('timed out'));
     expect(w.admission).toBeUndefined();
     await p.catch((err: unknown) => order.push((err as Error).message));
@@ -187,7 +210,9 @@ describe('Waiter', () => {
     expect([w.deadline, w.since]).toEqual([Infinity, undefined]); // queued, its batch not dated yet
     batch.at = 1_000;
     expect([w.deadline, w.since]).toEqual([1_250, 1_000]);
-    expect(Object.assign(new Waiter<number>(Infinity), { stamp: Object.assign(new Stamp(), { at: 5 }) }).deadline).toBe(Infinity);
+    expect(Object.assign(new Waiter<number>(Infinity), { stamp: Object.assign(new Stamp(), { at: 5 }) }).deadline).toBe(
+      Infinity,
+    );
   });
 });
 
@@ -294,7 +319,11 @@ describe('WaiterDeadlines', () => {
 
   it('on a clock without defer, dates with a zero timer, one per batch, each cleared by stop()', () => {
     const clock = new TurnClock();
-    const plain: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    const plain: Clock = {
+      now: () => clock.now(),
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (h) => clock.clearTimeout(h),
+    };
     const queue = new WaiterQueue<number>();
     const d = new WaiterDeadlines(new Timers(plain), queue, () => {});
     for (let i = 0; i < 300; i++) {
@@ -371,7 +400,16 @@ describe('ConnectionSet', () => {
   const setOps = fc.array(
     fc.oneof(
       fc.record({ kind: fc.constant('begin' as const), rotate: fc.option(fc.nat(), { nil: null }) }),
-      fc.record({ kind: fc.constantFrom('opened' as const, 'drop' as const, 'retire' as const, 'validate' as const, 'validated' as const), at: fc.nat() }),
+      fc.record({
+        kind: fc.constantFrom(
+          'opened' as const,
+          'drop' as const,
+          'retire' as const,
+          'validate' as const,
+          'validated' as const,
+        ),
+        at: fc.nat(),
+      }),
       fc.record({ kind: fc.constant('limit' as const), at: fc.nat(), limit: fc.integer({ min: 1, max: 8 }) }),
       fc.record({ kind: fc.constant('clients' as const), at: fc.nat(), clients: fc.nat(8) }),
     ),
@@ -451,7 +489,10 @@ describe('CreateBackoff', () => {
   const backoffOn = (clock: VirtualClock, retry: () => void, more: PoolOptions = {}) =>
     new CreateBackoff(
       new Timers(clock),
-      resolveOptions({ name: 'b', createBackoffMs: 100, maxCreateBackoffMs: 400, breakerFailures: 3, breakerAfterMs: 500, ...more }, { create: async () => 1 }),
+      resolveOptions(
+        { name: 'b', createBackoffMs: 100, maxCreateBackoffMs: 400, breakerFailures: 3, breakerAfterMs: 500, ...more },
+        { create: async () => 1 },
+      ),
       retry,
     );
   const failure = (detail: string) => new ConnectionFailedError('b', detail);

@@ -86,7 +86,12 @@ describe('validation', () => {
     connector.releaseValidation(true);
     await flush();
     expect(connector.validateCalls).toBe(1);
-    const more = [track(pool.acquire()), track(pool.acquire()), track(pool.acquire()), track(pool.acquire({ timeoutMs: 50 }))];
+    const more = [
+      track(pool.acquire()),
+      track(pool.acquire()),
+      track(pool.acquire()),
+      track(pool.acquire({ timeoutMs: 50 })),
+    ];
     await flush();
     expect(more.map((m) => m.value !== undefined)).toEqual([true, true, true, false]);
     for (const c of pool.stats().connections) expect(c.clients).toBeLessThanOrEqual(c.clientLimit);
@@ -190,7 +195,9 @@ describe('use() and retry', () => {
     const predicate = () => {
       throw new Error('predicate bug');
     };
-    await expect(pool.use(() => Promise.reject(boom), { retry: { attempts: 3, retryOn: predicate } })).rejects.toBe(boom);
+    await expect(pool.use(() => Promise.reject(boom), { retry: { attempts: 3, retryOn: predicate } })).rejects.toBe(
+      boom,
+    );
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
     expect(logger.errors.join('\n')).toMatch(/retryOn threw \(predicate bug\); not retrying/);
     await pool.close();
@@ -372,7 +379,12 @@ describe('creates', () => {
   });
 
   it('a rotation whose replacement fails keeps the old connection serving and retries after the backoff', async () => {
-    const { pool, connector, clock } = makePool({ maxLifetimeMs: 1_000, reapIntervalMs: 100, createBackoffMs: 300, maxCreateBackoffMs: 300 });
+    const { pool, connector, clock } = makePool({
+      maxLifetimeMs: 1_000,
+      reapIntervalMs: 100,
+      createBackoffMs: 300,
+      maxCreateBackoffMs: 300,
+    });
     const first = await pool.acquire();
     const id = first.connectionId;
     first.release();
@@ -403,7 +415,13 @@ describe('creates', () => {
       },
     };
     const clock = new VirtualClock();
-    const pool = new ConnectionPool(connector, { name: 'test', clock, logger: new RecordingLogger(), clientLimit: 1, maxSize: 2 });
+    const pool = new ConnectionPool(connector, {
+      name: 'test',
+      clock,
+      logger: new RecordingLogger(),
+      clientLimit: 1,
+      maxSize: 2,
+    });
     const a = await pool.acquire();
     const b = track(pool.acquire({ timeoutMs: 100 }));
     await flush();
@@ -430,7 +448,12 @@ describe('durations', () => {
       maxLifetimeMs: Infinity,
     });
     expect(pool.options).toMatchObject({ createTimeoutMs: Infinity, closeTimeoutMs: Infinity });
-    for (const bad of [{ createTimeoutMs: Number.NaN }, { closeTimeoutMs: -1 }, { validateTimeoutMs: 0 }, { reapIntervalMs: Infinity }]) {
+    for (const bad of [
+      { createTimeoutMs: Number.NaN },
+      { closeTimeoutMs: -1 },
+      { validateTimeoutMs: 0 },
+      { reapIntervalMs: Infinity },
+    ]) {
       expect(() => new ConnectionPool(connector, bad)).toThrow(PoolConfigError);
     }
     await expect(pool.close({ graceMs: -5 })).rejects.toThrow(/option "close.graceMs" must be a number of 0 or more/);
@@ -486,7 +509,12 @@ describe('durations', () => {
 
 describe('the blocking period', () => {
   it('with the breaker set to open on the first failure, a caller fails at once with the connect error, and so does every caller until the next attempt', async () => {
-    const { pool, connector, clock } = makePool({ createBackoffMs: 100, maxCreateBackoffMs: 100, breakerFailures: 1, breakerAfterMs: 0 });
+    const { pool, connector, clock } = makePool({
+      createBackoffMs: 100,
+      maxCreateBackoffMs: 100,
+      breakerFailures: 1,
+      breakerAfterMs: 0,
+    });
     connector.failCreates(2);
     const first = track(pool.acquire());
     await flush();
@@ -495,7 +523,9 @@ describe('the blocking period', () => {
     expect(pool.health()).toBe('failing');
     const during = track(pool.acquire());
     await flush();
-    expect((during.error as Error).message).toMatch(/callers fail fast until a create succeeds: the next probe in 100 ms \(blockingPeriod\)/);
+    expect((during.error as Error).message).toMatch(
+      /callers fail fast until a create succeeds: the next probe in 100 ms \(blockingPeriod\)/,
+    );
     expect(pool.stats().counters).toMatchObject({ createsStarted: 1, failedFast: 2, timeouts: 0 });
     await clock.advance(100);
     // Past the backoff a caller tries again; that create fails too and is routed to it.
@@ -579,7 +609,8 @@ describe('found by the chaos harness', () => {
       admit: () => new Promise<Admission>((resolve) => answers.push(resolve)),
       stats: () => idleLimiterStats,
     };
-    const answer = () => answers.shift()!({ id: 'late', signal: new AbortController().signal, release: () => released++ });
+    const answer = () =>
+      answers.shift()!({ id: 'late', signal: new AbortController().signal, release: () => released++ });
     return { limiter, answer, released: () => released };
   }
 
@@ -613,7 +644,9 @@ describe('found by the chaos harness', () => {
   it('close() ends a use() pausing between retries at once, leaving no timer', async () => {
     const { pool, clock } = makePool();
     const fatal = Object.assign(new Error('broken'), { fatal: true });
-    const used = track(pool.use(() => Promise.reject(fatal), { retry: { attempts: 3, baseDelayMs: 1_000, retryOn: () => true } }));
+    const used = track(
+      pool.use(() => Promise.reject(fatal), { retry: { attempts: 3, baseDelayMs: 1_000, retryOn: () => true } }),
+    );
     await flush();
     expect(clock.holds).toBe(1);
     await pool.close();

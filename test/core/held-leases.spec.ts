@@ -15,11 +15,15 @@ describe('leakDetectionMs', () => {
     await clock.advance(200);
     const leaks = logger.warnings.filter((w) => w.includes('possible leak'));
     expect(leaks).toHaveLength(1);
-    expect(leaks[0]).toMatch(/^pool "test": a lease of connection 1 has been held for 100 ms \(leakDetectionMs 100\), a possible leak; acquired:\n\s+at /);
+    expect(leaks[0]).toMatch(
+      /^pool "test": a lease of connection 1 has been held for 100 ms \(leakDetectionMs 100\), a possible leak; acquired:\n\s+at /,
+    );
     expect(leaks[0]).toContain('held-leases.spec.ts'); // the caller's own frame
     expect(pool.stats()).toMatchObject({ oldestLeaseMs: 350, counters: { leaks: 1 } });
     kept.release();
-    expect(logger.warnings.at(-1)).toBe('pool "test": the lease of connection 1 reported as a possible leak came back after 350 ms');
+    expect(logger.warnings.at(-1)).toBe(
+      'pool "test": the lease of connection 1 reported as a possible leak came back after 350 ms',
+    );
     expect(pool.stats().oldestLeaseMs).toBe(0);
     expect(kept.signal.aborted).toBe(false); // reporting does nothing to the lease
     await pool.close();
@@ -64,7 +68,9 @@ describe('maxHoldMs', () => {
     await clock.advance(100);
     expect(lease.signal.aborted).toBe(true);
     expect(lease.signal.reason).toBeInstanceOf(LeaseHeldTooLongError);
-    expect((lease.signal.reason as Error).message).toBe('pool "test": a lease held 100 ms passed maxHoldMs (100 ms); stop its work and release it (its admission slot is no longer kept alive)');
+    expect((lease.signal.reason as Error).message).toBe(
+      'pool "test": a lease held 100 ms passed maxHoldMs (100 ms); stop its work and release it (its admission slot is no longer kept alive)',
+    );
     expect(pool.stats()).toMatchObject({ counters: { expiredHolds: 2, leaks: 0 }, clients: 2, oldestLeaseMs: 150 });
     lease.release();
     other.release();
@@ -89,6 +95,8 @@ describe('maxHoldMs', () => {
 
   it('refuses zero, negative and NaN thresholds, saying what to give', () => {
     expect(() => makePool({ maxHoldMs: 0 })).toThrow('pool "test": option "maxHoldMs" must be a number above 0, got 0');
-    expect(() => makePool({ leakDetectionMs: Number.NaN })).toThrow('option "leakDetectionMs" must be a number above 0, got NaN');
+    expect(() => makePool({ leakDetectionMs: Number.NaN })).toThrow(
+      'option "leakDetectionMs" must be a number above 0, got NaN',
+    );
   });
 });

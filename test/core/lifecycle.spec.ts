@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, PoolClosedError, systemClock, type Lease } from '../../lib/index.js';
+import {
+  ConnectionFailedError,
+  ConnectionPool,
+  ConnectionsExhaustedError,
+  PoolClosedError,
+  systemClock,
+  type Lease,
+} from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
@@ -130,15 +137,18 @@ describe('idle expiry, lifetime and minSize', () => {
   it.each([
     [1_000, 1_000],
     [100, 500],
-  ])('with reapIntervalMs %i, a 500 ms lifetime ends at the first check after it: %i ms', async (reapIntervalMs, rotatedAt) => {
-    const { pool, clock } = makePool({ maxSize: 1, minSize: 1, maxLifetimeMs: 500, reapIntervalMs });
-    await pool.warmup();
-    await clock.advance(rotatedAt - 1);
-    expect(pool.stats().counters.createsStarted).toBe(1);
-    await clock.advance(1);
-    expect(pool.stats().counters.createsStarted).toBe(2); // the replacement opens at the check
-    await pool.close();
-  });
+  ])(
+    'with reapIntervalMs %i, a 500 ms lifetime ends at the first check after it: %i ms',
+    async (reapIntervalMs, rotatedAt) => {
+      const { pool, clock } = makePool({ maxSize: 1, minSize: 1, maxLifetimeMs: 500, reapIntervalMs });
+      await pool.warmup();
+      await clock.advance(rotatedAt - 1);
+      expect(pool.stats().counters.createsStarted).toBe(1);
+      await clock.advance(1);
+      expect(pool.stats().counters.createsStarted).toBe(2); // the replacement opens at the check
+      await pool.close();
+    },
+  );
 
   it('closes a connection idle for maxIdleMs, counting from when its last client left', async () => {
     const { pool, connector, clock } = makePool({ maxIdleMs: 5_000, reapIntervalMs: 1_000 });
@@ -169,7 +179,10 @@ describe('idle expiry, lifetime and minSize', () => {
     let reads = 0;
     const counting = { ...systemClock, now: () => (reads++, performance.now()) };
     // No validate(): nothing else reads the clock on this path.
-    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'reads', clock: counting, maxSize: 4, minSize: 4 });
+    const pool = new ConnectionPool(
+      { create: async () => ({}) },
+      { name: 'reads', clock: counting, maxSize: 4, minSize: 4 },
+    );
     await pool.warmup();
     const before = reads;
     for (let i = 0; i < 1_000; i++) {
@@ -198,7 +211,12 @@ describe('idle expiry, lifetime and minSize', () => {
   });
 
   it('rotates a connection past its lifetime by opening the replacement first', async () => {
-    const { pool, connector, clock } = makePool({ maxLifetimeMs: 10_000, reapIntervalMs: 1_000, clientLimit: 5, maxSize: 1 });
+    const { pool, connector, clock } = makePool({
+      maxLifetimeMs: 10_000,
+      reapIntervalMs: 1_000,
+      clientLimit: 5,
+      maxSize: 1,
+    });
     const lease = await pool.acquire();
     connector.createSteps.push({ kind: 'hold' });
     await clock.advance(10_000);
@@ -220,7 +238,13 @@ describe('idle expiry, lifetime and minSize', () => {
   });
 
   it('jitters lifetimes by ±lifetimeJitter', async () => {
-    const { pool, clock } = makePool({ maxLifetimeMs: 100_000, lifetimeJitter: 0.025, minSize: 40, maxSize: 40, reapIntervalMs: 100 });
+    const { pool, clock } = makePool({
+      maxLifetimeMs: 100_000,
+      lifetimeJitter: 0.025,
+      minSize: 40,
+      maxSize: 40,
+      reapIntervalMs: 100,
+    });
     await pool.warmup();
     await clock.advance(97_400);
     expect(pool.stats().counters.retired).toBe(0);

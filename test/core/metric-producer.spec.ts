@@ -3,7 +3,13 @@
 // through the producer, and a real SDK reader's exported points are compared one by one. Its own
 // file: a producer, once made, switches every pool of the process to aggregating.
 import { describe, expect, it } from '@jest/globals';
-import { AggregationTemporality, DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  DataPointType,
+  MeterProvider,
+  MetricReader,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, poolMetricProducer, type PoolMetricProducer } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { RecordingLogger } from '../support/harness.js';
@@ -23,7 +29,9 @@ function sdk(producer?: PoolMetricProducer) {
   const read = async () => {
     const { resourceMetrics, errors } = await reader.collect();
     expect(errors).toEqual([]);
-    const all = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).filter((m) => TIMINGS.includes(m.descriptor.name));
+    const all = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .filter((m) => TIMINGS.includes(m.descriptor.name));
     return new Map(all.map((m) => [m.descriptor.name, m] as const));
   };
   return { meter: provider.getMeter('nestjs-shared-pool'), read, provider };
@@ -33,12 +41,23 @@ function sdk(producer?: PoolMetricProducer) {
 async function workload(meter: ReturnType<typeof sdk>['meter']): Promise<ConnectionPool<{ id: number }>> {
   const clock = new VirtualClock();
   let ids = 0;
-  const connector = { create: () => new Promise<{ id: number }>((resolve) => clock.setTimeout(() => resolve({ id: ++ids }), 7)) };
-  const pool = new ConnectionPool(connector, { name: 'db', metrics: meter, maxSize: 3, clientLimit: 1, clock, logger: new RecordingLogger() });
+  const connector = {
+    create: () => new Promise<{ id: number }>((resolve) => clock.setTimeout(() => resolve({ id: ++ids }), 7)),
+  };
+  const pool = new ConnectionPool(connector, {
+    name: 'db',
+    metrics: meter,
+    maxSize: 3,
+    clientLimit: 1,
+    clock,
+    logger: new RecordingLogger(),
+  });
   const holds = [0, 0.05, 0.3, 1, 2, 4, 8, 20, 45, 90, 200, 400, 900, 1_300, 3, 3, 17];
   const calls = holds.map(async (ms, i) => {
     await new Promise<void>((resolve) => clock.setTimeout(resolve, i * 2));
-    await pool.use(() => new Promise<void>((resolve) => clock.setTimeout(resolve, ms)), { timeoutMs: 2_000 }).catch(() => undefined);
+    await pool
+      .use(() => new Promise<void>((resolve) => clock.setTimeout(resolve, ms)), { timeoutMs: 2_000 })
+      .catch(() => undefined);
   });
   for (let t = 0; t < 5_000; t += 5) await clock.advance(5);
   await Promise.all(calls);
@@ -49,11 +68,29 @@ async function workload(meter: ReturnType<typeof sdk>['meter']): Promise<Connect
 function shape(metric: MetricData | undefined) {
   expect(metric?.dataPointType).toBe(DataPointType.HISTOGRAM);
   return {
-    descriptor: { name: metric!.descriptor.name, unit: metric!.descriptor.unit, description: metric!.descriptor.description },
+    descriptor: {
+      name: metric!.descriptor.name,
+      unit: metric!.descriptor.unit,
+      description: metric!.descriptor.description,
+    },
     temporality: metric!.aggregationTemporality,
     points: metric!.dataPoints.map((p) => {
-      const v = p.value as { buckets: { boundaries: number[]; counts: number[] }; count: number; sum: number; min?: number; max?: number };
-      return { attributes: p.attributes, boundaries: v.buckets.boundaries, counts: v.buckets.counts, count: v.count, sum: Math.round(v.sum * 1e9) / 1e9, min: v.min, max: v.max };
+      const v = p.value as {
+        buckets: { boundaries: number[]; counts: number[] };
+        count: number;
+        sum: number;
+        min?: number;
+        max?: number;
+      };
+      return {
+        attributes: p.attributes,
+        boundaries: v.buckets.boundaries,
+        counts: v.buckets.counts,
+        count: v.count,
+        sum: Math.round(v.sum * 1e9) / 1e9,
+        min: v.min,
+        max: v.max,
+      };
     }),
   };
 }
@@ -90,27 +127,45 @@ describe('poolMetricProducer()', () => {
     const producer = poolMetricProducer({ temporality: 'delta' });
     const { meter, read, provider } = sdk(producer);
     const clock = new VirtualClock();
-    const pool = new ConnectionPool<FakeConnection>(new FakeConnector(), { name: 'delta', metrics: meter, clock, logger: new RecordingLogger() });
+    const pool = new ConnectionPool<FakeConnection>(new FakeConnector(), {
+      name: 'delta',
+      metrics: meter,
+      clock,
+      logger: new RecordingLogger(),
+    });
     const hold = (ms: number) => pool.use(() => new Promise<void>((resolve) => clock.setTimeout(resolve, ms)));
     const first = hold(3);
     await clock.advance(3);
     await first;
     const one = shape((await read()).get('db.client.connection.use_time'));
     expect(one.temporality).toBe(AggregationTemporality.DELTA);
-    expect(one.points.find((p) => p.attributes['db.client.connection.pool.name'] === 'delta')).toMatchObject({ count: 1, sum: 0.003, min: undefined, max: undefined });
+    expect(one.points.find((p) => p.attributes['db.client.connection.pool.name'] === 'delta')).toMatchObject({
+      count: 1,
+      sum: 0.003,
+      min: undefined,
+      max: undefined,
+    });
     const second = Promise.all([hold(20), hold(20)]);
     await clock.advance(20);
     await second;
-    const two = shape((await read()).get('db.client.connection.use_time')).points.find((p) => p.attributes['db.client.connection.pool.name'] === 'delta');
+    const two = shape((await read()).get('db.client.connection.use_time')).points.find(
+      (p) => p.attributes['db.client.connection.pool.name'] === 'delta',
+    );
     expect(two).toMatchObject({ count: 2, sum: 0.04 });
     expect(two!.counts[6]).toBe(2); // 20 ms: the (10, 25] ms bucket
     await pool.close();
     // A closed pool's series leave the collections.
-    expect((await read()).get('db.client.connection.use_time')?.dataPoints.some((p) => p.attributes['db.client.connection.pool.name'] === 'delta') ?? false).toBe(false);
+    expect(
+      (await read())
+        .get('db.client.connection.use_time')
+        ?.dataPoints.some((p) => p.attributes['db.client.connection.pool.name'] === 'delta') ?? false,
+    ).toBe(false);
     await provider.shutdown();
   });
 
   it('refuses a temporality it does not know', () => {
-    expect(() => poolMetricProducer({ temporality: 'monthly' as never })).toThrow("poolMetricProducer: temporality must be 'cumulative' or 'delta', got monthly");
+    expect(() => poolMetricProducer({ temporality: 'monthly' as never })).toThrow(
+      "poolMetricProducer: temporality must be 'cumulative' or 'delta', got monthly",
+    );
   });
 });

@@ -64,11 +64,27 @@ describe('OpenTelemetry metrics', () => {
       [{ 'db.client.connection.state': 'idle' }, 0],
       [{ 'db.client.connection.state': 'used' }, 3],
     ]);
-    expect([only(m.get('db.client.connection.max')), only(m.get('db.client.connection.idle.max')), only(m.get('db.client.connection.idle.min'))]).toEqual([3, 3, 1]);
-    expect([only(m.get('db.client.connection.pending_requests')), only(m.get('db.client.connection.timeouts'))]).toEqual([s.waiting, s.counters.timeouts]);
+    expect([
+      only(m.get('db.client.connection.max')),
+      only(m.get('db.client.connection.idle.max')),
+      only(m.get('db.client.connection.idle.min')),
+    ]).toEqual([3, 3, 1]);
+    expect([
+      only(m.get('db.client.connection.pending_requests')),
+      only(m.get('db.client.connection.timeouts')),
+    ]).toEqual([s.waiting, s.counters.timeouts]);
     expect([s.waiting, s.counters.timeouts, late.error !== undefined]).toEqual([1, 1, true]);
-    expect([only(m.get('nestjs_shared_pool.clients')), only(m.get('nestjs_shared_pool.client_limit')), only(m.get('nestjs_shared_pool.utilization'))]).toEqual([3, 1, 1]);
-    expect(points(m.get('nestjs_shared_pool.health'))).toEqual(['healthy', 'degraded', 'critical', 'exhausted', 'failing'].map((state) => [{ state }, state === 'exhausted' ? 1 : 0]));
+    expect([
+      only(m.get('nestjs_shared_pool.clients')),
+      only(m.get('nestjs_shared_pool.client_limit')),
+      only(m.get('nestjs_shared_pool.utilization')),
+    ]).toEqual([3, 1, 1]);
+    expect(points(m.get('nestjs_shared_pool.health'))).toEqual(
+      ['healthy', 'degraded', 'critical', 'exhausted', 'failing'].map((state) => [
+        { state },
+        state === 'exhausted' ? 1 : 0,
+      ]),
+    );
     for (const l of [...held, third]) l.release();
     await clock.advance(0);
     (queued.value as Lease<FakeConnection>).release();
@@ -78,8 +94,18 @@ describe('OpenTelemetry metrics', () => {
   it('time each wait, hold and create, in seconds, reading the clock once per event', async () => {
     const { meter, read } = sdk();
     const clock = new VirtualClock();
-    const slow: Connector<number> = { create: () => new Promise<number>((resolve) => clock.setTimeout(() => resolve(1), 30)) };
-    const pool = new ConnectionPool(slow, { name: 'test', clock, logger: new RecordingLogger(), metrics: meter, maxSize: 1, clientLimit: 1, growAt: 1 });
+    const slow: Connector<number> = {
+      create: () => new Promise<number>((resolve) => clock.setTimeout(() => resolve(1), 30)),
+    };
+    const pool = new ConnectionPool(slow, {
+      name: 'test',
+      clock,
+      logger: new RecordingLogger(),
+      metrics: meter,
+      maxSize: 1,
+      clientLimit: 1,
+      growAt: 1,
+    });
     const first = track(pool.acquire()); // waits 30 ms for the create
     await clock.advance(30);
     const second = track(pool.acquire()); // waits 50 ms for the first to be given back
@@ -92,7 +118,10 @@ describe('OpenTelemetry metrics', () => {
     expect(histogram(m.get('db.client.connection.use_time'))).toEqual({ count: 2, sum: 0.07 });
     expect(histogram(m.get('db.client.connection.create_time'))).toEqual({ count: 1, sum: 0.03 });
     expect(m.get('db.client.connection.wait_time')!.descriptor).toMatchObject({ unit: 's' });
-    expect(points(m.get('nestjs_shared_pool.retirements')).find(([a]) => a.reason === 'failed')).toEqual([{ reason: 'failed' }, 1]);
+    expect(points(m.get('nestjs_shared_pool.retirements')).find(([a]) => a.reason === 'failed')).toEqual([
+      { reason: 'failed' },
+      1,
+    ]);
     await pool.close();
   }, 10_000);
 
@@ -120,12 +149,18 @@ describe('OpenTelemetry metrics', () => {
     const b = await pool.acquire({ key: 'bob' });
     await expect(pool.acquire({ key: 'cy' })).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED' });
     const m = await read();
-    expect([only(m.get('nestjs_shared_pool.limiter.admitted')), only(m.get('nestjs_shared_pool.limiter.lost')), only(m.get('nestjs_shared_pool.limiter.used'))]).toEqual([2, 0, 2]);
+    expect([
+      only(m.get('nestjs_shared_pool.limiter.admitted')),
+      only(m.get('nestjs_shared_pool.limiter.lost')),
+      only(m.get('nestjs_shared_pool.limiter.used')),
+    ]).toEqual([2, 0, 2]);
     expect(points(m.get('nestjs_shared_pool.limiter.refused'))).toEqual([
       [{ limit: 'global' }, 1],
       [{ limit: 'key' }, 1],
     ]);
-    expect(points(m.get('nestjs_shared_pool.limiter.mode')).filter(([, v]) => v === 1)).toEqual([[{ mode: 'local' }, 1]]);
+    expect(points(m.get('nestjs_shared_pool.limiter.mode')).filter(([, v]) => v === 1)).toEqual([
+      [{ mode: 'local' }, 1],
+    ]);
     expect(only(m.get('nestjs_shared_pool.limit'))).toBe(2);
     a.release();
     b.release();

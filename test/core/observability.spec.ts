@@ -29,7 +29,14 @@ describe('diagnostics_channel events', () => {
   it('publish each connection’s life, each lease, and the close, with their messages', async () => {
     const seen = listen();
     // The breaker opens on the first failure here, so the failed acquire ends at once.
-    const { pool, clock, connector } = makePool({ maxSize: 2, clientLimit: 2, growAt: 1, reapIntervalMs: 60_000, breakerFailures: 1, breakerAfterMs: 0 });
+    const { pool, clock, connector } = makePool({
+      maxSize: 2,
+      clientLimit: 2,
+      growAt: 1,
+      reapIntervalMs: 60_000,
+      breakerFailures: 1,
+      breakerAfterMs: 0,
+    });
     const a = await pool.acquire();
     const b = await pool.acquire();
     a.release();
@@ -51,7 +58,18 @@ describe('diagnostics_channel events', () => {
       ['release', { pool: 'test', connectionId: 1, failed: true }],
       ['retire', { pool: 'test', connectionId: 1, reason: 'failed', detail: 'broken pipe' }],
       ['createStart', { pool: 'test', connectionId: 2 }],
-      ['createFailure', { pool: 'test', connectionId: 2, error: expect.objectContaining({ code: 'CONNECTION_FAILED', message: 'pool "test": create failed: ECONNREFUSED' }), durationMs: 0 }],
+      [
+        'createFailure',
+        {
+          pool: 'test',
+          connectionId: 2,
+          error: expect.objectContaining({
+            code: 'CONNECTION_FAILED',
+            message: 'pool "test": create failed: ECONNREFUSED',
+          }),
+          durationMs: 0,
+        },
+      ],
       ['close', { pool: 'test', connectionId: 1 }],
       ['createStart', { pool: 'test', connectionId: 3 }],
       ['createEnd', { pool: 'test', connectionId: 3, durationMs: 0 }],
@@ -67,7 +85,13 @@ describe('diagnostics_channel events', () => {
     const trace = tracingChannel(POOL_CHANNELS.acquireTrace);
     const events: [string, Record<string, unknown>][] = [];
     const record = (kind: string) => (ctx: unknown) => events.push([kind, { ...(ctx as Record<string, unknown>) }]);
-    const handlers = { start: record('start'), end: record('end'), asyncStart: record('asyncStart'), asyncEnd: record('asyncEnd'), error: record('error') };
+    const handlers = {
+      start: record('start'),
+      end: record('end'),
+      asyncStart: record('asyncStart'),
+      asyncEnd: record('asyncEnd'),
+      error: record('error'),
+    };
     trace.subscribe(handlers);
     stops.push(() => trace.unsubscribe(handlers));
     const { pool } = makePool({ maxSize: 1 });
@@ -94,7 +118,8 @@ describe('diagnostics_channel events', () => {
   it('cost nothing while nobody listens: no message is built', async () => {
     const { pool } = makePool();
     // Nothing subscribed: the channels report no subscribers, so the pool skips building messages.
-    for (const name of Object.values(POOL_CHANNELS).slice(0, -1)) expect((await import('node:diagnostics_channel')).channel(name).hasSubscribers).toBe(false);
+    for (const name of Object.values(POOL_CHANNELS).slice(0, -1))
+      expect((await import('node:diagnostics_channel')).channel(name).hasSubscribers).toBe(false);
     await pool.use(() => 1);
     await pool.close();
   });
@@ -115,8 +140,12 @@ describe('health changes', () => {
     held[1]!.release();
     await clock.advance(100);
     await clock.advance(100);
-    expect(logger.warnings).toEqual(['pool "test": health healthy → exhausted (utilization 100 %, 2 callers on 2 of 2 connections, 1 waiting)']);
-    expect(logger.infos).toEqual(['pool "test": health exhausted → healthy (utilization 0 %, 0 callers on 2 of 2 connections, 0 waiting)']);
+    expect(logger.warnings).toEqual([
+      'pool "test": health healthy → exhausted (utilization 100 %, 2 callers on 2 of 2 connections, 1 waiting)',
+    ]);
+    expect(logger.infos).toEqual([
+      'pool "test": health exhausted → healthy (utilization 0 %, 0 callers on 2 of 2 connections, 0 waiting)',
+    ]);
     expect(seen.filter(([k]) => k === 'health').map(([, m]) => m)).toEqual([
       { pool: 'test', from: 'healthy', to: 'exhausted', utilization: 1, waiting: 1 },
       { pool: 'test', from: 'exhausted', to: 'healthy', utilization: 0, waiting: 0 },
@@ -125,8 +154,14 @@ describe('health changes', () => {
   });
 
   it('name the connect error when the pool turns failing, and the recovery', async () => {
-    const { pool, clock, logger, connector } = makePool({ maxSize: 1, growAt: 1, reapIntervalMs: 100, blockingPeriod: false });
-    for (let i = 0; i < 5; i++) connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED 10.0.0.9:5432') });
+    const { pool, clock, logger, connector } = makePool({
+      maxSize: 1,
+      growAt: 1,
+      reapIntervalMs: 100,
+      blockingPeriod: false,
+    });
+    for (let i = 0; i < 5; i++)
+      connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED 10.0.0.9:5432') });
     const waiting = track(pool.acquire({ timeoutMs: 1_000 }));
     await clock.advance(100);
     expect(logger.warnings.filter((w) => w.includes('health'))).toEqual([
@@ -134,7 +169,9 @@ describe('health changes', () => {
     ]);
     await clock.advance(1_000); // the sixth create succeeds (after 10 + 20 + 40 + 80 + 160 ms of backoff)
     // Recovered at the sample after the create succeeded, with the caller it served.
-    expect(logger.infos).toEqual(['pool "test": health failing → healthy (utilization 1 %, 1 caller on 1 of 1 connection, 0 waiting)']);
+    expect(logger.infos).toEqual([
+      'pool "test": health failing → healthy (utilization 1 %, 1 caller on 1 of 1 connection, 0 waiting)',
+    ]);
     (waiting.value as Lease<FakeConnection>).release();
     await pool.close();
   });
@@ -150,7 +187,17 @@ describe('retirements by reason', () => {
     pool.refresh();
     await pool.acquire().then((l) => l.release());
     await clock.advance(200); // the new one idles out
-    expect(pool.stats().counters.retiredBy).toEqual({ idle: 1, lifetime: 0, failed: 1, connector: 0, validation: 0, reset: 0, refresh: 2, closed: 0, group: 0 });
+    expect(pool.stats().counters.retiredBy).toEqual({
+      idle: 1,
+      lifetime: 0,
+      failed: 1,
+      connector: 0,
+      validation: 0,
+      reset: 0,
+      refresh: 2,
+      closed: 0,
+      group: 0,
+    });
     await pool.close();
   });
 });

@@ -3,7 +3,6 @@ import { ConnectionPool, type Connector, type PoolOptions } from '../../lib/inde
 import { FakeConnector } from '../support/fake-connector.js';
 import { configError, makePool } from '../support/harness.js';
 
-
 const make = (options: PoolOptions, connector: unknown = new FakeConnector()) =>
   new ConnectionPool(connector as Connector<unknown>, { name: 'orders', ...options });
 
@@ -60,10 +59,13 @@ describe('option validation', () => {
     expect(configError(() => make({ name: '' })).field).toBe('name');
   });
 
-  it.each(['create', 'ready', 'close', 'validate', 'isFatal'])('rejects a connector whose %s is not a function', (method) => {
-    const connector = { create: async () => ({}), [method]: 'nope' };
-    expect(configError(() => make({}, connector)).field).toBe(`connector.${method}`);
-  });
+  it.each(['create', 'ready', 'close', 'validate', 'isFatal'])(
+    'rejects a connector whose %s is not a function',
+    (method) => {
+      const connector = { create: async () => ({}), [method]: 'nope' };
+      expect(configError(() => make({}, connector)).field).toBe(`connector.${method}`);
+    },
+  );
 
   it('rejects a connector that is not an object', () => {
     expect(configError(() => make({}, null)).field).toBe('connector');
@@ -74,9 +76,15 @@ describe('option validation', () => {
     connector.clientLimit = undefined;
     const pool = make({}, connector);
     const o = pool.options;
-    expect([o.maxSize, o.minSize, o.clientLimit, o.maxIdleMs, o.maxLifetimeMs, o.createTimeoutMs, o.acquireTimeoutMs]).toEqual([
-      10, 0, 1, 300_000, Infinity, 10_000, 60_000,
-    ]);
+    expect([
+      o.maxSize,
+      o.minSize,
+      o.clientLimit,
+      o.maxIdleMs,
+      o.maxLifetimeMs,
+      o.createTimeoutMs,
+      o.acquireTimeoutMs,
+    ]).toEqual([10, 0, 1, 300_000, Infinity, 10_000, 60_000]);
     expect([o.blockingPeriod, o.breakerFailures, o.breakerAfterMs]).toEqual([true, 5, 5_000]);
     expect([o.strategy, o.maxConcurrentCreates, o.growAt, o.maxWaiting]).toEqual(['spread', 10, 0.8, Infinity]);
     expect(o.health).toEqual({ degraded: 0.7, critical: 0.9 });
@@ -90,12 +98,17 @@ describe('option validation', () => {
     expect(make({ clientLimit: 2 }, declared).options.clientLimit).toBe(2);
     const bad = new FakeConnector();
     bad.clientLimit = 0;
-    expect(configError(() => make({}, bad)).message).toBe('pool "orders": option "connector.clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 0');
+    expect(configError(() => make({}, bad)).message).toBe(
+      'pool "orders": option "connector.clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 0',
+    );
   });
 
   it('rejects bad acquire() options without queuing anything', async () => {
     const { pool } = makePool();
-    await expect(pool.acquire({ timeoutMs: -1 })).rejects.toMatchObject({ code: 'POOL_CONFIG', field: 'acquire.timeoutMs' });
+    await expect(pool.acquire({ timeoutMs: -1 })).rejects.toMatchObject({
+      code: 'POOL_CONFIG',
+      field: 'acquire.timeoutMs',
+    });
     await expect(pool.acquire({ signal: {} as AbortSignal })).rejects.toMatchObject({ field: 'acquire.signal' });
     await expect(pool.use(() => 1, { retry: { attempts: 0 } })).rejects.toMatchObject({ field: 'retry.attempts' });
     expect(pool.stats()).toMatchObject({ waiting: 0, clients: 0, size: 0 });

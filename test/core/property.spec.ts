@@ -21,12 +21,31 @@ type Op =
 
 const stepKind = fc.constantFrom<Step['kind']>('ok', 'ok', 'fail', 'nothing', 'hold');
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 18, arbitrary: fc.record({ op: fc.constant('acquire' as const), timeoutMs: fc.option(fc.integer({ min: 1, max: 300 }), { nil: undefined }), abortable: fc.boolean() }) },
-  { weight: 14, arbitrary: fc.record({ op: fc.constantFrom('release' as const, 'fail' as const, 'doubleRelease' as const), pick: fc.nat() }) },
+  {
+    weight: 18,
+    arbitrary: fc.record({
+      op: fc.constant('acquire' as const),
+      timeoutMs: fc.option(fc.integer({ min: 1, max: 300 }), { nil: undefined }),
+      abortable: fc.boolean(),
+    }),
+  },
+  {
+    weight: 14,
+    arbitrary: fc.record({
+      op: fc.constantFrom('release' as const, 'fail' as const, 'doubleRelease' as const),
+      pick: fc.nat(),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('abort' as const), pick: fc.nat() }) },
   { weight: 9, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 400 }) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constantFrom('nextCreate' as const, 'nextReady' as const), step: stepKind }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constantFrom('settleCreate' as const, 'settleReady' as const), ok: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ op: fc.constantFrom('nextCreate' as const, 'nextReady' as const), step: stepKind }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({ op: fc.constantFrom('settleCreate' as const, 'settleReady' as const), ok: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('validateResult' as const), alive: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('retire' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.constant({ op: 'refresh' as const }) },
@@ -80,21 +99,30 @@ async function runSchedule(config: Config, ops: Op[]): Promise<void> {
     const rows = s.connections;
     const context = `${where}: ${JSON.stringify({ ...s, connections: rows })}`;
     for (const row of rows) {
-      if (row.clients > row.clientLimit || row.clientLimit > config.clientLimit) throw new Error(`clients over the limit at ${context}`);
+      if (row.clients > row.clientLimit || row.clientLimit > config.clientLimit)
+        throw new Error(`clients over the limit at ${context}`);
     }
     const rotating = rows.filter((r) => r.rotating).length;
-    if (s.size > config.maxSize || s.opening + s.ready > config.maxSize + rotating) throw new Error(`over maxSize at ${context}`);
+    if (s.size > config.maxSize || s.opening + s.ready > config.maxSize + rotating)
+      throw new Error(`over maxSize at ${context}`);
     const outstanding = held.filter((l) => !released.has(l)).length;
-    if (s.clients !== outstanding) throw new Error(`pool counts ${s.clients} clients, ${outstanding} leases are out, at ${context}`);
-    if (s.counters.released !== released.size) throw new Error(`released ${s.counters.released} vs ${released.size} at ${context}`);
-    const withValue = rows.filter((r) => r.state === 'establishing' || r.state === 'ready' || r.state === 'draining').length;
+    if (s.clients !== outstanding)
+      throw new Error(`pool counts ${s.clients} clients, ${outstanding} leases are out, at ${context}`);
+    if (s.counters.released !== released.size)
+      throw new Error(`released ${s.counters.released} vs ${released.size} at ${context}`);
+    const withValue = rows.filter(
+      (r) => r.state === 'establishing' || r.state === 'ready' || r.state === 'draining',
+    ).length;
     if (connector.created - connector.closedCount !== connector.live.size || connector.live.size !== withValue) {
-      throw new Error(`created ${connector.created} − closed ${connector.closedCount} ≠ alive ${withValue} at ${context}`);
+      throw new Error(
+        `created ${connector.created} − closed ${connector.closedCount} ≠ alive ${withValue} at ${context}`,
+      );
     }
     if (s.waiting > 0 && rows.some((r) => r.state === 'ready' && !r.validating && r.clients < r.clientLimit)) {
       throw new Error(`a waiter waits while a ready connection has room at ${context}`);
     }
-    for (let i = 1; i < served.length; i++) if (served[i]! < served[i - 1]!) throw new Error(`not FIFO: ${served.join(',')}`);
+    for (let i = 1; i < served.length; i++)
+      if (served[i]! < served[i - 1]!) throw new Error(`not FIFO: ${served.join(',')}`);
   };
 
   for (const [i, step] of ops.entries()) {
@@ -177,16 +205,21 @@ async function runSchedule(config: Config, ops: Op[]): Promise<void> {
   await closing;
   check('after close');
   if (connector.live.size !== 0) throw new Error(`${connector.live.size} connections left open after close`);
-  if (pool.stats().connections.length !== 0) throw new Error(`rows left after close: ${JSON.stringify(pool.stats().connections)}`);
+  if (pool.stats().connections.length !== 0)
+    throw new Error(`rows left after close: ${JSON.stringify(pool.stats().connections)}`);
   if (pending.some((p) => !p.done)) throw new Error('an acquire never settled');
 }
 
 describe('random schedules (property-based)', () => {
   it('keeps every invariant after every step, over thousands of schedules', async () => {
     await fc.assert(
-      fc.asyncProperty(configArb, fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }), async (config, ops) => {
-        await runSchedule(config, ops);
-      }),
+      fc.asyncProperty(
+        configArb,
+        fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }),
+        async (config, ops) => {
+          await runSchedule(config, ops);
+        },
+      ),
       { numRuns: 5_000 },
     );
   }, 300_000);

@@ -37,7 +37,10 @@ describe('errors from another copy of the package', () => {
   });
 
   it('get the HTTP answer of their kind', () => {
-    expect(poolErrorResponse(new copy.KeyLimitError('api', 'user:ann', 5, 1_000))).toMatchObject({ status: 429, retryAfterSeconds: 1 });
+    expect(poolErrorResponse(new copy.KeyLimitError('api', 'user:ann', 5, 1_000))).toMatchObject({
+      status: 429,
+      retryAfterSeconds: 1,
+    });
   });
 
   it('leave plain errors and look-alikes out', () => {
@@ -50,7 +53,29 @@ describe('errors from another copy of the package', () => {
 });
 
 describe('the entry points', () => {
-  const internals = ['resolveGroupOptions', 'planAcquire', 'planRelease', 'planMembers', 'kBudget', 'kMember', 'resolveOptions', 'validateConnector', 'Timers', 'ProcessHold', 'MAX_TIMER_MS', 'brandError', 'SharedConnection', 'PoolRegistry', 'PooledCall', 'PooledMethodBinder', 'PoolCoreModule', 'poolDirectory', 'RequestKeyInterceptor', 'withRequestKeys', 'pooledConnectionAt'];
+  const internals = [
+    'resolveGroupOptions',
+    'planAcquire',
+    'planRelease',
+    'planMembers',
+    'kBudget',
+    'kMember',
+    'resolveOptions',
+    'validateConnector',
+    'Timers',
+    'ProcessHold',
+    'MAX_TIMER_MS',
+    'brandError',
+    'SharedConnection',
+    'PoolRegistry',
+    'PooledCall',
+    'PooledMethodBinder',
+    'PoolCoreModule',
+    'poolDirectory',
+    'RequestKeyInterceptor',
+    'withRequestKeys',
+    'pooledConnectionAt',
+  ];
 
   it('show no internals', () => {
     for (const entry of [root, core, limits, groups, connectors]) {
@@ -63,7 +88,16 @@ describe('the entry points', () => {
     expect(Object.keys(limits).sort()).toEqual(['AdaptiveLimiter', 'LocalLimiter', 'RedisLimiter', 'classifyCall']);
     expect(Object.keys(connectors).sort()).toEqual(['Http2SessionConnector', 'http2Request']);
     expect(Object.keys(groups)).toEqual(['PoolGroup']);
-    for (const name of [...Object.keys(core), ...Object.keys(limits), ...Object.keys(groups), ...Object.keys(connectors), 'PoolModule', 'UsePooled', 'InjectPool', 'PoolHealthIndicator']) {
+    for (const name of [
+      ...Object.keys(core),
+      ...Object.keys(limits),
+      ...Object.keys(groups),
+      ...Object.keys(connectors),
+      'PoolModule',
+      'UsePooled',
+      'InjectPool',
+      'PoolHealthIndicator',
+    ]) {
       expect({ name, exported: name in root }).toEqual({ name, exported: true });
     }
   });

@@ -1,7 +1,13 @@
 // One test per peer-pool bug in ../shared/REFERENCES.md that applies to the engine, named after
 // the behaviour it protects.
 import { describe, expect, it } from '@jest/globals';
-import { ConnectionFailedError, ConnectionPool, ConnectionsExhaustedError, PoolClosedError, type Lease } from '../../lib/index.js';
+import {
+  ConnectionFailedError,
+  ConnectionPool,
+  ConnectionsExhaustedError,
+  PoolClosedError,
+  type Lease,
+} from '../../lib/index.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush } from '../support/virtual-clock.js';
@@ -131,7 +137,11 @@ describe('regressions of peer-pool bugs', () => {
     conn!.ctx.retire(new Error('Connection terminated unexpectedly'));
     await flush();
     expect(conn!.closed).toBe(true);
-    expect(pool.stats()).toMatchObject({ counters: { retired: 1 }, lastError: 'Connection terminated unexpectedly', ready: 1 });
+    expect(pool.stats()).toMatchObject({
+      counters: { retired: 1 },
+      lastError: 'Connection terminated unexpectedly',
+      ready: 1,
+    });
     expect(logger.errors).toEqual([]);
     await pool.close();
   });
@@ -151,7 +161,12 @@ describe('regressions of peer-pool bugs', () => {
   });
 
   it('one absolute deadline per acquire, however often the waiter is passed over (mysql2 #4498)', async () => {
-    const { pool, connector, clock } = makePool({ clientLimit: 1, maxSize: 1, createTimeoutMs: 40, blockingPeriod: false });
+    const { pool, connector, clock } = makePool({
+      clientLimit: 1,
+      maxSize: 1,
+      createTimeoutMs: 40,
+      blockingPeriod: false,
+    });
     for (let i = 0; i < 100; i++) connector.createSteps.push({ kind: 'hold' });
     const caller = track(pool.acquire({ timeoutMs: 100 }));
     await clock.advance(99);

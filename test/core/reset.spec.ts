@@ -35,10 +35,20 @@ function resettingConnector(reset: ResetFn) {
   return { connector, made, calls };
 }
 
-function poolOf(reset: ResetFn, options: { maxSize?: number; resetTimeoutMs?: number; leakDetectionMs?: number } = {}, clock = new VirtualClock()) {
+function poolOf(
+  reset: ResetFn,
+  options: { maxSize?: number; resetTimeoutMs?: number; leakDetectionMs?: number } = {},
+  clock = new VirtualClock(),
+) {
   const logger = new RecordingLogger();
   const { connector, made, calls } = resettingConnector(reset);
-  const pool = new ConnectionPool(connector, { name: 'reset', clock, logger, maxSize: options.maxSize ?? 1, ...options });
+  const pool = new ConnectionPool(connector, {
+    name: 'reset',
+    clock,
+    logger,
+    maxSize: options.maxSize ?? 1,
+    ...options,
+  });
   return { pool, clock, logger, made, calls };
 }
 
@@ -116,9 +126,12 @@ describe('reset on return', () => {
 
   it.each([
     ['returns false', (() => false) as ResetFn],
-    ['throws', (() => {
-      throw new Error('ROLLBACK failed: connection terminated');
-    }) as ResetFn],
+    [
+      'throws',
+      (() => {
+        throw new Error('ROLLBACK failed: connection terminated');
+      }) as ResetFn,
+    ],
     ['rejects', (() => Promise.reject(new Error('ROLLBACK failed'))) as ResetFn],
     ['resolves false', (() => Promise.resolve(false)) as ResetFn],
     ['rejects with nothing', (() => Promise.reject(undefined)) as ResetFn],
@@ -160,7 +173,9 @@ describe('reset on return', () => {
 
   it('a reset that settles after its timeout changes nothing', async () => {
     let settle!: (clean: boolean) => void;
-    const { pool, clock, made } = poolOf(() => new Promise<boolean>((resolve) => (settle = resolve)), { resetTimeoutMs: 100 });
+    const { pool, clock, made } = poolOf(() => new Promise<boolean>((resolve) => (settle = resolve)), {
+      resetTimeoutMs: 100,
+    });
     (await pool.acquire()).release();
     await clock.advance(100);
     settle(true);
@@ -206,7 +221,11 @@ describe('reset on return', () => {
   it('reset failures never open the breaker of failing creates', async () => {
     const { pool } = poolOf(() => false);
     for (let i = 0; i < 20; i++) await pool.use(() => undefined);
-    expect(pool.stats()).toMatchObject({ breaker: 'closed', failureStreak: 0, counters: { resetFailures: 20, opened: 20 } });
+    expect(pool.stats()).toMatchObject({
+      breaker: 'closed',
+      failureStreak: 0,
+      counters: { resetFailures: 20, opened: 20 },
+    });
     await pool.close();
   });
 
@@ -228,7 +247,9 @@ describe('reset options', () => {
   it('a connector with reset() refuses a shared clientLimit, saying what to change', () => {
     const err = configError(() => new ConnectionPool(connector(), { name: 'shared', clientLimit: 20 }));
     expect(err.message).toMatch(/clientLimit.*\(20\) must be 1 for a connector with reset\(\).*Set clientLimit: 1/);
-    expect(configError(() => new ConnectionPool(connector({ clientLimit: 5 }), { name: 'declared' })).message).toMatch(/\(5\) must be 1/);
+    expect(configError(() => new ConnectionPool(connector({ clientLimit: 5 }), { name: 'declared' })).message).toMatch(
+      /\(5\) must be 1/,
+    );
   });
 
   it.each([0, -1, Infinity, Number.NaN, '5000'])('resetTimeoutMs %p is refused', (value) => {

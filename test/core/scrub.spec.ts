@@ -19,24 +19,37 @@ describe('scrub', () => {
     ['postgresql://u:p%40ss@h/db', 'postgresql://u:***@h/db'],
     ['postgres://app:p@ss/w:rd@db.internal:5432/orders', 'postgres://app:***@db.internal:5432/orders'],
     ['https://ghp_0123456789abcdef@github.com/x.git', 'https://***@github.com/x.git'],
-    ['DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=abc+/==;EndpointSuffix=core', 'DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=***;EndpointSuffix=core'],
-    ['https://acct.blob.core.windows.net/c?sv=2024&sig=AbC%2Fd&se=1', 'https://acct.blob.core.windows.net/c?sv=2024&sig=***&se=1'],
+    [
+      'DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=abc+/==;EndpointSuffix=core',
+      'DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=***;EndpointSuffix=core',
+    ],
+    [
+      'https://acct.blob.core.windows.net/c?sv=2024&sig=AbC%2Fd&se=1',
+      'https://acct.blob.core.windows.net/c?sv=2024&sig=***&se=1',
+    ],
     ['host=db user=app password=pw dbname=x', 'host=db user=app password=*** dbname=x'],
     ["host=db password='a b' dbname=x", "host=db password='***' dbname=x"],
     ['{"user":"a","password":"pw"}', '{"user":"a","password":"***"}'],
-    ['{ user: \'a\', password: "it\'s" }', '{ user: \'a\', password: "***" }'],
+    ["{ user: 'a', password: \"it's\" }", '{ user: \'a\', password: "***" }'],
     ['Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y', 'Authorization: Bearer ***'],
     ['authorization: Basic dXNlcjpwYXNz', 'authorization: Basic ***'],
     ["command: { name: 'auth', args: [ 'default', 'pw' ] }", "command: { name: 'auth', args: [***] }"],
     ['connect ECONNREFUSED 127.0.0.1:5432', 'connect ECONNREFUSED 127.0.0.1:5432'],
     ['password authentication failed for user "app"', 'password authentication failed for user "app"'],
-    ['pool "orders": create failed: getaddrinfo ENOTFOUND db', 'pool "orders": create failed: getaddrinfo ENOTFOUND db'],
+    [
+      'pool "orders": create failed: getaddrinfo ENOTFOUND db',
+      'pool "orders": create failed: getaddrinfo ENOTFOUND db',
+    ],
   ])('turns %s into %s', (text, clean) => {
     expect(scrub(text)).toBe(clean);
   });
 
   it('hides any password, whatever it holds, in every form that can carry it', () => {
-    const printable = fc.string({ unit: fc.constantFrom(...'abcXYZ0189@/:;#?%+=&!$*()[]{}<>,. \'"`\\-_~'.split('')), minLength: 0, maxLength: 24 });
+    const printable = fc.string({
+      unit: fc.constantFrom(...'abcXYZ0189@/:;#?%+=&!$*()[]{}<>,. \'"`\\-_~'.split('')),
+      minLength: 0,
+      maxLength: 24,
+    });
     fc.assert(
       fc.property(printable, fc.constantFrom(...CREDENTIAL_FORMS), (middle, form) => {
         const secret = `Zq8${middle}Zq9`;
@@ -64,7 +77,9 @@ describe('scrub', () => {
 describe('scrubbedCause', () => {
   it('keeps the name, code and chain of an error, with every text scrubbed', () => {
     const inner = new Error(`connect to redis://:${SECRET}@cache failed`);
-    const outer = Object.assign(new Error(`create failed: password=${SECRET}`, { cause: inner }), { code: 'ECONNREFUSED' });
+    const outer = Object.assign(new Error(`create failed: password=${SECRET}`, { cause: inner }), {
+      code: 'ECONNREFUSED',
+    });
     outer.name = 'DriverError';
     const copy = scrubbedCause(outer) as Error & { code: string };
     expect(copy).toBeInstanceOf(Error);

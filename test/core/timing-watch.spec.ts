@@ -39,7 +39,10 @@ describe('watched timings', () => {
     after.release();
     expect(watch.read().hold.total).toBe(2); // a stopped watch sees nothing more
     const again = pool.watchTimings();
-    expect(again.read()).toEqual({ wait: { counts: expect.any(Array), total: 0 }, hold: { counts: expect.any(Array), total: 0 } }); // a new watch starts from zero
+    expect(again.read()).toEqual({
+      wait: { counts: expect.any(Array), total: 0 },
+      hold: { counts: expect.any(Array), total: 0 },
+    }); // a new watch starts from zero
     again.stop();
     await pool.close();
   });

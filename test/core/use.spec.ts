@@ -37,7 +37,10 @@ describe('use() and pool.current', () => {
 
   it('propagation "new" takes a second lease', async () => {
     const { pool } = makePool({ clientLimit: 1, maxSize: 2, growAt: 1 });
-    const ids = await pool.use(async (outer) => [outer.id, await pool.use((inner) => inner.id, { propagation: 'new' })]);
+    const ids = await pool.use(async (outer) => [
+      outer.id,
+      await pool.use((inner) => inner.id, { propagation: 'new' }),
+    ]);
     expect(ids).toEqual([1, 2]);
     await pool.close();
   });
@@ -55,11 +58,15 @@ describe('use() and pool.current', () => {
     expect(alone).toEqual([1, 2]);
     // Inside an enclosing scope, pool.current and nested calls keep seeing that scope's lease.
     const within = await pool.use(async (outer) =>
-      pool.use(async (conn) => [outer.id, conn.id, pool.current.id, await pool.use((c) => c.id)], { propagation: 'none' }),
+      pool.use(async (conn) => [outer.id, conn.id, pool.current.id, await pool.use((c) => c.id)], {
+        propagation: 'none',
+      }),
     );
     expect(within).toEqual([1, 2, 1, 1]);
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 4, released: 4 } });
-    await expect(pool.use(() => 1, { propagation: 'always' as never })).rejects.toThrow(`pool "test": option "propagation" must be 'reuse' or 'new' or 'none', got "always"`);
+    await expect(pool.use(() => 1, { propagation: 'always' as never })).rejects.toThrow(
+      `pool "test": option "propagation" must be 'reuse' or 'new' or 'none', got "always"`,
+    );
     await pool.close();
   });
 
@@ -110,9 +117,9 @@ describe('use() and pool.current', () => {
       tries++;
       throw new Error('constraint violation');
     };
-    await expect(pool.use(fail, { retry: { attempts: 5, retryOn: (e) => (e as Error).message === 'timeout' } })).rejects.toThrow(
-      'constraint violation',
-    );
+    await expect(
+      pool.use(fail, { retry: { attempts: 5, retryOn: (e) => (e as Error).message === 'timeout' } }),
+    ).rejects.toThrow('constraint violation');
     expect(tries).toBe(1);
     await pool.close();
   });
@@ -140,10 +147,14 @@ describe('arguments of the wrong type', () => {
     for (const options of [null, 5, 'fast']) {
       const using = pool.use(() => 1, options as never);
       const acquiring = pool.acquire(options as never);
-      await expect(using).rejects.toThrow(`pool "test": option "use" options must be an object, got ${options === null ? 'null' : typeof options === 'number' ? '5' : '"fast"'}`);
+      await expect(using).rejects.toThrow(
+        `pool "test": option "use" options must be an object, got ${options === null ? 'null' : typeof options === 'number' ? '5' : '"fast"'}`,
+      );
       await expect(acquiring).rejects.toThrow(`pool "test": option "acquire" options must be an object`);
     }
-    await expect(pool.use(undefined as never)).rejects.toThrow('pool "test": use() takes the function to run with a connection first, got undefined');
+    await expect(pool.use(undefined as never)).rejects.toThrow(
+      'pool "test": use() takes the function to run with a connection first, got undefined',
+    );
     await expect(pool.use({ propagation: 'none' } as never)).rejects.toThrow(TypeError);
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 0 } });
     expect(await pool.use((c) => c.id, { propagation: 'none' })).toBe(1);
@@ -153,7 +164,9 @@ describe('arguments of the wrong type', () => {
 
 describe('options checked once', () => {
   it('are refused as use() would refuse them, and frozen, retry included', () => {
-    expect(() => checkedOnce('db', { timeoutMs: 0 })).toThrow('pool "db": option "acquire.timeoutMs" must be a number above 0, got 0');
+    expect(() => checkedOnce('db', { timeoutMs: 0 })).toThrow(
+      'pool "db": option "acquire.timeoutMs" must be a number above 0, got 0',
+    );
     const retry = { attempts: 2 };
     const options = checkedOnce('db', { retry, propagation: 'new' });
     expect(Object.isFrozen(options) && Object.isFrozen(options.retry)).toBe(true);
@@ -254,7 +267,18 @@ describe('stats and health', () => {
     const { connections, size, ready, idle } = pool.stats();
     expect({ size, ready, idle }).toEqual({ size: 1, ready: 1, idle: 0 });
     expect(connections).toEqual([
-      { id: lease.connectionId, state: 'ready', clients: 1, clientLimit: 4, uses: 1, ageMs: 1_500, idleMs: 0, validating: false, resetting: false, rotating: false },
+      {
+        id: lease.connectionId,
+        state: 'ready',
+        clients: 1,
+        clientLimit: 4,
+        uses: 1,
+        ageMs: 1_500,
+        idleMs: 0,
+        validating: false,
+        resetting: false,
+        rotating: false,
+      },
     ]);
     lease.release();
     await pool.close();

@@ -10,7 +10,12 @@ import { LazyModuleLoader, NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { getPoolToken, PoolGroup, PoolModule, type ConnectionPool, type PoolConfigError } from '../../lib/index.js';
-import { PoolDashboard, PoolDashboardModule, type DashboardSnapshot, type PoolDashboardOptions } from '../../lib/dashboard/index.js';
+import {
+  PoolDashboard,
+  PoolDashboardModule,
+  type DashboardSnapshot,
+  type PoolDashboardOptions,
+} from '../../lib/dashboard/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { liveHeap } from '../support/gc.js';
 import { openSse, type SseClient } from '../support/sse.js';
@@ -19,7 +24,12 @@ import { VirtualClock } from '../support/virtual-clock.js';
 
 const SECRET = 'hunter2';
 /** A connector whose connect error embeds a URL with a password, as drivers' errors do. */
-const leakyConnector = { clientLimit: 1, create: async (): Promise<never> => Promise.reject(new Error(`connect ECONNREFUSED postgres://app:${SECRET}@db.internal:5432/main?password=${SECRET}`)), close: async () => {} };
+const leakyConnector = {
+  clientLimit: 1,
+  create: async (): Promise<never> =>
+    Promise.reject(new Error(`connect ECONNREFUSED postgres://app:${SECRET}@db.internal:5432/main?password=${SECRET}`)),
+  close: async () => {},
+};
 
 let app: INestApplication | undefined;
 const clients: SseClient[] = [];
@@ -31,22 +41,37 @@ afterEach(async () => {
 });
 
 /** An app with pools `db` (limited per key), `broken` (failing creates) and a group `tenants`, and the dashboard. */
-async function start(options: PoolDashboardOptions = {}, more: { adapter?: 'express' | 'fastify'; imports?: ModuleMetadata['imports'] } = {}) {
+async function start(
+  options: PoolDashboardOptions = {},
+  more: { adapter?: 'express' | 'fastify'; imports?: ModuleMetadata['imports'] } = {},
+) {
   @Module({
     imports: [
       PoolModule.forRoot({
         pools: [
-          { name: 'db', connector: new FakeConnector(), options: { maxSize: 3, clientLimit: 2, limits: { global: 10, perKey: 1 } } },
+          {
+            name: 'db',
+            connector: new FakeConnector(),
+            options: { maxSize: 3, clientLimit: 2, limits: { global: 10, perKey: 1 } },
+          },
           { name: 'broken', connector: leakyConnector, options: { maxSize: 1, acquireTimeoutMs: 50 } },
         ],
-        groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 4, member: { clientLimit: 1 } } }],
+        groups: [
+          {
+            name: 'tenants',
+            connector: () => new FakeConnector(),
+            options: { maxTotal: 4, member: { clientLimit: 1 } },
+          },
+        ],
       }),
       PoolDashboardModule.forRoot({ intervalMs: 100, ...options }),
       ...(more.imports ?? []),
     ],
   })
   class App {}
-  app = await NestFactory.create(App, more.adapter === 'fastify' ? new FastifyAdapter() : new ExpressAdapter(), { logger: false });
+  app = await NestFactory.create(App, more.adapter === 'fastify' ? new FastifyAdapter() : new ExpressAdapter(), {
+    logger: false,
+  });
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   const dashboard = app.get(PoolDashboard);
@@ -59,7 +84,9 @@ async function start(options: PoolDashboardOptions = {}, more: { adapter?: 'expr
 /** A GET whose request line is `target` as given (an absolute URL, say): the whole answer as text. */
 function rawGet(port: number, target: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`));
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.end(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`),
+    );
     let text = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => (text += chunk));
@@ -74,7 +101,8 @@ async function sse(url: string, headers?: Record<string, string>): Promise<SseCl
   return client;
 }
 
-const snapshotOf = (client: SseClient, i = client.events.length - 1) => JSON.parse(client.events[i]!.data) as DashboardSnapshot;
+const snapshotOf = (client: SseClient, i = client.events.length - 1) =>
+  JSON.parse(client.events[i]!.data) as DashboardSnapshot;
 
 async function get(url: string): Promise<{ status: number; type: string | null; body: string; headers: Headers }> {
   const res = await fetch(url);
@@ -98,7 +126,11 @@ describe('the dashboard', () => {
 
   it('streams snapshots that say what stats() says: pools, connections with their callers, the limiter, a group member and its share', async () => {
     const { url, db, broken, tenants } = await start();
-    const leases = [await db.acquire({ key: 'ann' }), await db.acquire({ key: 'bob' }), await db.acquire({ key: 'cy' })];
+    const leases = [
+      await db.acquire({ key: 'ann' }),
+      await db.acquire({ key: 'bob' }),
+      await db.acquire({ key: 'cy' }),
+    ];
     await expect(db.acquire({ key: 'ann', timeoutMs: 10 })).rejects.toMatchObject({ code: 'KEY_LIMIT' });
     await expect(broken.acquire()).rejects.toMatchObject({ code: 'CONNECTIONS_EXHAUSTED' });
     const member = await tenants.acquire('acme');
@@ -110,9 +142,26 @@ describe('the dashboard', () => {
 
     expect(shown.pools.map((p) => p.name).sort()).toEqual(['broken', 'db']);
     const dbShown = shown.pools.find((p) => p.name === 'db')!;
-    expect(dbShown).toMatchObject({ health: stats.health, size: stats.size, ready: stats.ready, clients: 3, waiting: 0, clientLimit: 2, maxSize: 3 });
-    expect(dbShown.connections.map((c) => [c.id, c.clients]).sort()).toEqual(stats.connections.map((c) => [c.id, c.clients]).sort());
-    expect(dbShown.limiter).toMatchObject({ mode: 'local', used: 3, limit: 10, perKey: 1, refused: { global: 0, key: 1 }, held: 3 });
+    expect(dbShown).toMatchObject({
+      health: stats.health,
+      size: stats.size,
+      ready: stats.ready,
+      clients: 3,
+      waiting: 0,
+      clientLimit: 2,
+      maxSize: 3,
+    });
+    expect(dbShown.connections.map((c) => [c.id, c.clients]).sort()).toEqual(
+      stats.connections.map((c) => [c.id, c.clients]).sort(),
+    );
+    expect(dbShown.limiter).toMatchObject({
+      mode: 'local',
+      used: 3,
+      limit: 10,
+      perKey: 1,
+      refused: { global: 0, key: 1 },
+      held: 3,
+    });
     expect(dbShown.waitMs).toMatchObject({ count: expect.any(Number) });
 
     const group = shown.groups.find((g) => g.name === 'tenants')!;
@@ -179,7 +228,12 @@ describe('the dashboard', () => {
   it('drops ticks for a page that does not read, holds at most one write for it, and cuts it off after slowViewerMs', async () => {
     const { url, dashboard, tenants } = await start({ intervalMs: 100, slowViewerMs: 1_500, maxMemberRows: 5_000 });
     // Big snapshots: 2,000 members.
-    for (let i = 0; i < 2_000; i++) (await tenants.acquire(`tenant-${String(i).padStart(5, '0')}-with-a-long-name`, { timeoutMs: 0 }).catch(() => undefined))?.release();
+    for (let i = 0; i < 2_000; i++)
+      (
+        await tenants
+          .acquire(`tenant-${String(i).padStart(5, '0')}-with-a-long-name`, { timeoutMs: 0 })
+          .catch(() => undefined)
+      )?.release();
     const size = (await get(`${url}/pools/ui/snapshot`)).body.length;
     expect(size).toBeGreaterThan(100_000);
     const { port } = new URL(url);
@@ -225,7 +279,9 @@ describe('the dashboard', () => {
     await first.next(1);
     const second = await get(`${url}/pools/ui/stream`);
     expect(second.status).toBe(503);
-    expect(second.body).toBe('The pool dashboard takes no more viewers now: 1 pages are watching already (maxViewers).');
+    expect(second.body).toBe(
+      'The pool dashboard takes no more viewers now: 1 pages are watching already (maxViewers).',
+    );
   });
 
   it('closes open pages at once when the app closes', async () => {
@@ -243,7 +299,9 @@ describe('the dashboard', () => {
     const { url, broken } = await start();
     const page = await sse(`${url}/pools/ui/stream`);
     await page.next(1);
-    @Module({ imports: [PoolModule.forFeature([{ name: 'late', connector: new FakeConnector(), options: { maxSize: 1 } }])] })
+    @Module({
+      imports: [PoolModule.forFeature([{ name: 'late', connector: new FakeConnector(), options: { maxSize: 1 } }])],
+    })
     class LateModule {}
     await app!.get(LazyModuleLoader).load(() => LateModule);
     await until(() => snapshotOf(page).pools.some((p) => p.name === 'late'));
@@ -267,7 +325,12 @@ describe('the dashboard', () => {
       const { url } = await start({}, { adapter });
       const { port } = new URL(url);
       const pages: string[] = [];
-      for (const target of ['http://evil.example/pools/ui', 'http://evil.example//pools/ui', '//evil.example/pools/ui', '/pools/ui?x=//evil.example']) {
+      for (const target of [
+        'http://evil.example/pools/ui',
+        'http://evil.example//pools/ui',
+        '//evil.example/pools/ui',
+        '/pools/ui?x=//evil.example',
+      ]) {
         const answer = await rawGet(Number(port), target);
         // The framework's own 404 may repeat the target; the page is what links elsewhere.
         if (answer.startsWith('HTTP/1.1 200')) pages.push(answer);
@@ -280,7 +343,14 @@ describe('the dashboard', () => {
     });
 
     it('lets the guard refuse: 403 for the page, the snapshot and the stream, which sends nothing', async () => {
-      const { url, dashboard } = await start({ canActivate: (context) => context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-role'] === 'ops', path: 'ops/pools' }, { adapter });
+      const { url, dashboard } = await start(
+        {
+          canActivate: (context) =>
+            context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-role'] === 'ops',
+          path: 'ops/pools',
+        },
+        { adapter },
+      );
       expect((await get(`${url}/ops/pools`)).status).toBe(403);
       expect((await get(`${url}/ops/pools/snapshot`)).status).toBe(403);
       const refused = await sse(`${url}/ops/pools/stream`);
@@ -298,7 +368,10 @@ describe('the dashboard', () => {
   it('runs the application’s own guard classes', async () => {
     class HeaderGuard {
       canActivate(context: import('@nestjs/common').ExecutionContext): boolean {
-        return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers.authorization === 'Bearer letmein';
+        return (
+          context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers.authorization ===
+          'Bearer letmein'
+        );
       }
     }
     const { url } = await start({ guards: [HeaderGuard] });
@@ -310,7 +383,9 @@ describe('the dashboard', () => {
 
 describe('the dashboard’s assets', () => {
   it('are as small as the README and the guide say', () => {
-    const files = ['index.html', 'dashboard.js', 'dashboard.css'].map((f) => readFileSync(new URL(`../../lib/dashboard/assets/${f}`, import.meta.url)));
+    const files = ['index.html', 'dashboard.js', 'dashboard.css'].map((f) =>
+      readFileSync(new URL(`../../lib/dashboard/assets/${f}`, import.meta.url)),
+    );
     const raw = files.reduce((n, f) => n + f.length, 0);
     const gzipped = gzipSync(Buffer.concat(files)).length;
     const said = `${Math.round(raw / 1000)} kB, ${Math.round(gzipped / 1000)} kB gzipped`;
@@ -321,16 +396,31 @@ describe('the dashboard’s assets', () => {
 
 describe('the dashboard’s options', () => {
   it.each([
-    [{ path: 'bad path' }, "PoolDashboardModule.forRoot: option \"path\" must be a URL path such as '/pools/ui' (segments of letters, digits, - _ . ~; none of them '.' or '..'), got \"bad path\""],
-    [{ path: '../x' }, 'option "path" must be a URL path such as \'/pools/ui\' (segments of letters, digits, - _ . ~; none of them \'.\' or \'..\'), got "../x"'],
+    [
+      { path: 'bad path' },
+      "PoolDashboardModule.forRoot: option \"path\" must be a URL path such as '/pools/ui' (segments of letters, digits, - _ . ~; none of them '.' or '..'), got \"bad path\"",
+    ],
+    [
+      { path: '../x' },
+      "option \"path\" must be a URL path such as '/pools/ui' (segments of letters, digits, - _ . ~; none of them '.' or '..'), got \"../x\"",
+    ],
     [{ path: '/ops/../pools' }, 'got "/ops/../pools"'],
     [{ path: './pools' }, 'got "./pools"'],
     [{ path: '/ops//pools' }, 'got "/ops//pools"'],
     [{ path: '/ops/..' }, 'got "/ops/.."'],
-    [{ intervalMs: 10 }, 'PoolDashboardModule.forRoot: option "intervalMs" must be a finite number of 100 or more (a few snapshots a second at most), got 10'],
+    [
+      { intervalMs: 10 },
+      'PoolDashboardModule.forRoot: option "intervalMs" must be a finite number of 100 or more (a few snapshots a second at most), got 10',
+    ],
     [{ maxViewers: 0 }, 'PoolDashboardModule.forRoot: option "maxViewers" must be a whole number of 1 or more, got 0'],
-    [{ guards: [42] }, 'PoolDashboardModule.forRoot: option "guards" must be an array of Nest guards (classes or instances with canActivate), got an array'],
-    [{ interval: 500 }, 'PoolDashboardModule.forRoot: option "interval" is not one of the dashboard\'s options: did you mean "intervalMs"? they are path, intervalMs, guards, canActivate, maxViewers, slowViewerMs, maxConnectionRows, maxMemberRows'],
+    [
+      { guards: [42] },
+      'PoolDashboardModule.forRoot: option "guards" must be an array of Nest guards (classes or instances with canActivate), got an array',
+    ],
+    [
+      { interval: 500 },
+      'PoolDashboardModule.forRoot: option "interval" is not one of the dashboard\'s options: did you mean "intervalMs"? they are path, intervalMs, guards, canActivate, maxViewers, slowViewerMs, maxConnectionRows, maxMemberRows',
+    ],
   ])('refuses %j with an error that names the option', (options, message) => {
     expect(() => PoolDashboardModule.forRoot(options as PoolDashboardOptions)).toThrow(message);
     try {
@@ -347,9 +437,22 @@ describe('the dashboard’s state', () => {
     const sizes: number[] = [];
     for (const members of [1_000, 4_000]) {
       const clock = new VirtualClock();
-      const group = new PoolGroup<FakeConnection>({ name: 'tenants', maxTotal: 10_000, maxMembers: 10_000, clock, metrics: false, connector: () => new FakeConnector() });
-      await Promise.all(Array.from({ length: members }, (_, i) => group.use(`tenant-${String(i).padStart(5, '0')}`, () => i)));
-      const state = new DashboardState(() => [{ name: 'tenants', group }], { intervalMs: 500, maxConnectionRows: 10, maxMemberRows: 100 }, () => 0);
+      const group = new PoolGroup<FakeConnection>({
+        name: 'tenants',
+        maxTotal: 10_000,
+        maxMembers: 10_000,
+        clock,
+        metrics: false,
+        connector: () => new FakeConnector(),
+      });
+      await Promise.all(
+        Array.from({ length: members }, (_, i) => group.use(`tenant-${String(i).padStart(5, '0')}`, () => i)),
+      );
+      const state = new DashboardState(
+        () => [{ name: 'tenants', group }],
+        { intervalMs: 500, maxConnectionRows: 10, maxMemberRows: 100 },
+        () => 0,
+      );
       const snapshot = state.snapshot(1);
       expect(snapshot.groups[0]).toMatchObject({ memberCount: members });
       expect(snapshot.groups[0]!.members).toHaveLength(100);
@@ -392,8 +495,22 @@ describe('the dashboard and an adaptive limiter', () => {
     const limiter = new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, max: 50, backoff: 0.5 } });
     const pool = new ConnectionPool(new FakeConnector(), { name: 'llm', limiter });
     await pool.use(async () => ({ status: 429 })); // an overload: cut to 4
-    const state = new DashboardState(() => [{ name: 'llm', pool }], { intervalMs: 100, maxConnectionRows: 10, maxMemberRows: 10 });
-    expect(state.snapshot(1).pools[0]!.limiter).toMatchObject({ limit: 4, adaptive: { algorithm: 'aimd', limit: 4, min: 1, max: 50, overloads: 1, changes: [{ from: 8, to: 4, reason: 'overload' }] } });
+    const state = new DashboardState(() => [{ name: 'llm', pool }], {
+      intervalMs: 100,
+      maxConnectionRows: 10,
+      maxMemberRows: 10,
+    });
+    expect(state.snapshot(1).pools[0]!.limiter).toMatchObject({
+      limit: 4,
+      adaptive: {
+        algorithm: 'aimd',
+        limit: 4,
+        min: 1,
+        max: 50,
+        overloads: 1,
+        changes: [{ from: 8, to: 4, reason: 'overload' }],
+      },
+    });
     await pool.close();
   });
 });

@@ -20,12 +20,22 @@ import { until } from '../support/wait.js';
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // As the machine's probe starts it: no sandbox (root), and no background calls to a network it cannot reach.
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Snapshots the page has received so far. */
 const updatesOf = (page: Page) => page.evaluate(() => Number(document.body.dataset.updates ?? 0));
 /** Waits until the page has received `target` snapshots in all. */
-const updatesReach = (page: Page, target: number) => page.waitForFunction((n) => Number(document.body.dataset.updates ?? 0) >= n, target, { timeout: 10_000 });
+const updatesReach = (page: Page, target: number) =>
+  page.waitForFunction((n) => Number(document.body.dataset.updates ?? 0) >= n, target, { timeout: 10_000 });
 
 describe('the dashboard in a browser, on the sample app under load', () => {
   let sample: RunningSample;
@@ -35,7 +45,12 @@ describe('the dashboard in a browser, on the sample app under load', () => {
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    sample = await startSample({ port: 0, logger: false, env: { PER_USER_LIMIT: '2' }, upstream: { handshakeDelayMs: 20 } });
+    sample = await startSample({
+      port: 0,
+      logger: false,
+      env: { PER_USER_LIMIT: '2' },
+      upstream: { handshakeDelayMs: 20 },
+    });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     // A CSP violation or a script error shows here.
@@ -61,7 +76,9 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     await nextUpdates();
     const shown = await page.$$eval('[data-pool]', (cards) => cards.map((c) => c.getAttribute('data-pool')));
     expect(shown.sort()).toEqual(['blob', 'upstream']);
-    const conns = await page.$$eval('[data-pool="upstream"] [data-conn]', (rows) => rows.map((r) => [Number(r.getAttribute('data-conn')), Number(r.getAttribute('data-clients'))]));
+    const conns = await page.$$eval('[data-pool="upstream"] [data-conn]', (rows) =>
+      rows.map((r) => [Number(r.getAttribute('data-conn')), Number(r.getAttribute('data-clients'))]),
+    );
     expect(conns).toEqual(upstream.stats().connections.map((c) => [c.id, c.clients]));
     expect(conns.reduce((n, [, clients]) => n + clients!, 0)).toBe(3);
     expect(await page.textContent('[data-pool="upstream"] [data-field="clients"]')).toBe('3');
@@ -78,7 +95,9 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     const end = Date.now() + 2_000;
     const user = async (id: string) => {
       while (Date.now() < end) {
-        const res = await fetch(`${sample.url}/upstream/${id}`, { headers: { 'x-user-id': id === 'burst' ? 'ann' : id } });
+        const res = await fetch(`${sample.url}/upstream/${id}`, {
+          headers: { 'x-user-id': id === 'burst' ? 'ann' : id },
+        });
         if (res.status === 429) tooMany++;
         await res.arrayBuffer();
       }
@@ -101,7 +120,9 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     const held = await group.acquire('acme');
     await nextUpdates();
     const stats = group.stats();
-    const rows = await page.$$eval('[data-group="tenants"] [data-member]', (trs) => trs.map((r) => [r.getAttribute('data-member'), Number(r.getAttribute('data-quota'))]));
+    const rows = await page.$$eval('[data-group="tenants"] [data-member]', (trs) =>
+      trs.map((r) => [r.getAttribute('data-member'), Number(r.getAttribute('data-quota'))]),
+    );
     expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(stats.members.map((m) => [m.key, m.quota])));
     expect(rows[0]![0]).toBe('acme'); // the member with a caller comes first
     held.release();
@@ -118,7 +139,9 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     await page.keyboard.press('Enter');
     await nextUpdates();
     expect(await page.$eval('[data-pool="blob"]', (d) => (d as HTMLDetailsElement).open)).toBe(false);
-    expect(await page.evaluate(() => document.activeElement?.closest('[data-pool]')?.getAttribute('data-pool'))).toBe('blob');
+    expect(await page.evaluate(() => document.activeElement?.closest('[data-pool]')?.getAttribute('data-pool'))).toBe(
+      'blob',
+    );
     await page.keyboard.press('Enter');
     await page.setViewportSize({ width: 390, height: 844 });
     await nextUpdates();
@@ -143,10 +166,24 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
       imports: [
         PoolModule.forRoot({
           pools: [
-            ...Array.from({ length: 59 }, (_, i) => ({ name: `pool-${String(i).padStart(2, '0')}`, connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 1 } })),
-            { name: 'llm', connector: new FakeConnector(), options: { limits: new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }) } },
+            ...Array.from({ length: 59 }, (_, i) => ({
+              name: `pool-${String(i).padStart(2, '0')}`,
+              connector: new FakeConnector(),
+              options: { maxSize: 2, clientLimit: 1 },
+            })),
+            {
+              name: 'llm',
+              connector: new FakeConnector(),
+              options: { limits: new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }) },
+            },
           ],
-          groups: [{ name: 'tenants', connector: () => new FakeConnector(), options: { maxTotal: 50, maxMembers: 2_000, member: { clientLimit: 1 } } }],
+          groups: [
+            {
+              name: 'tenants',
+              connector: () => new FakeConnector(),
+              options: { maxTotal: 50, maxMembers: 2_000, member: { clientLimit: 1 } },
+            },
+          ],
         }),
         PoolDashboardModule.forRoot({ intervalMs: 200 }),
       ],
@@ -174,7 +211,9 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
   });
 
   it('puts the pool in trouble first and open, the healthy ones folded, and the group summarised 50 members at a time', async () => {
-    const cards = await page.$$eval('[data-pool]', (all) => all.map((c) => [c.getAttribute('data-pool'), (c as HTMLDetailsElement).open]));
+    const cards = await page.$$eval('[data-pool]', (all) =>
+      all.map((c) => [c.getAttribute('data-pool'), (c as HTMLDetailsElement).open]),
+    );
     expect(cards).toHaveLength(60); // 59 plain pools and llm
     expect(cards[0]).toEqual(['pool-37', true]);
     expect(cards.slice(1).every(([, open]) => open === false)).toBe(true);

@@ -88,7 +88,9 @@ class ItemsController {
     TerminusModule,
     PoolModule.forRoot({
       httpErrors: true,
-      pools: [{ name: 'db', connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 5, acquireTimeoutMs: 150 } }],
+      pools: [
+        { name: 'db', connector: new FakeConnector(), options: { maxSize: 2, clientLimit: 5, acquireTimeoutMs: 150 } },
+      ],
     }),
   ],
   providers: [Items],
@@ -97,20 +99,35 @@ class ItemsController {
 class AppModule {}
 
 /** A GET on a connection of its own (no keep-alive), so a closed server refuses it. */
-function get(base: string, path: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown }> {
+function get(
+  base: string,
+  path: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${base}${path}`, { agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) }),
+      );
     });
     req.on('error', reject);
     req.end();
   });
 }
 
-const healthy = { health: 'healthy', size: 1, ready: 1, maxSize: 2, clients: 0, clientLimit: 5, utilization: 0, waiting: 0, lastError: null };
+const healthy = {
+  health: 'healthy',
+  size: 1,
+  ready: 1,
+  maxSize: 2,
+  clients: 0,
+  clientLimit: 5,
+  utilization: 0,
+  waiting: 0,
+  lastError: null,
+};
 
 describe.each([
   ['Express', () => new ExpressAdapter()],
@@ -123,7 +140,9 @@ describe.each([
   const held: Lease<FakeConnection>[] = [];
 
   beforeEach(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     app = moduleRef.createNestApplication(adapter());
     await app.listen(0, '127.0.0.1');
     base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
@@ -162,20 +181,33 @@ describe.each([
     expect((await get(base, '/health')).body).toEqual({ status: 'ok', info: up, error: {}, details: up });
 
     await hold(7);
-    const degraded = { pools: { status: 'degraded', db: { ...healthy, health: 'degraded', size: 2, ready: 2, clients: 7, utilization: 0.7 } } };
+    const degraded = {
+      pools: {
+        status: 'degraded',
+        db: { ...healthy, health: 'degraded', size: 2, ready: 2, clients: 7, utilization: 0.7 },
+      },
+    };
     const partly = await get(base, '/health');
     expect(partly.status).toBe(200);
     expect(partly.body).toEqual({ status: 'degraded', info: degraded, error: {}, details: degraded });
 
     await hold(3);
-    const down = { pools: { status: 'down', db: { ...healthy, health: 'exhausted', size: 2, ready: 2, clients: 10, utilization: 1 } } };
+    const down = {
+      pools: {
+        status: 'down',
+        db: { ...healthy, health: 'exhausted', size: 2, ready: 2, clients: 10, utilization: 1 },
+      },
+    };
     const response = await get(base, '/health');
     expect(response.status).toBe(503);
     expect(response.body).toEqual({ status: 'error', info: {}, error: down, details: down });
     // The liveness check counts only a pool that cannot connect as down: a busy pod stays alive.
     const live = await get(base, '/health/live');
     expect(live.status).toBe(200);
-    expect(live.body).toMatchObject({ status: 'degraded', info: { pools: { status: 'degraded', db: { health: 'exhausted' } } } });
+    expect(live.body).toMatchObject({
+      status: 'degraded',
+      info: { pools: { status: 'degraded', db: { health: 'exhausted' } } },
+    });
   });
 
   it('holds the lease of a route that returns an Observable without declaring it until the stream ends', async () => {
@@ -194,7 +226,8 @@ describe.each([
       error: 'Service Unavailable',
       code: 'CONNECTIONS_EXHAUSTED',
       pool: 'db',
-      message: 'pool "db": no connection within 150 ms: every connection was busy; raise maxSize or clientLimit, or hold leases for less time',
+      message:
+        'pool "db": no connection within 150 ms: every connection was busy; raise maxSize or clientLimit, or hold leases for less time',
     });
   });
 

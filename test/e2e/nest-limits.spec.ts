@@ -60,7 +60,12 @@ function appModule(ns: string) {
       TerminusModule,
       PoolModule.forRoot({
         httpErrors: true,
-        limits: { global: 6, perKey: 2, retryAfterMs: 2_000, redis: { url: REDIS_URL, namespace: ns, leaseTtlMs: 600 } },
+        limits: {
+          global: 6,
+          perKey: 2,
+          retryAfterMs: 2_000,
+          redis: { url: REDIS_URL, namespace: ns, leaseTtlMs: 600 },
+        },
         pools: [{ name: 'api', connector: new FakeConnector(), options: { clientLimit: 100 } }],
       }),
     ],
@@ -78,7 +83,9 @@ describe('two app instances sharing limits on Redis', () => {
   });
 
   async function boot(ns: string): Promise<string> {
-    const moduleRef = await Test.createTestingModule({ imports: [appModule(ns)] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [appModule(ns)] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     const app = moduleRef.createNestApplication();
     apps.push(app);
     await app.listen(0, '127.0.0.1');
@@ -89,17 +96,24 @@ describe('two app instances sharing limits on Redis', () => {
     const ns = namespace();
     const [a, b] = [await boot(ns), await boot(ns)];
     // A namespace never used starts with one TTL of quarantine: health says so.
-    const quarantined = (await (await fetch(`${a}/health`)).json()) as { status: string; info: { pools: { api: { admission: { mode: string } } } } };
+    const quarantined = (await (await fetch(`${a}/health`)).json()) as {
+      status: string;
+      info: { pools: { api: { admission: { mode: string } } } };
+    };
     expect(quarantined.status).toBe('degraded');
     expect(quarantined.info.pools.api.admission.mode).toBe('quarantine');
     await sleep(650);
 
     // One user alone: the global limit has room, the per-key one bites.
-    const alone = await Promise.all(Array.from({ length: 10 }, (_, i) => fetch(`${i % 2 === 0 ? a : b}/work`, { headers: { 'x-user-id': 'ann' } })));
+    const alone = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => fetch(`${i % 2 === 0 ? a : b}/work`, { headers: { 'x-user-id': 'ann' } })),
+    );
     // Many users at once: the global limit bites.
     const users = ['ann', 'bob', 'cy', 'dee'];
     const crowd = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => fetch(`${i % 2 === 0 ? a : b}/work`, { headers: { 'x-user-id': users[i % users.length] } })),
+      Array.from({ length: 200 }, (_, i) =>
+        fetch(`${i % 2 === 0 ? a : b}/work`, { headers: { 'x-user-id': users[i % users.length] } }),
+      ),
     );
     const responses = [...alone, ...crowd];
     const statuses = responses.map((r) => r.status);

@@ -6,7 +6,14 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import { request } from 'node:http';
 import { inspect } from 'node:util';
-import { getPoolToken, PoolHealthIndicator, PoolModule, type ConnectionPool, type Connector, type PoolGroup } from '../../lib/index.js';
+import {
+  getPoolToken,
+  PoolHealthIndicator,
+  PoolModule,
+  type ConnectionPool,
+  type Connector,
+  type PoolGroup,
+} from '../../lib/index.js';
 import { PoolDashboardModule } from '../../lib/dashboard/index.js';
 import { amqpConnector } from 'nestjs-shared-pool/connectors/amqp';
 import { redisConnector } from 'nestjs-shared-pool/connectors/ioredis';
@@ -25,14 +32,36 @@ const failing = (text: string): Connector<never> => ({
 /** The shipped connectors, each given the secret and failing for real against this machine's services. */
 const SHIPPED: Record<string, () => Connector<unknown>> = {
   pg: () => pgConnector(`postgres://app:${encodeURIComponent(SECRET)}@127.0.0.1:1/test`) as Connector<unknown>,
-  mysql2: () => mysql2Connector({ host: '127.0.0.1', port: 3306, user: 'nobody', password: SECRET, database: 'test' }) as Connector<unknown>,
-  ioredis: () => redisConnector({ host: '127.0.0.1', port: 6379, username: 'nobody', password: SECRET, maxRetriesPerRequest: 0 }) as Connector<unknown>,
+  mysql2: () =>
+    mysql2Connector({
+      host: '127.0.0.1',
+      port: 3306,
+      user: 'nobody',
+      password: SECRET,
+      database: 'test',
+    }) as Connector<unknown>,
+  ioredis: () =>
+    redisConnector({
+      host: '127.0.0.1',
+      port: 6379,
+      username: 'nobody',
+      password: SECRET,
+      maxRetriesPerRequest: 0,
+    }) as Connector<unknown>,
   amqp: () => amqpConnector(`amqp://guest:${encodeURIComponent(SECRET)}@127.0.0.1:5672`) as Connector<unknown>,
 };
 
 // The first also warms up (minSize: 1): its failure is logged at start-up.
-const formPools = CREDENTIAL_FORMS.map((form, i) => ({ name: `form${i}`, connector: failing(form.text(SECRET)), options: { minSize: i === 0 ? 1 : 0, maxSize: 1, acquireTimeoutMs: 300, createTimeoutMs: 2_000 } }));
-const shippedPools = Object.entries(SHIPPED).map(([name, make]) => ({ name, connector: make(), options: { maxSize: 1, acquireTimeoutMs: 3_000, createTimeoutMs: 2_000 } }));
+const formPools = CREDENTIAL_FORMS.map((form, i) => ({
+  name: `form${i}`,
+  connector: failing(form.text(SECRET)),
+  options: { minSize: i === 0 ? 1 : 0, maxSize: 1, acquireTimeoutMs: 300, createTimeoutMs: 2_000 },
+}));
+const shippedPools = Object.entries(SHIPPED).map(([name, make]) => ({
+  name,
+  connector: make(),
+  options: { maxSize: 1, acquireTimeoutMs: 3_000, createTimeoutMs: 2_000 },
+}));
 
 /** Every byte any logger was given, however it was called. */
 class EveryLine implements LoggerService {
@@ -91,7 +120,13 @@ class Probe {
     PoolModule.forRoot({
       httpErrors: true,
       pools: [...formPools, ...shippedPools],
-      groups: [{ name: 'tenants', connector: (key: string) => failing(`tenant ${key}: postgres://t:${SECRET}@db/${key} PGPASSWORD=${SECRET}`), options: { maxTotal: 2, member: { acquireTimeoutMs: 300 } } }],
+      groups: [
+        {
+          name: 'tenants',
+          connector: (key: string) => failing(`tenant ${key}: postgres://t:${SECRET}@db/${key} PGPASSWORD=${SECRET}`),
+          options: { maxTotal: 2, member: { acquireTimeoutMs: 300 } },
+        },
+      ],
     }),
     PoolDashboardModule.forRoot({ intervalMs: 100 }),
   ],
@@ -126,7 +161,9 @@ describe('no secret leaves the process', () => {
         return write(chunk as string, ...rest);
       }) as typeof stream.write);
     }
-    const moduleRef = await Test.createTestingModule({ imports: [App] }).setLogger(logs).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [App] })
+      .setLogger(logs)
+      .compile();
     app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: logs });
     await app.listen(0, '127.0.0.1');
     base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
@@ -154,12 +191,16 @@ describe('no secret leaves the process', () => {
     expect(logs.text.some((line) => line.includes('could not open its minSize connections'))).toBe(true);
     // The pools did fail with the forms' texts: they are there, scrubbed.
     expect(all).toContain('***');
-    for (const name of names) expect(served.find((s) => s.startsWith('200') && s.includes('"lastError"'))).toContain(`"${name}"`);
+    for (const name of names)
+      expect(served.find((s) => s.startsWith('200') && s.includes('"lastError"'))).toContain(`"${name}"`);
     expect(all).not.toContain(SECRET);
     expect(all).not.toContain(encodeURIComponent(SECRET));
     expect(all).not.toContain('pa55');
     // Every pool's last error is shown, and shown scrubbed, not blanked.
-    const health = JSON.parse(served[names.length + 2]!.slice(served[names.length + 2]!.indexOf('\n') + 1)) as { details: { pools: Record<string, { lastError: string | null }> } };
-    for (const name of [...names.filter((n) => n.startsWith('form')), 'tenants']) expect(health.details.pools[name]!.lastError).toMatch(/\*\*\*/);
+    const health = JSON.parse(served[names.length + 2]!.slice(served[names.length + 2]!.indexOf('\n') + 1)) as {
+      details: { pools: Record<string, { lastError: string | null }> };
+    };
+    for (const name of [...names.filter((n) => n.startsWith('form')), 'tenants'])
+      expect(health.details.pools[name]!.lastError).toMatch(/\*\*\*/);
   }, 60_000);
 });

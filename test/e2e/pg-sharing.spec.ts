@@ -22,7 +22,10 @@ const undeclared: Connector<pg.Client> = {
 };
 
 /** Runs CALLERS transactions at once; returns how many saw another caller's state. */
-async function transactions(connector: Connector<pg.Client>, options: PoolOptions = {}): Promise<{ foreign: number; clientLimit: number; backends: number }> {
+async function transactions(
+  connector: Connector<pg.Client>,
+  options: PoolOptions = {},
+): Promise<{ foreign: number; clientLimit: number; backends: number }> {
   const pool = new ConnectionPool(connector, { name: 'pg-sharing', maxSize: 4, ...options });
   const backends = new Set<number>();
   try {
@@ -33,14 +36,20 @@ async function transactions(connector: Connector<pg.Client>, options: PoolOption
           await client.query('BEGIN');
           await client.query("SELECT set_config('nsp.caller', $1, true)", [me]);
           await client.query('SELECT pg_sleep(0.01)');
-          const { rows } = await client.query<{ caller: string; pid: number }>("SELECT current_setting('nsp.caller') AS caller, pg_backend_pid() AS pid");
+          const { rows } = await client.query<{ caller: string; pid: number }>(
+            "SELECT current_setting('nsp.caller') AS caller, pg_backend_pid() AS pid",
+          );
           await client.query('COMMIT');
           backends.add(rows[0]!.pid);
           return rows[0]!.caller === me;
         }),
       ),
     );
-    return { foreign: seen.filter((own) => !own).length, clientLimit: pool.stats().clientLimit, backends: backends.size };
+    return {
+      foreign: seen.filter((own) => !own).length,
+      clientLimit: pool.stats().clientLimit,
+      backends: backends.size,
+    };
   } finally {
     await pool.close();
   }

@@ -5,7 +5,6 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { readmeBlocks, source } from '../support/readme.js';
 
-
 describe('the README Nest quick start (sample-app/quick-start)', () => {
   it('shows every quick-start file verbatim', () => {
     const blocks = readmeBlocks().filter((b) => b.file.startsWith('sample-app/quick-start/') && !b.excerpt);
@@ -51,11 +50,24 @@ describe('the README Nest quick start (sample-app/quick-start)', () => {
 
       const health = await fetch(`${base}/health`);
       expect(health.status).toBe(200);
-      const upstreamPool = { health: 'healthy', size: 1, ready: 1, maxSize: 4, clients: 0, clientLimit: 100, utilization: 0, waiting: 0, lastError: null };
+      const upstreamPool = {
+        health: 'healthy',
+        size: 1,
+        ready: 1,
+        maxSize: 4,
+        clients: 0,
+        clientLimit: 100,
+        utilization: 0,
+        waiting: 0,
+        lastError: null,
+      };
       const up = { pools: { status: 'up', upstream: upstreamPool } };
       expect(await health.json()).toEqual({ status: 'ok', info: up, error: {}, details: up });
       const live = await fetch(`${base}/health/live`);
-      expect({ status: live.status, body: await live.json() }).toEqual({ status: 200, body: { status: 'ok', info: up, error: {}, details: up } });
+      expect({ status: live.status, body: await live.json() }).toEqual({
+        status: 200,
+        body: { status: 'ok', info: up, error: {}, details: up },
+      });
     });
   });
 });

@@ -7,7 +7,24 @@ import { Test } from '@nestjs/testing';
 import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
-import { adaptiveRegistration, asyncRegistration, Completions, databaseRegistration, drizzleOn, kyselyOn, TenantOrders, DashboardAppModule, PoliteCompletions, leaseByHand, limitedRegistration, ServerTime, tenantDatabase, TenantReports, tenantRegistration, warnOnFailedConnections } from '../../sample-app/readme-snippets.js';
+import {
+  adaptiveRegistration,
+  asyncRegistration,
+  Completions,
+  databaseRegistration,
+  drizzleOn,
+  kyselyOn,
+  TenantOrders,
+  DashboardAppModule,
+  PoliteCompletions,
+  leaseByHand,
+  limitedRegistration,
+  ServerTime,
+  tenantDatabase,
+  TenantReports,
+  tenantRegistration,
+  warnOnFailedConnections,
+} from '../../sample-app/readme-snippets.js';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { sql as dsql } from 'drizzle-orm';
@@ -71,15 +88,27 @@ describe('the stats() tables of docs/observability.md', () => {
   const ticked = (text: string) => [...text.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]).sort();
 
   it('name every field and counter stats() has, and no other', async () => {
-    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'db', limiter: new LocalLimiter({ global: 2 }) });
+    const pool = new ConnectionPool(
+      { create: async () => ({}) },
+      { name: 'db', limiter: new LocalLimiter({ global: 2 }) },
+    );
     const stats = pool.stats();
     const fields = section.slice(0, section.indexOf('| counter |'));
-    expect(ticked(fields.slice(0, fields.indexOf('and these running')))).toEqual(Object.keys(stats).filter((k) => k !== 'counters').sort());
+    expect(ticked(fields.slice(0, fields.indexOf('and these running')))).toEqual(
+      Object.keys(stats)
+        .filter((k) => k !== 'counters')
+        .sort(),
+    );
     const counterRows = section.slice(section.indexOf('| counter |'), section.indexOf('`admission.counters`'));
-    const firstColumn = counterRows.split('\n').filter((l) => l.startsWith('| `')).map((l) => l.split('|')[1]);
+    const firstColumn = counterRows
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .map((l) => l.split('|')[1]);
     expect(ticked(firstColumn.join(' '))).toEqual(Object.keys(stats.counters).sort());
     const limiterLine = section.slice(section.indexOf('`admission.counters`'));
-    expect(ticked(limiterLine.slice(0, limiterLine.indexOf('A test compares'))).filter((k) => k !== 'counters')).toEqual(Object.keys(stats.admission!.counters).sort());
+    expect(
+      ticked(limiterLine.slice(0, limiterLine.indexOf('A test compares'))).filter((k) => k !== 'counters'),
+    ).toEqual(Object.keys(stats.admission!.counters).sort());
     await pool.close();
   });
 });
@@ -105,7 +134,9 @@ describe('the README excerpts, run', () => {
     process.env.UPSTREAM_URL = upstream.url;
     process.env.UPSTREAM_POOL_SIZE = '3';
     try {
-      const moduleRef = await Test.createTestingModule({ imports: [asyncRegistration] }).setLogger(new RecordingNestLogger()).compile();
+      const moduleRef = await Test.createTestingModule({ imports: [asyncRegistration] })
+        .setLogger(new RecordingNestLogger())
+        .compile();
       await moduleRef.init();
       const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('upstream'));
       expect(pool.options.maxSize).toBe(3);
@@ -118,7 +149,10 @@ describe('the README excerpts, run', () => {
   });
 
   it('limits on Redis with the key from the arguments', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [limitedRegistration(upstream.url)], providers: [Completions] })
+    const moduleRef = await Test.createTestingModule({
+      imports: [limitedRegistration(upstream.url)],
+      providers: [Completions],
+    })
       .setLogger(new RecordingNestLogger())
       .compile();
     await moduleRef.init();
@@ -130,13 +164,22 @@ describe('the README excerpts, run', () => {
   }, 15_000);
 
   it('an adaptive limit in front of a rate-limited upstream', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [adaptiveRegistration(upstream.url)], providers: [PoliteCompletions] })
+    const moduleRef = await Test.createTestingModule({
+      imports: [adaptiveRegistration(upstream.url)],
+      providers: [PoliteCompletions],
+    })
       .setLogger(new RecordingNestLogger())
       .compile();
     await moduleRef.init();
-    for (let i = 0; i < 5; i++) await expect(moduleRef.get(PoliteCompletions).complete('ann', 'hello')).resolves.toContain('/complete?user=ann');
+    for (let i = 0; i < 5; i++)
+      await expect(moduleRef.get(PoliteCompletions).complete('ann', 'hello')).resolves.toContain('/complete?user=ann');
     const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
-    expect(pool.stats().admission).toMatchObject({ mode: 'local', limit: 20, perKey: 5, adaptive: { algorithm: 'aimd', successes: 5, overloads: 0 } });
+    expect(pool.stats().admission).toMatchObject({
+      mode: 'local',
+      limit: 20,
+      perKey: 5,
+      adaptive: { algorithm: 'aimd', successes: 5, overloads: 0 },
+    });
     await moduleRef.close();
   });
 
@@ -157,22 +200,42 @@ describe('the README excerpts, run', () => {
     await admin.connect();
     try {
       // Row-level security binds no superuser: the app logs in as a role of its own.
-      await admin.query("DO $$ BEGIN CREATE ROLE nsp_rls_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+      await admin.query('DO $$ BEGIN CREATE ROLE nsp_rls_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$');
       await admin.query(`CREATE SCHEMA ${schema}`);
       await admin.query(`CREATE TABLE ${schema}.orders (tenant text NOT NULL, item text NOT NULL)`);
-      await admin.query(`INSERT INTO ${schema}.orders SELECT 'tenant-' || t, 'item-' || t || '-' || i FROM generate_series(0, 19) t, generate_series(1, 2) i`);
+      await admin.query(
+        `INSERT INTO ${schema}.orders SELECT 'tenant-' || t, 'item-' || t || '-' || i FROM generate_series(0, 19) t, generate_series(1, 2) i`,
+      );
       await admin.query(`ALTER TABLE ${schema}.orders ENABLE ROW LEVEL SECURITY`);
-      await admin.query(`CREATE POLICY by_tenant ON ${schema}.orders USING (tenant = current_setting('app.tenant', true))`);
-      await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO nsp_rls_app; GRANT SELECT ON ${schema}.orders TO nsp_rls_app`);
+      await admin.query(
+        `CREATE POLICY by_tenant ON ${schema}.orders USING (tenant = current_setting('app.tenant', true))`,
+      );
+      await admin.query(
+        `GRANT USAGE ON SCHEMA ${schema} TO nsp_rls_app; GRANT SELECT ON ${schema}.orders TO nsp_rls_app`,
+      );
       const appUrl = `postgresql://nsp_rls_app@127.0.0.1:5432/test?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-      const moduleRef = await Test.createTestingModule({ imports: [databaseRegistration(appUrl)], providers: [TenantOrders] }).setLogger(new RecordingNestLogger()).compile();
+      const moduleRef = await Test.createTestingModule({
+        imports: [databaseRegistration(appUrl)],
+        providers: [TenantOrders],
+      })
+        .setLogger(new RecordingNestLogger())
+        .compile();
       await moduleRef.init();
       const orders = moduleRef.get(TenantOrders);
-      const seen = await Promise.all(Array.from({ length: 200 }, (_, i) => orders.ordersOf(`tenant-${(i * 7) % 20}`).then((rows) => ({ tenant: `tenant-${(i * 7) % 20}`, rows }))));
-      for (const { tenant, rows } of seen) expect(rows.map((r: { tenant: string }) => r.tenant)).toEqual([tenant, tenant]);
+      const seen = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          orders.ordersOf(`tenant-${(i * 7) % 20}`).then((rows) => ({ tenant: `tenant-${(i * 7) % 20}`, rows })),
+        ),
+      );
+      for (const { tenant, rows } of seen)
+        expect(rows.map((r: { tenant: string }) => r.tenant)).toEqual([tenant, tenant]);
       // Outside a transaction no tenant is set on any connection: the policy shows nothing.
       const db = moduleRef.get<ConnectionPool<pg.Client>>(getPoolToken('db'));
-      const after = await Promise.all(Array.from({ length: 20 }, () => db.use((client) => client.query('SELECT count(*)::int AS n FROM orders').then((r) => r.rows[0].n))));
+      const after = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          db.use((client) => client.query('SELECT count(*)::int AS n FROM orders').then((r) => r.rows[0].n)),
+        ),
+      );
       expect(after).toEqual(Array(20).fill(0));
       await moduleRef.close();
     } finally {
@@ -183,23 +246,41 @@ describe('the README excerpts, run', () => {
 
   it('a method with propagation none, its connection as a parameter, on PostgreSQL', async () => {
     const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
-    const moduleRef = await Test.createTestingModule({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: pgConnector(url) }] })], providers: [ServerTime] })
+    const moduleRef = await Test.createTestingModule({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: pgConnector(url) }] })],
+      providers: [ServerTime],
+    })
       .setLogger(new RecordingNestLogger())
       .compile();
     await moduleRef.init();
     await expect(moduleRef.get(ServerTime).serverTime('UTC')).resolves.toMatch(/^\d\d:\d\d$/);
-    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats()).toMatchObject({ clients: 0, counters: { acquired: 1, released: 1 } });
+    expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats()).toMatchObject({
+      clients: 0,
+      counters: { acquired: 1, released: 1 },
+    });
     await moduleRef.close();
   });
 
   it('a pool group: one member per tenant database, by hand and in Nest', async () => {
     const server = 'postgresql://postgres@127.0.0.1:5432'; // the databases test and postgres stand for two tenants
     await expect(tenantDatabase(server, 'test')).resolves.toBe('test');
-    const moduleRef = await Test.createTestingModule({ imports: [tenantRegistration(server)], providers: [TenantReports] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [tenantRegistration(server)],
+      providers: [TenantReports],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     await moduleRef.init();
     const reports = moduleRef.get(TenantReports);
-    await expect(Promise.all([reports.database('test'), reports.database('postgres')])).resolves.toEqual(['test', 'postgres']);
-    expect(reports.tenants.stats()).toMatchObject({ maxTotal: 20, total: 2, members: [{ key: 'test' }, { key: 'postgres' }] });
+    await expect(Promise.all([reports.database('test'), reports.database('postgres')])).resolves.toEqual([
+      'test',
+      'postgres',
+    ]);
+    expect(reports.tenants.stats()).toMatchObject({
+      maxTotal: 20,
+      total: 2,
+      members: [{ key: 'test' }, { key: 'postgres' }],
+    });
     await moduleRef.close();
   });
 
@@ -234,7 +315,9 @@ describe('the README excerpts, run', () => {
   // The README's testing example, as a test.
   it('a service tested against a local server', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector(upstream.url) }] })],
+      imports: [
+        PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector(upstream.url) }] }),
+      ],
       providers: [CatalogService],
     }).compile();
     await moduleRef.init(); // warm-up runs here
@@ -247,7 +330,11 @@ describe('the README excerpts, run', () => {
   it('a service tested with a stand-in pool', async () => {
     const fakePool = { use: async () => 'canned item' }; // answers every decorated call itself
     const moduleRef = await Test.createTestingModule({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'upstream', connector: new Http2SessionConnector('http://127.0.0.1:1') }] })],
+      imports: [
+        PoolModule.forRoot({
+          pools: [{ name: 'upstream', connector: new Http2SessionConnector('http://127.0.0.1:1') }],
+        }),
+      ],
       providers: [CatalogService],
     })
       .overrideProvider(getPoolToken('upstream'))

@@ -2,11 +2,28 @@
 // method's own key() winning over it, and `key: false` opting a method out, over real HTTP on
 // Express and Fastify.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { CanActivate, Controller, ExecutionContext, Get, Injectable, Module, Param, UseGuards, type INestApplication } from '@nestjs/common';
+import {
+  CanActivate,
+  Controller,
+  ExecutionContext,
+  Get,
+  Injectable,
+  Module,
+  Param,
+  UseGuards,
+  type INestApplication,
+} from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { currentRequestKey, getPoolToken, PoolModule, UsePooled, type ConnectionPool, type RequestKeyFn } from '../../lib/index.js';
+import {
+  currentRequestKey,
+  getPoolToken,
+  PoolModule,
+  UsePooled,
+  type ConnectionPool,
+  type RequestKeyFn,
+} from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingNestLogger } from '../support/nest.js';
 import { until } from '../support/wait.js';
@@ -143,7 +160,10 @@ describe.each([
   it("limits each user through the request's key, with no key() on the method", async () => {
     await start();
     const first = await holding('/mine', 'ann');
-    await expect(get('/mine', 'ann')).resolves.toMatchObject({ status: 429, body: { code: 'KEY_LIMIT', message: 'pool "api": key "ann" already holds 1 concurrent leases; retry later' } });
+    await expect(get('/mine', 'ann')).resolves.toMatchObject({
+      status: 429,
+      body: { code: 'KEY_LIMIT', message: 'pool "api": key "ann" already holds 1 concurrent leases; retry later' },
+    });
     const other = await holding('/mine', 'bob');
     gate.open();
     await expect(first.answer).resolves.toEqual({ status: 200, body: { key: 'ann' } });
@@ -156,7 +176,10 @@ describe.each([
     // Both requests are ann's, but the method keys by tenant: two keys, two leases.
     const acme = await holding('/tenants/acme', 'ann');
     const initech = await holding('/tenants/initech', 'ann');
-    await expect(get('/tenants/acme', 'bob')).resolves.toMatchObject({ status: 429, body: { message: 'pool "api": key "tenant:acme" already holds 1 concurrent leases; retry later' } });
+    await expect(get('/tenants/acme', 'bob')).resolves.toMatchObject({
+      status: 429,
+      body: { message: 'pool "api": key "tenant:acme" already holds 1 concurrent leases; retry later' },
+    });
     gate.open();
     await expect(Promise.all([acme.answer, initech.answer])).resolves.toEqual([
       { status: 200, body: { tenant: 'acme' } },
@@ -171,14 +194,21 @@ describe.each([
     gate.open();
     for (const call of calls) await expect(call.answer).resolves.toEqual({ status: 200, body: { p: 'public' } });
     // A request without a user on a method that needs a key: refused as the limiter says, naming what to do.
-    await expect(get('/mine')).resolves.toMatchObject({ status: 500, body: { code: 'POOL_CONFIG', message: expect.stringContaining(`refuses calls without one (keyless: 'refuse')`) } });
+    await expect(get('/mine')).resolves.toMatchObject({
+      status: 500,
+      body: { code: 'POOL_CONFIG', message: expect.stringContaining(`refuses calls without one (keyless: 'refuse')`) },
+    });
   });
 
   it('refuses a requestKey that returns something other than a key, saying what to change', async () => {
     await start(() => 42 as never);
     await expect(get('/public', 'ann')).resolves.toMatchObject({
       status: 500,
-      body: { code: 'POOL_CONFIG', message: 'PoolModule.forRoot: option "requestKey" must return a non-empty string, or undefined for a request without a key; got 42' },
+      body: {
+        code: 'POOL_CONFIG',
+        message:
+          'PoolModule.forRoot: option "requestKey" must return a non-empty string, or undefined for a request without a key; got 42',
+      },
     });
     expect(pool.stats().counters.acquired).toBe(0);
   });
@@ -189,7 +219,10 @@ describe.each([
     });
     await expect(get('/public', 'ann')).resolves.toMatchObject({
       status: 500,
-      body: { code: 'POOL_CONFIG', message: `PoolModule.forRoot: option "requestKey" threw (Cannot read properties of undefined (reading 'id')); return undefined for a request without a key` },
+      body: {
+        code: 'POOL_CONFIG',
+        message: `PoolModule.forRoot: option "requestKey" threw (Cannot read properties of undefined (reading 'id')); return undefined for a request without a key`,
+      },
     });
     expect(pool.stats().counters.acquired).toBe(0);
   });
@@ -209,15 +242,24 @@ describe('requestKey', () => {
   const pools = [{ name: 'api', connector: new FakeConnector() }];
 
   it('is checked at registration, and set once per application', async () => {
-    expect(() => PoolModule.forRoot({ pools, requestKey: 'user' as never })).toThrow('PoolModule.forRoot: option "requestKey" must be a function, got "user"');
-    expect(() => PoolModule.forFeature([{ name: 'other', connector: new FakeConnector() }], { requestKey: byUser } as never)).toThrow(
+    expect(() => PoolModule.forRoot({ pools, requestKey: 'user' as never })).toThrow(
+      'PoolModule.forRoot: option "requestKey" must be a function, got "user"',
+    );
+    expect(() =>
+      PoolModule.forFeature([{ name: 'other', connector: new FakeConnector() }], { requestKey: byUser } as never),
+    ).toThrow(
       'PoolModule.forFeature: option "requestKey" is set once per application, in PoolModule.forRoot or forRootAsync',
     );
     const twice = Test.createTestingModule({
-      imports: [PoolModule.forRoot({ pools, requestKey: byUser }), PoolModule.forRoot({ pools: [{ name: 'b', connector: new FakeConnector() }], requestKey: byUser })],
+      imports: [
+        PoolModule.forRoot({ pools, requestKey: byUser }),
+        PoolModule.forRoot({ pools: [{ name: 'b', connector: new FakeConnector() }], requestKey: byUser }),
+      ],
     })
       .setLogger(new RecordingNestLogger())
       .compile();
-    await expect(twice).rejects.toThrow('PoolModule.forRoot: option "requestKey" is already set by PoolModule.forRoot; an application has one requestKey, set it once');
+    await expect(twice).rejects.toThrow(
+      'PoolModule.forRoot: option "requestKey" is already set by PoolModule.forRoot; an application has one requestKey, set it once',
+    );
   });
 });

@@ -13,14 +13,19 @@ let copy: string;
 
 /** Runs the core example through the start script; its output and whether each build ran. */
 function start(): { out: string; libBuilt: number; sampleBuilt: number } {
-  const out = execFileSync(process.execPath, ['scripts/run-sample.mjs', 'core-example'], { cwd: copy, encoding: 'utf8', timeout: 120_000 });
+  const out = execFileSync(process.execPath, ['scripts/run-sample.mjs', 'core-example'], {
+    cwd: copy,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const built = (file: string) => statSync(join(copy, file)).mtimeMs;
   return { out, libBuilt: built('dist/.tsbuildinfo'), sampleBuilt: built('dist-sample/.tsbuildinfo') };
 }
 
 beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), 'run-sample-'));
-  for (const item of ['lib', 'sample-app', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json']) cpSync(join(root, item), join(copy, item), { recursive: true });
+  for (const item of ['lib', 'sample-app', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'])
+    cpSync(join(root, item), join(copy, item), { recursive: true });
   symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
 });
 afterAll(() => rmSync(copy, { recursive: true, force: true }));

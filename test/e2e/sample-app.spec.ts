@@ -18,11 +18,20 @@ describe('the sample app on real services', () => {
     const res = await fetch(`${sample.url}${path}`, init);
     return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
   };
-  const json = (method: string, body: unknown): RequestInit => ({ method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (method: string, body: unknown): RequestInit => ({
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
   beforeAll(async () => {
     handlesBefore = netHandles();
-    sample = await startSample({ port: 0, logger: false, env: { REDIS_URL, DATABASE_URL, PER_USER_LIMIT: '3', JOBS_KEY: `sample:jobs:test-${process.pid}-${Date.now()}` }, upstream: { idleTimeoutMs: 400, handshakeDelayMs: 30 } });
+    sample = await startSample({
+      port: 0,
+      logger: false,
+      env: { REDIS_URL, DATABASE_URL, PER_USER_LIMIT: '3', JOBS_KEY: `sample:jobs:test-${process.pid}-${Date.now()}` },
+      upstream: { idleTimeoutMs: 400, handshakeDelayMs: 30 },
+    });
     // A namespace the limiter never used starts with one TTL of quarantine.
     for (let i = 0; i < 100; i++) {
       const pools = (await call('/pools')).body as { upstream: { admission: { mode: string } } };
@@ -36,11 +45,20 @@ describe('the sample app on real services', () => {
   });
 
   it('stores and reads files in blob storage', async () => {
-    expect(await call('/files/hello.txt', json('PUT', { content: 'hi there' }))).toMatchObject({ status: 200, body: { name: 'hello.txt', bytes: 8 } });
-    expect(await call('/files/hello.txt')).toMatchObject({ status: 200, body: { name: 'hello.txt', content: 'hi there' } });
+    expect(await call('/files/hello.txt', json('PUT', { content: 'hi there' }))).toMatchObject({
+      status: 200,
+      body: { name: 'hello.txt', bytes: 8 },
+    });
+    expect(await call('/files/hello.txt')).toMatchObject({
+      status: 200,
+      body: { name: 'hello.txt', content: 'hi there' },
+    });
     expect((await call('/files')).body.files).toContain('hello.txt');
     expect(await call('/files/missing.txt')).toMatchObject({ status: 404 });
-    expect(await call('/files/bad.txt', json('PUT', { content: 7 }))).toMatchObject({ status: 400, body: { message: 'send JSON: { "content": "some text" }' } });
+    expect(await call('/files/bad.txt', json('PUT', { content: 7 }))).toMatchObject({
+      status: 400,
+      body: { message: 'send JSON: { "content": "some text" }' },
+    });
   });
 
   it('reads a file whole while another request rewrites it with another length', async () => {
@@ -48,7 +66,10 @@ describe('the sample app on real services', () => {
     await call('/files/racing.txt', json('PUT', { content: 'x' }));
     const reads: Awaited<ReturnType<typeof call>>[] = [];
     for (let round = 0; round < 20; round++) {
-      const [, read] = await Promise.all([call('/files/racing.txt', json('PUT', { content: 'x'.repeat(1 + (round % 2) * 40) })), call('/files/racing.txt')]);
+      const [, read] = await Promise.all([
+        call('/files/racing.txt', json('PUT', { content: 'x'.repeat(1 + (round % 2) * 40) })),
+        call('/files/racing.txt'),
+      ]);
       reads.push(read);
     }
     for (const read of reads) {
@@ -58,8 +79,13 @@ describe('the sample app on real services', () => {
   });
 
   it('proxies over pooled HTTP/2 sessions, limited per user', async () => {
-    expect(await call('/upstream/42', { headers: { 'x-user-id': 'ann' } })).toMatchObject({ status: 200, body: { status: 200, upstream: { path: '/items/42' } } });
-    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => fetch(`${sample.url}/upstream/${i}`, { headers: { 'x-user-id': 'bob' } })));
+    expect(await call('/upstream/42', { headers: { 'x-user-id': 'ann' } })).toMatchObject({
+      status: 200,
+      body: { status: 200, upstream: { path: '/items/42' } },
+    });
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => fetch(`${sample.url}/upstream/${i}`, { headers: { 'x-user-id': 'bob' } })),
+    );
     const statuses = burst.map((r) => r.status);
     expect(statuses).toContain(200);
     expect(statuses).toContain(429);
@@ -74,7 +100,9 @@ describe('the sample app on real services', () => {
     const before = ((await call('/pools')).body.upstream as { counters: { retired: number; opened: number } }).counters;
     await sleep(700); // past the upstream's idle timeout: it sends GOAWAY and closes
     expect(await call('/upstream/after', { headers: { 'x-user-id': 'cy' } })).toMatchObject({ status: 200 });
-    const after = ((await call('/pools')).body.upstream as { counters: { retired: number; opened: number; createFailures: number } }).counters;
+    const after = (
+      (await call('/pools')).body.upstream as { counters: { retired: number; opened: number; createFailures: number } }
+    ).counters;
     expect(after.retired).toBeGreaterThan(before.retired);
     expect(after.opened).toBeGreaterThan(before.opened);
   });
@@ -82,14 +110,20 @@ describe('the sample app on real services', () => {
   it('resets a counter on a pooled Redis connection only if nobody changed it (WATCH/MULTI)', async () => {
     const name = `r${Date.now()}`;
     for (let i = 0; i < 3; i++) await call(`/counters/${name}`, { method: 'POST' });
-    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 2 }))).toMatchObject({ status: 201, body: { name, reset: false, value: 3 } });
-    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 3 }))).toMatchObject({ status: 201, body: { name, reset: true, value: 0 } });
+    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 2 }))).toMatchObject({
+      status: 201,
+      body: { name, reset: false, value: 3 },
+    });
+    expect(await call(`/counters/${name}/reset`, json('POST', { expected: 3 }))).toMatchObject({
+      status: 201,
+      body: { name, reset: true, value: 0 },
+    });
     expect(await call(`/counters/${name}`)).toMatchObject({ body: { value: 0 } });
     expect(await call(`/counters/${name}/reset`, json('POST', { expected: 'x' }))).toMatchObject({ status: 400 });
   });
 
   it('waits for jobs with BLPOP on pooled connections while plain commands go on on the shared client', async () => {
-    const stats = async () => ((await call('/pools')).body.redis as { clients: number; counters: { acquired: number } });
+    const stats = async () => (await call('/pools')).body.redis as { clients: number; counters: { acquired: number } };
     const before = (await stats()).counters.acquired;
     // Two consumers block on the queue, each on a connection of its own.
     const consumers = [call('/jobs/next?waitMs=5000'), call('/jobs/next?waitMs=5000')];
@@ -110,7 +144,10 @@ describe('the sample app on real services', () => {
   it('counts on Redis and keeps notes in PostgreSQL', async () => {
     const name = `c${Date.now()}`;
     await call(`/counters/${name}`, { method: 'POST' });
-    expect(await call(`/counters/${name}`, { method: 'POST' })).toMatchObject({ status: 201, body: { name, value: 2 } });
+    expect(await call(`/counters/${name}`, { method: 'POST' })).toMatchObject({
+      status: 201,
+      body: { name, value: 2 },
+    });
     expect(await call(`/counters/${name}`)).toMatchObject({ status: 200, body: { name, value: 2 } });
     const text = `note ${Date.now()}`;
     const added = await call('/notes', json('POST', { text }));
@@ -124,23 +161,51 @@ describe('the sample app on real services', () => {
     const pools = (health.body.details as { pools: Record<string, unknown> }).pools;
     expect(Object.keys(pools).sort()).toEqual(['blob', 'pg', 'redis', 'status', 'tenants', 'upstream']);
     expect(pools.status).toBe('up');
-    const stats = (await call('/pools')).body as Record<string, { clients: number; admission: { mode: string } | null; clientLimit: number }>;
+    const stats = (await call('/pools')).body as Record<
+      string,
+      { clients: number; admission: { mode: string } | null; clientLimit: number }
+    >;
     expect(Object.keys(stats)).toEqual(['blob', 'upstream', 'redis', 'pg']);
     expect(stats.pg.clientLimit).toBe(1);
-    expect(stats.upstream.admission).toMatchObject({ mode: 'redis', perKey: 3, adaptive: { algorithm: 'vegas', shared: true, min: 4, max: 400 } });
+    expect(stats.upstream.admission).toMatchObject({
+      mode: 'redis',
+      perKey: 3,
+      adaptive: { algorithm: 'vegas', shared: true, min: 4, max: 400 },
+    });
     expect(Object.values(stats).every((s) => s.clients === 0)).toBe(true);
   });
 
   it('exports every pool’s metrics in Prometheus format on /metrics, as stats() counts them', async () => {
     // Some load on every pool first.
-    await Promise.all(Array.from({ length: 30 }, (_, i) => fetch(`${sample.url}${['/upstream/7', '/notes', '/files'][i % 3]}`, { headers: { 'x-user-id': `u${i % 10}` } }).then((r) => r.arrayBuffer())));
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        fetch(`${sample.url}${['/upstream/7', '/notes', '/files'][i % 3]}`, {
+          headers: { 'x-user-id': `u${i % 10}` },
+        }).then((r) => r.arrayBuffer()),
+      ),
+    );
     const res = await fetch(`${sample.url}/metrics`);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const samples = parsePrometheus(await res.text());
-    const stats = (await call('/pools')).body as Record<string, { maxSize: number; clients: number; waiting: number; counters: { acquired: number; released: number; timeouts: number }; admission: { counters: { admitted: number } } | null }>;
+    const stats = (await call('/pools')).body as Record<
+      string,
+      {
+        maxSize: number;
+        clients: number;
+        waiting: number;
+        counters: { acquired: number; released: number; timeouts: number };
+        admission: { counters: { admitted: number } } | null;
+      }
+    >;
     for (const [pool, s] of Object.entries(stats)) {
       const v = (name: string, labels: Record<string, string> = {}) => valueOf(samples, name, pool, labels);
-      expect({ pool, max: v('db_client_connection_max'), pending: v('db_client_connection_pending_requests'), timeouts: v('db_client_connection_timeouts_total'), clients: v('nestjs_shared_pool_clients') }).toEqual({
+      expect({
+        pool,
+        max: v('db_client_connection_max'),
+        pending: v('db_client_connection_pending_requests'),
+        timeouts: v('db_client_connection_timeouts_total'),
+        clients: v('nestjs_shared_pool_clients'),
+      }).toEqual({
         pool,
         max: s.maxSize,
         pending: s.waiting,
@@ -148,9 +213,14 @@ describe('the sample app on real services', () => {
         clients: s.clients,
       });
       // Every checkout timed its wait and every release its hold; nothing is in flight now.
-      expect({ pool, waits: v('db_client_connection_wait_time_count'), holds: v('db_client_connection_use_time_count') }).toEqual({ pool, waits: s.counters.acquired, holds: s.counters.released });
+      expect({
+        pool,
+        waits: v('db_client_connection_wait_time_count'),
+        holds: v('db_client_connection_use_time_count'),
+      }).toEqual({ pool, waits: s.counters.acquired, holds: s.counters.released });
       expect(v('nestjs_shared_pool_health', { state: 'healthy' })).toBe(1);
-      if (s.admission !== null) expect(v('nestjs_shared_pool_limiter_admitted_total')).toBe(s.admission.counters.admitted);
+      if (s.admission !== null)
+        expect(v('nestjs_shared_pool_limiter_admitted_total')).toBe(s.admission.counters.admitted);
     }
     expect(stats.upstream!.counters.acquired).toBeGreaterThan(10);
     expect(valueOf(samples, 'nestjs_shared_pool_limiter_mode', 'upstream', { mode: 'redis' })).toBe(1);

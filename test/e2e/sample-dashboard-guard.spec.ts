@@ -11,24 +11,43 @@ describe('the sample app’s dashboard in production', () => {
   });
 
   it('refuses everyone when no DASHBOARD_PASSWORD is set', async () => {
-    sample = await startSample({ port: 0, logger: false, env: { NODE_ENV: 'production' }, upstream: { handshakeDelayMs: 10 } });
+    sample = await startSample({
+      port: 0,
+      logger: false,
+      env: { NODE_ENV: 'production' },
+      upstream: { handshakeDelayMs: 10 },
+    });
     for (const path of ['/pools/ui', '/pools/ui/stream', '/pools/ui/snapshot', '/pools/ui/dashboard.js']) {
-      const res = await fetch(`${sample.url}${path}`, { headers: { authorization: `Basic ${Buffer.from('ops:').toString('base64')}` } });
+      const res = await fetch(`${sample.url}${path}`, {
+        headers: { authorization: `Basic ${Buffer.from('ops:').toString('base64')}` },
+      });
       expect([path, res.status]).toEqual([path, 403]);
       expect(await res.text()).not.toContain('"pools"');
     }
   });
 
   it('asks for the password, and lets ops in with it', async () => {
-    sample = await startSample({ port: 0, logger: false, env: { NODE_ENV: 'production', DASHBOARD_PASSWORD: 'correct horse' }, upstream: { handshakeDelayMs: 10 } });
+    sample = await startSample({
+      port: 0,
+      logger: false,
+      env: { NODE_ENV: 'production', DASHBOARD_PASSWORD: 'correct horse' },
+      upstream: { handshakeDelayMs: 10 },
+    });
     const anonymous = await fetch(`${sample.url}/pools/ui/snapshot`);
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="pool dashboard", charset="UTF-8"');
-    const wrong = await fetch(`${sample.url}/pools/ui/snapshot`, { headers: { authorization: `Basic ${Buffer.from('ops:wrong').toString('base64')}` } });
+    const wrong = await fetch(`${sample.url}/pools/ui/snapshot`, {
+      headers: { authorization: `Basic ${Buffer.from('ops:wrong').toString('base64')}` },
+    });
     expect(wrong.status).toBe(401);
-    const ops = await fetch(`${sample.url}/pools/ui/snapshot`, { headers: { authorization: `Basic ${Buffer.from('ops:correct horse').toString('base64')}` } });
+    const ops = await fetch(`${sample.url}/pools/ui/snapshot`, {
+      headers: { authorization: `Basic ${Buffer.from('ops:correct horse').toString('base64')}` },
+    });
     expect(ops.status).toBe(200);
-    expect(((await ops.json()) as { pools: { name: string }[] }).pools.map((p) => p.name)).toEqual(['blob', 'upstream']);
+    expect(((await ops.json()) as { pools: { name: string }[] }).pools.map((p) => p.name)).toEqual([
+      'blob',
+      'upstream',
+    ]);
   });
 
   it('is open on a developer’s machine (NODE_ENV not production)', async () => {

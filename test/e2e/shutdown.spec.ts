@@ -33,7 +33,17 @@ class WorkController {
 @Module({
   imports: [
     PoolModule.forRoot({
-      pools: [{ name: 'db', connector: { clientLimit: 10, create: async () => ({}), close: async () => void events.push('connection closed') }, options: { minSize: 1 } }],
+      pools: [
+        {
+          name: 'db',
+          connector: {
+            clientLimit: 10,
+            create: async () => ({}),
+            close: async () => void events.push('connection closed'),
+          },
+          options: { minSize: 1 },
+        },
+      ],
     }),
   ],
   controllers: [WorkController],

@@ -16,12 +16,21 @@ describe('keys from outside', () => {
     // On virtual time: places move from members that used them lately to new keys at the group's
     // rebalance ticks (a member's recent need fades tick by tick), which real time would wait for.
     const clock = new VirtualClock();
-    const group = new PoolGroup<object>({ name: 'tenants', maxTotal: 200, clock, metrics: false, logger: quiet, connector: () => ({ create: async () => ({}) }) });
+    const group = new PoolGroup<object>({
+      name: 'tenants',
+      maxTotal: 200,
+      clock,
+      metrics: false,
+      logger: quiet,
+      connector: () => ({ create: async () => ({}) }),
+    });
     const before = liveHeap();
     let most = 0;
     for (let i = 0; i < KEYS; i += BATCH) {
       let done = false;
-      const batch = Promise.all(Array.from({ length: BATCH }, (_, j) => group.use(`tenant-${i + j}`, () => i + j))).finally(() => (done = true));
+      const batch = Promise.all(
+        Array.from({ length: BATCH }, (_, j) => group.use(`tenant-${i + j}`, () => i + j)),
+      ).finally(() => (done = true));
       while (!done) await clock.advance(100);
       await batch;
       if (i % (BATCH * 10) === 0) most = Math.max(most, group.stats().members.length);
@@ -38,16 +47,22 @@ describe('keys from outside', () => {
     const back = group.use('tenant-0', () => 'back');
     await clock.advance(1_000);
     await expect(back).resolves.toBe('back');
-    console.log(`group: ${KEYS} keys, heap grown by ${grown.toFixed(1)} MB for ${stats.members.length} members (${((grown * MB) / stats.members.length / 1024).toFixed(1)} KB a member)`);
+    console.log(
+      `group: ${KEYS} keys, heap grown by ${grown.toFixed(1)} MB for ${stats.members.length} members (${((grown * MB) / stats.members.length / 1024).toFixed(1)} KB a member)`,
+    );
     expect(grown).toBeLessThan(50);
     await group.close();
   }, 120_000);
 
   it('leave nothing behind in a per-key limiter: 100,000 distinct keys grow the heap by under 50 MB', async () => {
     const limiter = new LocalLimiter({ perKey: 2 });
-    const pool = new ConnectionPool({ clientLimit: 1_000, create: async () => ({}) }, { name: 'api', maxSize: 2, limiter, metrics: false, logger: quiet });
+    const pool = new ConnectionPool(
+      { clientLimit: 1_000, create: async () => ({}) },
+      { name: 'api', maxSize: 2, limiter, metrics: false, logger: quiet },
+    );
     const before = liveHeap();
-    for (let i = 0; i < KEYS; i += BATCH) await Promise.all(Array.from({ length: BATCH }, (_, j) => pool.use(() => i + j, { key: `user-${i + j}` })));
+    for (let i = 0; i < KEYS; i += BATCH)
+      await Promise.all(Array.from({ length: BATCH }, (_, j) => pool.use(() => i + j, { key: `user-${i + j}` })));
     const grown = (liveHeap() - before) / MB;
     const stats = limiter.stats();
     expect(stats).toMatchObject({ held: 0, used: 0, counters: { admitted: KEYS, released: KEYS } });

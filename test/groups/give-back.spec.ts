@@ -15,7 +15,15 @@ const open: PoolGroup<Conn>[] = [];
 let clock: VirtualClock;
 
 function groupOf(connector: () => Connector<Conn>, options: Partial<PoolGroupOptions<Conn>> = {}) {
-  const g = new PoolGroup<Conn>({ name: 'g', maxTotal: 40, clock, logger: new RecordingLogger(), connector, metrics: false, ...options });
+  const g = new PoolGroup<Conn>({
+    name: 'g',
+    maxTotal: 40,
+    clock,
+    logger: new RecordingLogger(),
+    connector,
+    metrics: false,
+    ...options,
+  });
   open.push(g);
   return g;
 }
@@ -92,7 +100,7 @@ describe('a pool group gives a burst back', () => {
     expect(g.stats().members[0]!.giveBackMs).toBeLessThan(learned);
   });
 
-  it('giveBackAfterMs sets the delay; Infinity keeps idle connections until the members\' maxIdleMs', async () => {
+  it("giveBackAfterMs sets the delay; Infinity keeps idle connections until the members' maxIdleMs", async () => {
     clock = new VirtualClock();
     const { connector } = server(clock);
     const soon = groupOf(connector, { giveBackAfterMs: 1_000 });

@@ -9,14 +9,28 @@ import { countingServer as server, type Conn } from '../support/counting-server.
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 
 function groupOf(clock: VirtualClock, connector: () => Connector<Conn>, options: Partial<PoolGroupOptions<Conn>>) {
-  return new PoolGroup<Conn>({ name: 'g', maxTotal: 3, clock, logger: new RecordingLogger(), minHoldMs: 10, rebalanceIntervalMs: 10, connector, ...options });
+  return new PoolGroup<Conn>({
+    name: 'g',
+    maxTotal: 3,
+    clock,
+    logger: new RecordingLogger(),
+    minHoldMs: 10,
+    rebalanceIntervalMs: 10,
+    connector,
+    ...options,
+  });
 }
 
 /** Five callers call seven keys round-robin, 30 calls each, on a group of maxTotal 3 and maxMembers 2 with creates of 20 ms. */
 async function roundRobin(deadlineMs: number, closeMs: number, options: Partial<PoolGroupOptions<Conn>> = {}) {
   const clock = new VirtualClock();
   const { state, connector } = server(clock, 20, closeMs);
-  const g = groupOf(clock, connector, { maxTotal: 3, maxMembers: 2, member: { acquireTimeoutMs: deadlineMs }, ...options });
+  const g = groupOf(clock, connector, {
+    maxTotal: 3,
+    maxMembers: 2,
+    member: { acquireTimeoutMs: deadlineMs },
+    ...options,
+  });
   const keys = Array.from({ length: 7 }, (_, i) => `k${i}`);
   let next = 0;
   let served = 0;
@@ -54,18 +68,23 @@ describe('a pool group keeps maxTotal at the connector', () => {
     [25, 10],
     [200, 10],
     [200, 40],
-  ])('with maxMembers 2 and seven keys called round-robin by five callers, creates of 20 ms, deadlines of %i ms, closes of %i ms: never more than 3 alive', async (deadlineMs, closeMs) => {
-    const { state, served, refused, shared } = await roundRobin(deadlineMs, closeMs);
-    expect(state.peak).toBeLessThanOrEqual(3);
-    expect([shared, state.alive]).toEqual([0, 0]);
-    expect(served + refused).toBe(150);
-    expect(served).toBeGreaterThan(0);
-  });
+  ])(
+    'with maxMembers 2 and seven keys called round-robin by five callers, creates of 20 ms, deadlines of %i ms, closes of %i ms: never more than 3 alive',
+    async (deadlineMs, closeMs) => {
+      const { state, served, refused, shared } = await roundRobin(deadlineMs, closeMs);
+      expect(state.peak).toBeLessThanOrEqual(3);
+      expect([shared, state.alive]).toEqual([0, 0]);
+      expect(served + refused).toBe(150);
+      expect(served).toBeGreaterThan(0);
+    },
+  );
 
   it('a new key that waits for a member place is refused far less often than one refused at once', async () => {
     const waiting = await roundRobin(200, 10);
     const atOnce = await roundRobin(200, 10, { maxWaiting: 0 }); // the behaviour before new keys could wait
-    console.log(`round-robin of 7 keys over maxMembers 2, deadlines 200 ms: refused ${atOnce.refused} of 150 at once, ${waiting.refused} of 150 when new keys wait`);
+    console.log(
+      `round-robin of 7 keys over maxMembers 2, deadlines 200 ms: refused ${atOnce.refused} of 150 at once, ${waiting.refused} of 150 when new keys wait`,
+    );
     expect(atOnce.refused).toBeGreaterThan(50);
     expect(waiting.refused).toBeLessThan(atOnce.refused / 4);
     expect(waiting.state.peak).toBeLessThanOrEqual(3);

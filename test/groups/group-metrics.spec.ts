@@ -17,26 +17,36 @@ describe('a pool group’s metrics', () => {
     const reader = new TestReader();
     const meter = new MeterProvider({ readers: [reader] }).getMeter('test');
     const clock = new VirtualClock();
-    const g = new PoolGroup<FakeConnection>({ name: 'tenants', maxTotal: 3, clock, logger: new RecordingLogger(), metrics: meter, connector: () => new FakeConnector(), member: { clientLimit: 1 } });
+    const g = new PoolGroup<FakeConnection>({
+      name: 'tenants',
+      maxTotal: 3,
+      clock,
+      logger: new RecordingLogger(),
+      metrics: meter,
+      connector: () => new FakeConnector(),
+      member: { clientLimit: 1 },
+    });
     const held: Lease<FakeConnection>[] = [await g.acquire('a'), await g.acquire('a'), await g.acquire('b')];
     const queued = g.acquire('c').catch(() => undefined); // the budget is spent: it waits
     await clock.advance(1);
     const { resourceMetrics } = await reader.collect();
-    const metrics = new Map(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).map((m) => [m.descriptor.name, m.dataPoints] as const));
+    const metrics = new Map(
+      resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).map((m) => [m.descriptor.name, m.dataPoints] as const),
+    );
     const value = (name: string) => {
       const points = metrics.get(`nestjs_shared_pool.group.${name}`)!;
       expect(points.map((p) => p.attributes)).toEqual([{ 'nestjs_shared_pool.group.name': 'tenants' }]);
       return points[0]!.value;
     };
     const s = g.stats();
-    expect([value('connections'), value('max'), value('members'), value('pending_requests'), value('transfers'), value('utilization')]).toEqual([
-      s.total,
-      3,
-      3,
-      1,
-      s.transfers,
-      1,
-    ]);
+    expect([
+      value('connections'),
+      value('max'),
+      value('members'),
+      value('pending_requests'),
+      value('transfers'),
+      value('utilization'),
+    ]).toEqual([s.total, 3, 3, 1, s.transfers, 1]);
     expect([s.total, s.members.length, s.waiting]).toEqual([3, 3, 1]);
     expect(metrics.has('db.client.connection.count')).toBe(false); // no member records
     for (const l of held) l.release();
@@ -47,7 +57,9 @@ describe('a pool group’s metrics', () => {
   });
 
   it('record nothing with metrics: false, and refuse what is no meter', async () => {
-    expect(() => new PoolGroup({ maxTotal: 1, connector: () => new FakeConnector(), metrics: 'prometheus' as never })).toThrow(
+    expect(
+      () => new PoolGroup({ maxTotal: 1, connector: () => new FakeConnector(), metrics: 'prometheus' as never }),
+    ).toThrow(
       'pool group "group": option "metrics" must be true (the global MeterProvider), false, or a Meter of @opentelemetry/api, got "prometheus"',
     );
     const g = new PoolGroup({ maxTotal: 1, connector: () => new FakeConnector(), metrics: false });

@@ -2,19 +2,14 @@
 // taken with them (stealing, release routing, the minimum hold) are place-transfers.spec's.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import {
-  demandOf,
-  planMembers,
-  quotasOf,
-  type MemberLoad,
-  type PlanSettings,
-} from '../../lib/groups/group-planner.js';
+import { demandOf, planMembers, quotasOf, type MemberLoad, type PlanSettings } from '../../lib/groups/group-planner.js';
 import { load } from '../support/member-load.js';
 
 const settings: PlanSettings = { maxTotal: 10, clientLimit: 1, minHoldMs: 50 };
 
 const quotas = (loads: MemberLoad[], s: PlanSettings = settings) => Object.fromEntries(quotasOf(loads, s));
-const hunger = (loads: MemberLoad[], s: PlanSettings = settings) => Object.fromEntries(planMembers(loads, s).map((p) => [p.key, p.hunger]));
+const hunger = (loads: MemberLoad[], s: PlanSettings = settings) =>
+  Object.fromEntries(planMembers(loads, s).map((p) => [p.key, p.hunger]));
 
 describe('demand', () => {
   it('is mean hold time × the connections needed now: those in use, and enough for the waiters', () => {
@@ -29,11 +24,16 @@ describe('demand', () => {
 
 describe('quotas', () => {
   it('share the budget in proportion to demand', () => {
-    expect(quotas([load('a', { inUse: 4, waiting: 20, holdMs: 30 }), load('b', { inUse: 4, waiting: 20, holdMs: 10 })])).toEqual({ a: 7, b: 3 });
+    expect(
+      quotas([load('a', { inUse: 4, waiting: 20, holdMs: 30 }), load('b', { inUse: 4, waiting: 20, holdMs: 10 })]),
+    ).toEqual({ a: 7, b: 3 });
   });
 
   it('never exceed a member’s need: what it does not need goes to the others', () => {
-    expect(quotas([load('a', { inUse: 1, holdMs: 1_000 }), load('b', { inUse: 3, waiting: 30, holdMs: 1 })])).toEqual({ a: 1, b: 9 });
+    expect(quotas([load('a', { inUse: 1, holdMs: 1_000 }), load('b', { inUse: 3, waiting: 30, holdMs: 1 })])).toEqual({
+      a: 1,
+      b: 9,
+    });
   });
 
   it('give every member with demand one connection, however small its demand', () => {
@@ -42,7 +42,10 @@ describe('quotas', () => {
   });
 
   it('give nothing to members without demand, so what they hold is reclaimed', () => {
-    expect(quotas([load('idle', { connections: 4, stealable: 4 }), load('a', { inUse: 2, waiting: 1 })])).toEqual({ idle: 0, a: 3 });
+    expect(quotas([load('idle', { connections: 4, stealable: 4 }), load('a', { inUse: 2, waiting: 1 })])).toEqual({
+      idle: 0,
+      a: 3,
+    });
   });
 
   it('go to the largest demands when there are more members than connections', () => {
@@ -53,28 +56,46 @@ describe('quotas', () => {
   it('never exceed the budget or any member’s need, and use the whole budget when the need is there', () => {
     const member = fc.record({ inUse: fc.nat(20), waiting: fc.nat(50), holdMs: fc.nat(500) });
     fc.assert(
-      fc.property(fc.array(member, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 5 }), (members, maxTotal, clientLimit) => {
-        const s = { maxTotal, clientLimit, minHoldMs: 10 };
-        const loads = members.map((m, i) => load(`m${i}`, m));
-        const q = quotasOf(loads, s);
-        const need = loads.map((l) => l.inUse + Math.ceil(l.waiting / clientLimit));
-        const given = [...q.values()].reduce((a, b) => a + b, 0);
-        expect(given).toBeLessThanOrEqual(maxTotal);
-        loads.forEach((l, i) => expect(q.get(l.key)).toBeLessThanOrEqual(need[i]));
-        expect(given).toBe(Math.min(maxTotal, need.reduce((a, b) => a + b, 0)));
-      }),
+      fc.property(
+        fc.array(member, { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 5 }),
+        (members, maxTotal, clientLimit) => {
+          const s = { maxTotal, clientLimit, minHoldMs: 10 };
+          const loads = members.map((m, i) => load(`m${i}`, m));
+          const q = quotasOf(loads, s);
+          const need = loads.map((l) => l.inUse + Math.ceil(l.waiting / clientLimit));
+          const given = [...q.values()].reduce((a, b) => a + b, 0);
+          expect(given).toBeLessThanOrEqual(maxTotal);
+          loads.forEach((l, i) => expect(q.get(l.key)).toBeLessThanOrEqual(need[i]));
+          expect(given).toBe(
+            Math.min(
+              maxTotal,
+              need.reduce((a, b) => a + b, 0),
+            ),
+          );
+        },
+      ),
     );
   });
 });
 
 describe('hunger', () => {
   it('is hungry below the quota, satisfied at it, overfull above it', () => {
-    const loads = [load('a', { connections: 1, inUse: 1, waiting: 4 }), load('b', { connections: 2, inUse: 2 }), load('c', { connections: 5, stealable: 5 })];
+    const loads = [
+      load('a', { connections: 1, inUse: 1, waiting: 4 }),
+      load('b', { connections: 2, inUse: 2 }),
+      load('c', { connections: 5, stealable: 5 }),
+    ];
     expect(hunger(loads)).toEqual({ a: 'hungry', b: 'satisfied', c: 'overfull' });
   });
 
   it('makes the member with more extra connections, and an older oldest one, the better victim', () => {
-    const loads = [load('young', { connections: 3, stealable: 3, oldestMs: 100 }), load('old', { connections: 3, stealable: 3, oldestMs: 10_000 }), load('more', { connections: 5, stealable: 5, oldestMs: 100 })];
+    const loads = [
+      load('young', { connections: 3, stealable: 3, oldestMs: 100 }),
+      load('old', { connections: 3, stealable: 3, oldestMs: 10_000 }),
+      load('more', { connections: 5, stealable: 5, oldestMs: 100 }),
+    ];
     const score = Object.fromEntries(planMembers(loads, settings).map((p) => [p.key, p.score]));
     expect(score.old).toBeGreaterThan(score.young);
     expect(score.more).toBeGreaterThan(score.young);
@@ -86,7 +107,10 @@ describe('with the need the group measured lately', () => {
 
   it('does not make a member hungry for a burst its own connections can serve', () => {
     // 'a' needed about two connections lately; a burst queued six callers on its two.
-    const loads = [load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }), load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 })];
+    const loads = [
+      load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }),
+      load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 }),
+    ];
     expect(hunger(loads, small)).toEqual({ a: 'satisfied', b: 'satisfied' });
     // Without the measured need, the burst alone would make a hungry and b overfull.
     const instant = loads.map(({ recentNeed: _, ...l }) => l);
@@ -94,16 +118,26 @@ describe('with the need the group measured lately', () => {
   });
 
   it('lets a member that stopped go within a second: a small residue is no need', () => {
-    expect(quotas([load('gone', { connections: 2, stealable: 2, recentNeed: 0.04 }), load('a', { inUse: 2, recentNeed: 2 })], small)).toEqual({ gone: 0, a: 2 });
+    expect(
+      quotas(
+        [load('gone', { connections: 2, stealable: 2, recentNeed: 0.04 }), load('a', { inUse: 2, recentNeed: 2 })],
+        small,
+      ),
+    ).toEqual({ gone: 0, a: 2 });
   });
 
   it('counts a member that waits with no connection as needing one, whatever it needed before', () => {
-    const loads = [load('new', { waiting: 1, recentNeed: 0 }), load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 })];
+    const loads = [
+      load('new', { waiting: 1, recentNeed: 0 }),
+      load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 }),
+    ];
     expect(quotas(loads, small)).toEqual({ new: 1, a: 3 });
   });
 
   it('gives the first connections of a short budget to the members waiting longest, not the largest', () => {
-    const loads = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((key, i) => load(key, { waiting: 1, recentNeed: 0, holdMs: 100 - i, waitedMs: i * 10 }));
+    const loads = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((key, i) =>
+      load(key, { waiting: 1, recentNeed: 0, holdMs: 100 - i, waitedMs: i * 10 }),
+    );
     expect(quotas(loads, small)).toEqual({ m1: 0, m2: 0, m3: 1, m4: 1, m5: 1, m6: 1 });
   });
 });

@@ -22,7 +22,13 @@ function groupOf(loads: MemberLoad[], s: PlanSettings = settings) {
       waiting: () => member.load.waiting,
       connectionCount: () => member.load.connections,
       waitedMs: () => member.load.waitedMs ?? 0,
-      load: (): MemberLoadFigures => ({ connections: member.load.connections, opening: 0, inUse: member.load.inUse, stealable: member.load.stealable, oldestMs: member.load.oldestMs }),
+      load: (): MemberLoadFigures => ({
+        connections: member.load.connections,
+        opening: 0,
+        inUse: member.load.inUse,
+        stealable: member.load.stealable,
+        oldestMs: member.load.oldestMs,
+      }),
       retireOldestIdle: () => (retired.push(member.key), true),
       demand: () => void asked.push(member.key),
     } as unknown as MemberSide;
@@ -56,7 +62,10 @@ function groupOf(loads: MemberLoad[], s: PlanSettings = settings) {
 
 describe('an acquire with no connection free', () => {
   it('opens one while the budget is not spent, whatever the member’s quota: nothing is taken', () => {
-    const group = groupOf([load('a', { connections: 8, inUse: 8, waiting: 5 }), load('b', { connections: 1, inUse: 1 })]);
+    const group = groupOf([
+      load('a', { connections: 8, inUse: 8, waiting: 5 }),
+      load('b', { connections: 1, inUse: 1 }),
+    ]);
     group.starve('a');
     expect(group.retired).toEqual([]);
   });
@@ -72,19 +81,28 @@ describe('an acquire with no connection free', () => {
   });
 
   it('waits when the overfull members’ idle connections are younger than the minimum hold time', () => {
-    const group = groupOf([load('hungry', { waiting: 2 }), load('fresh', { connections: 10, stealable: 0, oldestMs: 10 })]);
+    const group = groupOf([
+      load('hungry', { waiting: 2 }),
+      load('fresh', { connections: 10, stealable: 0, oldestMs: 10 }),
+    ]);
     group.starve('hungry');
     expect(group.retired).toEqual([]);
   });
 
   it('waits when the member is not hungry: it has its share', () => {
-    const group = groupOf([load('a', { connections: 5, inUse: 5, waiting: 1 }), load('b', { connections: 5, inUse: 5, waiting: 1 })]);
+    const group = groupOf([
+      load('a', { connections: 5, inUse: 5, waiting: 1 }),
+      load('b', { connections: 5, inUse: 5, waiting: 1 }),
+    ]);
     group.starve('a');
     expect(group.retired).toEqual([]);
   });
 
   it('takes one place for a waiting member, not one per call, while that place is on its way', () => {
-    const group = groupOf([load('hungry', { waiting: 1 }), load('fuller', { connections: 10, stealable: 10, oldestMs: 5_000 })]);
+    const group = groupOf([
+      load('hungry', { waiting: 1 }),
+      load('fuller', { connections: 10, stealable: 10, oldestMs: 5_000 }),
+    ]);
     group.starve('hungry');
     group.starve('hungry');
     expect(group.retired).toEqual(['fuller']);
@@ -92,7 +110,13 @@ describe('an acquire with no connection free', () => {
 
   it('counts a member that waits with no connection as needing one, whatever it needed before', () => {
     const small: PlanSettings = { maxTotal: 4, clientLimit: 1, minHoldMs: 50 };
-    const group = groupOf([load('new', { waiting: 1, recentNeed: 0 }), load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 })], small);
+    const group = groupOf(
+      [
+        load('new', { waiting: 1, recentNeed: 0 }),
+        load('a', { connections: 4, inUse: 3, stealable: 1, recentNeed: 4, oldestMs: 500 }),
+      ],
+      small,
+    );
     group.starve('new');
     expect(group.retired).toEqual(['a']);
   });
@@ -100,7 +124,13 @@ describe('an acquire with no connection free', () => {
   it('does not make a member hungry for a burst its own connections can serve', () => {
     const small: PlanSettings = { maxTotal: 4, clientLimit: 1, minHoldMs: 50 };
     // 'a' needed about two connections lately; a burst queued six callers on its two.
-    const group = groupOf([load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }), load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 })], small);
+    const group = groupOf(
+      [
+        load('a', { connections: 2, inUse: 2, waiting: 6, recentNeed: 1.8 }),
+        load('b', { connections: 2, stealable: 2, recentNeed: 1.2, oldestMs: 500 }),
+      ],
+      small,
+    );
     group.starve('a');
     expect(group.retired).toEqual([]);
   });
@@ -109,12 +139,18 @@ describe('an acquire with no connection free', () => {
 describe('a release', () => {
   it('keeps the connection for the member’s own waiters while it is within its quota', () => {
     // a's quota is 4 of the 10 (its demand is 60 of 140), b's 6: b is hungry, but a keeps its own.
-    const group = groupOf([load('a', { connections: 4, inUse: 3, waiting: 3 }), load('b', { connections: 6, inUse: 5, waiting: 3 })]);
+    const group = groupOf([
+      load('a', { connections: 4, inUse: 3, waiting: 3 }),
+      load('b', { connections: 6, inUse: 5, waiting: 3 }),
+    ]);
     expect(group.yields('a', 1_000)).toBe(false);
   });
 
   it('hands an overfull member’s connection to the hungriest member with waiters, even past its own waiters', () => {
-    const group = groupOf([load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100, oldestMs: 5_000 }), load('rare', { waiting: 1, holdMs: 5 })]);
+    const group = groupOf([
+      load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100, oldestMs: 5_000 }),
+      load('rare', { waiting: 1, holdMs: 5 }),
+    ]);
     group.starve('rare'); // its pool could not open: the budget is spent (busy's idle one is too young to take)
     expect(group.retired).toEqual([]);
     expect(group.yields('busy', 1_000)).toBe(true);
@@ -124,7 +160,10 @@ describe('a release', () => {
   });
 
   it('keeps a connection held for less than the minimum hold time', () => {
-    const group = groupOf([load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100 }), load('rare', { waiting: 1 })]);
+    const group = groupOf([
+      load('busy', { connections: 10, inUse: 9, waiting: 50, holdMs: 100 }),
+      load('rare', { waiting: 1 }),
+    ]);
     expect(group.yields('busy', 10)).toBe(false);
   });
 
@@ -134,7 +173,10 @@ describe('a release', () => {
   });
 
   it('gives no second connection while the one given is on its way and covers what the others wait for', () => {
-    const group = groupOf([load('busy', { connections: 10, inUse: 10, waiting: 50, holdMs: 100, oldestMs: 5_000 }), load('rare', { waiting: 1, holdMs: 5 })]);
+    const group = groupOf([
+      load('busy', { connections: 10, inUse: 10, waiting: 50, holdMs: 100, oldestMs: 5_000 }),
+      load('rare', { waiting: 1, holdMs: 5 }),
+    ]);
     group.starve('rare');
     expect(group.yields('busy', 1_000)).toBe(true);
     expect(group.yields('busy', 1_000)).toBe(false);

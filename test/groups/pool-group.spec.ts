@@ -35,7 +35,10 @@ function group(options: Partial<PoolGroupOptions<FakeConnection>> = {}) {
 /** A connector whose close takes 10 ms of `clock`: a place taken from a member frees only then. */
 function closingIn10ms(clock: VirtualClock): Connector<{ id: number }> {
   let ids = 0;
-  return { create: async () => ({ id: ++ids }), close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)) };
+  return {
+    create: async () => ({ id: ++ids }),
+    close: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10)),
+  };
 }
 
 describe('a pool group', () => {
@@ -119,7 +122,10 @@ describe('a pool group', () => {
   });
 
   it('forgets a member idle for memberIdleMs, and makes it again on its next use', async () => {
-    const { g, clock, connectors } = group({ memberIdleMs: 1_000, member: { clientLimit: 1, maxIdleMs: 200, reapIntervalMs: 50 } });
+    const { g, clock, connectors } = group({
+      memberIdleMs: 1_000,
+      member: { clientLimit: 1, maxIdleMs: 200, reapIntervalMs: 50 },
+    });
     await g.use('a', () => 1);
     expect(g.stats().members.map((m) => m.key)).toEqual(['a']);
     expect(g.stats().forgotten).toBe(0);
@@ -136,7 +142,14 @@ describe('a pool group', () => {
     // The place of a taken connection frees only once its close ends; the caller it was taken for left meanwhile.
     const clock = new VirtualClock();
     const slowClose = () => closingIn10ms(clock);
-    const g = new PoolGroup({ maxTotal: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, connector: slowClose, member: { clientLimit: 1 } });
+    const g = new PoolGroup({
+      maxTotal: 2,
+      clock,
+      logger: new RecordingLogger(),
+      minHoldMs: 0,
+      connector: slowClose,
+      member: { clientLimit: 1 },
+    });
     const busy = await g.acquire('a');
     (await g.acquire('a')).release(); // a: one busy, one idle
     const gaveUp = new AbortController();
@@ -158,8 +171,18 @@ describe('a pool group', () => {
 
   it('holds a connection at least as long as a connect takes, when that is longer than minHoldMs', async () => {
     const clock = new VirtualClock();
-    const slowConnect: Connector<number> = { create: () => new Promise<number>((resolve) => clock.setTimeout(() => resolve(1), 200)) };
-    const g = new PoolGroup({ maxTotal: 1, clock, logger: new RecordingLogger(), minHoldMs: 10, rebalanceIntervalMs: 10, connector: () => slowConnect, member: { clientLimit: 1 } });
+    const slowConnect: Connector<number> = {
+      create: () => new Promise<number>((resolve) => clock.setTimeout(() => resolve(1), 200)),
+    };
+    const g = new PoolGroup({
+      maxTotal: 1,
+      clock,
+      logger: new RecordingLogger(),
+      minHoldMs: 10,
+      rebalanceIntervalMs: 10,
+      connector: () => slowConnect,
+      member: { clientLimit: 1 },
+    });
     const a = track(g.acquire('a'));
     await clock.advance(200);
     (a.value as Lease<number>).release();
@@ -177,13 +200,20 @@ describe('a pool group', () => {
 
   it('fails a waiter with the connect error when nothing else could serve it, even once the budget was spent', async () => {
     // The breaker opening on the first failure: a missing database is no transient error.
-    const { g, clock, connectors } = group({ maxTotal: 2, minHoldMs: 10, member: { clientLimit: 1, acquireTimeoutMs: 60_000, breakerFailures: 1, breakerAfterMs: 0 } });
+    const { g, clock, connectors } = group({
+      maxTotal: 2,
+      minHoldMs: 10,
+      member: { clientLimit: 1, acquireTimeoutMs: 60_000, breakerFailures: 1, breakerAfterMs: 0 },
+    });
     const held = [await g.acquire('a'), await g.acquire('a')]; // the budget is spent
     held[1]!.release();
     const down = track(g.acquire('down'));
     connectors.get('down')!.createSteps.push({ kind: 'fail', error: new Error('database "down" does not exist') });
     await clock.advance(20); // a's idle connection is taken for 'down', whose connect fails
-    expect(down.error).toMatchObject({ code: 'CONNECTION_FAILED', message: expect.stringContaining('database "down" does not exist') });
+    expect(down.error).toMatchObject({
+      code: 'CONNECTION_FAILED',
+      message: expect.stringContaining('database "down" does not exist'),
+    });
     expect(clock.now()).toBeLessThan(60_000); // not its deadline
     expect(g.stats().members.find((m) => m.key === 'down')!.pool).toMatchObject({ waiting: 0, failureStreak: 1 });
     // The place 'down' could not use is anyone's: a still opens a connection.
@@ -203,7 +233,12 @@ describe('a pool group', () => {
     await clock.advance(10);
     await g.use('c', () => 1); // a was used longest ago: it goes, its idle connection closes
     await flush();
-    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['b', 'c']);
+    expect(
+      g
+        .stats()
+        .members.map((m) => m.key)
+        .sort(),
+    ).toEqual(['b', 'c']);
     expect(g.stats().forgotten).toBe(1); // a, for c
     expect(connectors.get('a')!.live.size).toBe(0);
     const held = [await g.acquire('b'), await g.acquire('c')];
@@ -212,18 +247,30 @@ describe('a pool group', () => {
     expect(timedOut.settled).toBe(false); // waits for a member place
     await clock.advance(1);
     expect(timedOut.error).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'members', limit: 2 });
-    expect((timedOut.error as Error).message).toBe('pool "tenants": the group has its 2 members (maxMembers), each with callers for the whole 100 ms this call waited for a place; retry later');
+    expect((timedOut.error as Error).message).toBe(
+      'pool "tenants": the group has its 2 members (maxMembers), each with callers for the whole 100 ms this call waited for a place; retry later',
+    );
     const d = track(g.acquire('d', { timeoutMs: 100 }));
     const e = track(g.acquire('e', { timeoutMs: 100 }));
     await clock.advance(30);
     held[0]!.release(); // b has no caller now: d, which came first, takes its place at once
     await flush();
     expect([d.settled, e.settled]).toEqual([true, false]);
-    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['c', 'd']);
+    expect(
+      g
+        .stats()
+        .members.map((m) => m.key)
+        .sort(),
+    ).toEqual(['c', 'd']);
     (d.value as Lease<FakeConnection>).release(); // and e takes d's, within what is left of its deadline
     await flush();
     expect(e.settled).toBe(true);
-    expect(g.stats().members.map((m) => m.key).sort()).toEqual(['c', 'e']);
+    expect(
+      g
+        .stats()
+        .members.map((m) => m.key)
+        .sort(),
+    ).toEqual(['c', 'e']);
     (e.value as Lease<FakeConnection>).release();
     held[1]!.release();
     await g.close();
@@ -264,7 +311,16 @@ describe('a pool group', () => {
   it('forgets the places an evicted member was giving up, so later steals are not held back', async () => {
     const clock = new VirtualClock();
     const slowClose = () => closingIn10ms(clock);
-    const g = new PoolGroup({ maxTotal: 2, maxMembers: 2, clock, logger: new RecordingLogger(), minHoldMs: 0, rebalanceIntervalMs: 10, connector: slowClose, member: { clientLimit: 1 } });
+    const g = new PoolGroup({
+      maxTotal: 2,
+      maxMembers: 2,
+      clock,
+      logger: new RecordingLogger(),
+      minHoldMs: 0,
+      rebalanceIntervalMs: 10,
+      connector: slowClose,
+      member: { clientLimit: 1 },
+    });
     const first = [await g.acquire('a'), await g.acquire('a')];
     for (const l of first) l.release();
     const b = track(g.acquire('b')); // takes one of a's places: closing for 10 ms
@@ -298,15 +354,29 @@ describe('a pool group', () => {
     await flush();
     const summary = g.summary(3);
     const stats = g.stats();
-    expect(summary).toMatchObject({ name: 'tenants', maxTotal: 2, total: stats.total, waiting: stats.waiting, utilization: stats.utilization, health: stats.health, forgotten: stats.forgotten, memberCount: 4 });
+    expect(summary).toMatchObject({
+      name: 'tenants',
+      maxTotal: 2,
+      total: stats.total,
+      waiting: stats.waiting,
+      utilization: stats.utilization,
+      health: stats.health,
+      forgotten: stats.forgotten,
+      memberCount: 4,
+    });
     expect(summary.members.map((m) => [m.key, m.waiting, m.clients])).toEqual([
       ['recent', 1, 0], // waits (the budget is spent)
       ['queued', 0, 1], // took the idle member's place at once; as busy as busy, and used since
       ['busy', 0, 1],
     ]);
     expect(summary.hungry).toBe(stats.members.filter((m) => m.hunger === 'hungry' && m.pool.waiting > 0).length);
-    const sum = (of: (p: (typeof stats.members)[number]['pool']) => number) => stats.members.reduce((n, m) => n + of(m.pool), 0);
-    expect([summary.ready, summary.clients, summary.lastError]).toEqual([sum((p) => p.ready), sum((p) => p.clients), undefined]);
+    const sum = (of: (p: (typeof stats.members)[number]['pool']) => number) =>
+      stats.members.reduce((n, m) => n + of(m.pool), 0);
+    expect([summary.ready, summary.clients, summary.lastError]).toEqual([
+      sum((p) => p.ready),
+      sum((p) => p.clients),
+      undefined,
+    ]);
     expect(g.summary(0).members).toEqual([]);
     expect(g.summary(10).members.map((m) => m.key)).toEqual(['recent', 'queued', 'busy', 'idle']);
     busy.release();
@@ -317,14 +387,28 @@ describe('a pool group', () => {
 
   it('refuses bad options and keys, saying what to change', async () => {
     const connector = () => new FakeConnector();
-    expect(configError(() => new PoolGroup({ connector } as never)).message).toBe('pool group "group": option "maxTotal" is required: the connections all members may have at once');
-    expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe('pool group "group": option "maxTotal" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0');
-    expect(configError(() => new PoolGroup({ maxTotal: 2 } as never)).message).toBe('pool group "group": option "connector" is required: a function of the key that makes its connector');
-    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, minHoldMs: -1 })).message).toBe('pool group "group": option "minHoldMs" must be a finite number of 0 or more, got -1');
-    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, maxMembers: 0.5 })).message).toBe('pool group "group": option "maxMembers" must be a whole number of 1 or more, or Infinity, got 0.5');
-    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain('option "clientLimit" must be a whole number from 1 to 1,000,000');
+    expect(configError(() => new PoolGroup({ connector } as never)).message).toBe(
+      'pool group "group": option "maxTotal" is required: the connections all members may have at once',
+    );
+    expect(configError(() => new PoolGroup({ maxTotal: 0, connector })).message).toBe(
+      'pool group "group": option "maxTotal" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0',
+    );
+    expect(configError(() => new PoolGroup({ maxTotal: 2 } as never)).message).toBe(
+      'pool group "group": option "connector" is required: a function of the key that makes its connector',
+    );
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, minHoldMs: -1 })).message).toBe(
+      'pool group "group": option "minHoldMs" must be a finite number of 0 or more, got -1',
+    );
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, maxMembers: 0.5 })).message).toBe(
+      'pool group "group": option "maxMembers" must be a whole number of 1 or more, or Infinity, got 0.5',
+    );
+    expect(configError(() => new PoolGroup({ maxTotal: 2, connector, member: { clientLimit: 0 } })).message).toContain(
+      'option "clientLimit" must be a whole number from 1 to 1,000,000',
+    );
     const { g } = group();
-    await expect(g.use('', () => 1)).rejects.toThrow('pool group "tenants": option "key" must be a non-empty string naming the member (a tenant, a database), got an empty string');
+    await expect(g.use('', () => 1)).rejects.toThrow(
+      'pool group "tenants": option "key" must be a non-empty string naming the member (a tenant, a database), got an empty string',
+    );
     await g.close();
     await expect(g.use('a', () => 1)).rejects.toMatchObject({ code: 'POOL_CLOSED' });
   });

@@ -11,7 +11,11 @@ const TENANTS = Array.from({ length: 6 }, (_, i) => `nsp_tenant_${process.pid}_$
 /** Marks the group's connections in pg_stat_activity. */
 const APP = `nsp-group-${process.pid}`;
 
-function tenantConnector(database: string, connectDelayMs: () => number = () => 0, closeDelayMs = 0): Connector<pg.Client> {
+function tenantConnector(
+  database: string,
+  connectDelayMs: () => number = () => 0,
+  closeDelayMs = 0,
+): Connector<pg.Client> {
   return {
     clientLimit: 1,
     async create(ctx) {
@@ -44,7 +48,14 @@ describe('a pool group of PostgreSQL databases', () => {
     }
   };
   const admin = new pg.Client({ connectionString: `${SERVER}/test`, application_name: 'nsp-group-admin' });
-  const count = async () => Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [APP])).rows[0]!.n);
+  const count = async () =>
+    Number(
+      (
+        await admin.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [
+          APP,
+        ])
+      ).rows[0]!.n,
+    );
 
   beforeAll(async () => {
     await admin.connect();
@@ -61,10 +72,18 @@ describe('a pool group of PostgreSQL databases', () => {
 
   it('never has more connections on the server than maxTotal, and runs every tenant on its own database', async () => {
     const maxTotal = 4;
-    const group = new PoolGroup<pg.Client>({ name: 'tenants', maxTotal, connector: tenantConnector, member: { clientLimit: 1, acquireTimeoutMs: 30_000 } });
+    const group = new PoolGroup<pg.Client>({
+      name: 'tenants',
+      maxTotal,
+      connector: tenantConnector,
+      member: { clientLimit: 1, acquireTimeoutMs: 30_000 },
+    });
     let peak = 0;
     let sampling = true;
-    const monitor = sample(() => sampling, (n) => (peak = Math.max(peak, n)));
+    const monitor = sample(
+      () => sampling,
+      (n) => (peak = Math.max(peak, n)),
+    );
     // Six tenants, five callers each, 10 ms queries: 30 callers want a connection, 4 may have one.
     const answers: { tenant: string; db: string; seen: number }[] = [];
     const worker = async (tenant: string) => {
@@ -108,7 +127,10 @@ describe('a pool group of PostgreSQL databases', () => {
     });
     let peak = 0;
     let sampling = true;
-    const monitor = sample(() => sampling, (n) => (peak = Math.max(peak, n)));
+    const monitor = sample(
+      () => sampling,
+      (n) => (peak = Math.max(peak, n)),
+    );
     const outcomes = { served: 0, refused: 0, wrongDb: 0, seen: 0 };
     // Each worker moves to the next tenant after every call: a member whose caller gave up has
     // nobody waiting, and the next new key evicts it with its connect still under way.
@@ -142,7 +164,8 @@ describe('a pool group of PostgreSQL databases', () => {
     // Creates given up on still connect, some not yet begun (a slow network first): the place is
     // theirs until they have and are closed, and the group counts it in total till then. Waiting on
     // the server's count alone ended at a moment none showed, before a late one connected (CI, 1 run).
-    for (let i = 0; i < 250 && (group.stats().total > 0 || (await count()) > 0); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 250 && (group.stats().total > 0 || (await count()) > 0); i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(group.stats().total).toBe(0);
     sampling = false;
     expect(await monitor).toBeUndefined();

@@ -4,7 +4,12 @@
 // member gives up its oldest idle connection only once held for the minimum hold time.
 import { describe, expect, it } from '@jest/globals';
 import { ConnectionPool, type Lease } from '../../lib/index.js';
-import { kBudget, kMember, type BudgetMember, type ConnectionBudget } from '../../lib/core/contracts/connection-budget.js';
+import {
+  kBudget,
+  kMember,
+  type BudgetMember,
+  type ConnectionBudget,
+} from '../../lib/core/contracts/connection-budget.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { track, RecordingLogger } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
@@ -41,7 +46,17 @@ function members(max: number, options = {}) {
   const make = (name: string) => {
     const connector = new FakeConnector();
     // growAt 1: no connection opens ahead of demand, so the counts below are exact.
-    const settings = { name, clock, logger: new RecordingLogger(), lifetimeJitter: 0, clientLimit: 1, maxSize: 10, growAt: 1, ...options, [kBudget]: budget };
+    const settings = {
+      name,
+      clock,
+      logger: new RecordingLogger(),
+      lifetimeJitter: 0,
+      clientLimit: 1,
+      maxSize: 10,
+      growAt: 1,
+      ...options,
+      [kBudget]: budget,
+    };
     const pool = new ConnectionPool(connector, settings);
     return { pool, connector };
   };

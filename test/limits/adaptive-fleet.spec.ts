@@ -113,7 +113,9 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
   inspector.on('error', () => {});
   try {
     for (let p = 0; p < PROCESSES; p++) {
-      const child = spawn(process.execPath, [worker, dist, redis.url, namespace, origin, String(CALLERS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [worker, dist, redis.url, namespace, origin, String(CALLERS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       procs.push(child);
       const lines = createInterface({ input: child.stdout! });
       lines.on('line', (line) => {
@@ -176,7 +178,17 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
   let fleet: Fleet;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false']);
+    execFileSync(process.execPath, [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--outDir',
+      dist,
+      '--declaration',
+      'false',
+      '--sourceMap',
+      'false',
+    ]);
     redis = await RedisServer.start();
     fleet = await runFleet(redis);
     // For the record: what each phase looked like.
@@ -190,7 +202,7 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
       console.log(
         `capacity ${phase.capacity}: limit ${Math.min(...estimates).toFixed(1)}–${Math.max(...estimates).toFixed(1)}, ` +
           `most offered at once ${Math.max(...offered.map((a) => a.offered))}, ` +
-          `goodput ${((served / ((to - from) / 1_000)) * (SERVICE_MS / 1_000) / phase.capacity * 100).toFixed(0)} % of capacity, ` +
+          `goodput ${((((served / ((to - from) / 1_000)) * (SERVICE_MS / 1_000)) / phase.capacity) * 100).toFixed(0)} % of capacity, ` +
           `429s ${offered.filter((a) => a.offered > phase.capacity).length}`,
       );
       t += phase.ms;
@@ -225,7 +237,9 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
       for (let t = from; t < to; t += 10) if (!inFault(t)) ms += 10;
       const served = fleet.upstream.served.filter((s) => s >= from && s < to && !inFault(s)).length;
       const busy = (served * SERVICE_MS) / ms; // requests in service on average
-      console.log(`capacity ${phase.capacity}: ${((busy / phase.capacity) * 100).toFixed(0)} % of it in use outside the Redis faults`);
+      console.log(
+        `capacity ${phase.capacity}: ${((busy / phase.capacity) * 100).toFixed(0)} % of it in use outside the Redis faults`,
+      );
       expect(busy / phase.capacity).toBeGreaterThan(0.5); // four limits of their own, or one collapsed, would use far less
     });
   });
@@ -282,7 +296,11 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
       // reading may hold the growth of the calls since, not the fault's.
       const firstAnswer = fleet.answered.find((at) => at > fault.to);
       const when = `read ${(after!.at - fault.to).toFixed(0)} ms after the fault ended; Redis first answered a read ${firstAnswer === undefined ? 'never' : `${(firstAnswer - fault.to).toFixed(0)} ms`} after it`;
-      expect(after!.limit <= fault.before + 2 ? 'within' : `${after!.limit} after the fault, ${fault.before} before it, ${when}`).toBe('within');
+      expect(
+        after!.limit <= fault.before + 2
+          ? 'within'
+          : `${after!.limit} after the fault, ${fault.before} before it, ${when}`,
+      ).toBe('within');
     }
   });
 });

@@ -3,7 +3,13 @@
 // capacity, survives a classifier that throws, and keeps the per-key limit.
 import { describe, expect, it } from '@jest/globals';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { CapacityExceededError, ConnectionPool, KeyLimitError, POOL_CHANNELS, type CallResult } from '../../lib/index.js';
+import {
+  CapacityExceededError,
+  ConnectionPool,
+  KeyLimitError,
+  POOL_CHANNELS,
+  type CallResult,
+} from '../../lib/index.js';
 import { AdaptiveLimiter, classifyCall } from '../../lib/limits/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingLogger, track } from '../support/harness.js';
@@ -14,33 +20,56 @@ function setup(options: ConstructorParameters<typeof AdaptiveLimiter>[0] = {}) {
   const clock = new VirtualClock();
   const logger = new RecordingLogger();
   const limiter = new AdaptiveLimiter({ clock, logger, ...options });
-  const pool = new ConnectionPool(new FakeConnector(), { name: 'test', clock, logger, lifetimeJitter: 0, maxSize: 4, clientLimit: 100, limiter });
+  const pool = new ConnectionPool(new FakeConnector(), {
+    name: 'test',
+    clock,
+    logger,
+    lifetimeJitter: 0,
+    maxSize: 4,
+    clientLimit: 100,
+    limiter,
+  });
   return { pool, clock, limiter, logger };
 }
 
 describe('AdaptiveLimiter', () => {
   it('grows while calls at its limit succeed, one step per limit’s worth of them', async () => {
     const { pool, limiter } = setup({ adaptive: { algorithm: 'aimd', initial: 4, max: 8 } });
-    for (let round = 0; round < 40; round++) await Promise.all(Array.from({ length: limiter.limit }, () => pool.use(async () => ({ status: 200 }))));
+    for (let round = 0; round < 40; round++)
+      await Promise.all(Array.from({ length: limiter.limit }, () => pool.use(async () => ({ status: 200 }))));
     expect(limiter.limit).toBe(8);
     const { adaptive } = limiter.stats();
     expect(adaptive).toMatchObject({ algorithm: 'aimd', limit: 8, min: 1, max: 8, overloads: 0, ignored: 0 });
-    expect(adaptive!.changes.map((c) => [c.from, c.to, c.reason])).toEqual([[4, 5, 'success'], [5, 6, 'success'], [6, 7, 'success'], [7, 8, 'success']]);
+    expect(adaptive!.changes.map((c) => [c.from, c.to, c.reason])).toEqual([
+      [4, 5, 'success'],
+      [5, 6, 'success'],
+      [6, 7, 'success'],
+      [7, 8, 'success'],
+    ]);
     expect(limiter.stats()).toMatchObject({ mode: 'local', limit: 8 });
     await pool.close();
   });
 
   it('cuts on a 429 and admits nothing for its Retry-After, then admits again', async () => {
-    const { pool, clock, limiter } = setup({ adaptive: { algorithm: 'aimd', initial: 10, backoff: 0.5 }, pauseProbeMs: Infinity });
+    const { pool, clock, limiter } = setup({
+      adaptive: { algorithm: 'aimd', initial: 10, backoff: 0.5 },
+      pauseProbeMs: Infinity,
+    });
     const answer = await pool.use(async () => ({ status: 429, headers: { 'retry-after': '2' } }));
     expect(answer.status).toBe(429); // the caller gets the answer as it was
     expect(limiter.limit).toBe(5);
-    expect(limiter.stats().adaptive).toMatchObject({ overloads: 1, pausedMs: 2_000, changes: [{ from: 10, to: 5, reason: 'overload' }] });
+    expect(limiter.stats().adaptive).toMatchObject({
+      overloads: 1,
+      pausedMs: 2_000,
+      changes: [{ from: 10, to: 5, reason: 'overload' }],
+    });
     const paused = track(pool.use(async () => 'too early'));
     await flush();
     expect(paused.error).toBeInstanceOf(CapacityExceededError);
     expect(paused.error).toMatchObject({ reason: 'paused', retryAfterMs: 2_000 });
-    expect((paused.error as Error).message).toBe('pool "test": the upstream asked for a pause (Retry-After): admissions resume in 2000 ms');
+    expect((paused.error as Error).message).toBe(
+      'pool "test": the upstream asked for a pause (Retry-After): admissions resume in 2000 ms',
+    );
     await clock.advance(1_500);
     await expect(pool.use(async () => 'still early')).rejects.toMatchObject({ reason: 'paused', retryAfterMs: 500 });
     await clock.advance(500);
@@ -50,10 +79,22 @@ describe('AdaptiveLimiter', () => {
 
   it.each([
     ['a Retry-After of 99999999 s', () => ({ status: 503, headers: { 'retry-after': '99999999' } }), undefined],
-    ['a classify() asking for 10^15 ms', () => ({ status: 503 }), () => ({ overload: true, retryAfterMs: 1e15 }) as const],
-    ['a classify() asking for Infinity', () => ({ status: 503 }), () => ({ overload: true, retryAfterMs: Infinity }) as const],
+    [
+      'a classify() asking for 10^15 ms',
+      () => ({ status: 503 }),
+      () => ({ overload: true, retryAfterMs: 1e15 }) as const,
+    ],
+    [
+      'a classify() asking for Infinity',
+      () => ({ status: 503 }),
+      () => ({ overload: true, retryAfterMs: Infinity }) as const,
+    ],
   ])('pauses for at most maxPauseMs, however long %s asks for', async (_what, answer, classify) => {
-    const { pool, clock, limiter } = setup({ maxPauseMs: 5_000, pauseProbeMs: Infinity, ...(classify === undefined ? {} : { classify }) });
+    const { pool, clock, limiter } = setup({
+      maxPauseMs: 5_000,
+      pauseProbeMs: Infinity,
+      ...(classify === undefined ? {} : { classify }),
+    });
     await pool.use(async () => answer());
     expect(limiter.stats().adaptive!.pausedMs).toBe(5_000);
     await expect(pool.use(async () => 'early')).rejects.toMatchObject({ reason: 'paused', retryAfterMs: 5_000 });
@@ -115,7 +156,14 @@ describe('AdaptiveLimiter', () => {
   it('lets the next probe through when one is aborted while it waits for a connection', async () => {
     const clock = new VirtualClock();
     const limiter = new AdaptiveLimiter({ clock, logger: new RecordingLogger(), pauseProbeMs: 100 });
-    const pool = new ConnectionPool(new FakeConnector(), { name: 'one', clock, logger: new RecordingLogger(), maxSize: 1, clientLimit: 1, limiter });
+    const pool = new ConnectionPool(new FakeConnector(), {
+      name: 'one',
+      clock,
+      logger: new RecordingLogger(),
+      maxSize: 1,
+      clientLimit: 1,
+      limiter,
+    });
     const blocker = await pool.acquire(); // the pool's one connection, taken before the pause
     const overload = await limiter.admit({ pool: 'one', timeoutMs: 1 });
     overload.ended!({ ok: true, value: { status: 503, headers: { 'retry-after': '10' } } });
@@ -136,7 +184,10 @@ describe('AdaptiveLimiter', () => {
   });
 
   it.each([
-    [{ maxPauseMs: Infinity }, 'option "limits.maxPauseMs" must be a finite number of 0 or more (a pause must end: 0 never pauses), got Infinity'],
+    [
+      { maxPauseMs: Infinity },
+      'option "limits.maxPauseMs" must be a finite number of 0 or more (a pause must end: 0 never pauses), got Infinity',
+    ],
     [{ maxPauseMs: -1 }, 'got -1'],
     [{ pauseProbeMs: 0 }, 'option "limits.pauseProbeMs" must be a number above 0 (Infinity: no probes), got 0'],
   ])('refuses %j', (options, message) => {
@@ -160,7 +211,9 @@ describe('AdaptiveLimiter', () => {
 
   it('counts an error that says nothing about capacity as ignored, and passes it on', async () => {
     const { pool, limiter } = setup();
-    await expect(pool.use(async () => Promise.reject(new Error('404: no such item')))).rejects.toThrow('404: no such item');
+    await expect(pool.use(async () => Promise.reject(new Error('404: no such item')))).rejects.toThrow(
+      '404: no such item',
+    );
     expect(limiter.stats().adaptive).toMatchObject({ ignored: 1, overloads: 0, successes: 0, limit: 10 });
     await pool.close();
   });
@@ -190,8 +243,12 @@ describe('AdaptiveLimiter', () => {
   });
 
   it('keeps the per-key limit while the global one moves', async () => {
-    expect(new AdaptiveLimiter({ perKey: 50, adaptive: { algorithm: 'aimd', initial: 10, max: 100 } }).stats()).toMatchObject({ limit: 10, perKey: 50 }); // above the first limit, within max
-    expect(() => new AdaptiveLimiter({ perKey: 500, adaptive: { algorithm: 'aimd', max: 100 } })).toThrow('limiter "limits": option "limits.perKey" (500) must not exceed limits.adaptive.max (100): no key could ever use more than the limit can reach');
+    expect(
+      new AdaptiveLimiter({ perKey: 50, adaptive: { algorithm: 'aimd', initial: 10, max: 100 } }).stats(),
+    ).toMatchObject({ limit: 10, perKey: 50 }); // above the first limit, within max
+    expect(() => new AdaptiveLimiter({ perKey: 500, adaptive: { algorithm: 'aimd', max: 100 } })).toThrow(
+      'limiter "limits": option "limits.perKey" (500) must not exceed limits.adaptive.max (100): no key could ever use more than the limit can reach',
+    );
     const { pool, limiter } = setup({ perKey: 1, adaptive: { algorithm: 'aimd', initial: 10 } });
     const held = await pool.acquire({ key: 'ann' });
     await expect(pool.acquire({ key: 'ann', timeoutMs: 1 })).rejects.toBeInstanceOf(KeyLimitError);
@@ -202,11 +259,21 @@ describe('AdaptiveLimiter', () => {
   });
 
   it('refuses bad options with errors that name them', () => {
-    expect(() => new AdaptiveLimiter({ adaptive: { algorithm: 'cubic' } as never })).toThrow('limiter "limits": option "limits.adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"');
-    expect(() => new AdaptiveLimiter({ classify: 42 as never })).toThrow('limiter "limits": option "limits.classify" must be a function, got 42');
-    expect(() => new AdaptiveLimiter({ global: 5 } as never)).toThrow('limiter "limits": option "limits.global" is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead');
-    expect(() => new AdaptiveLimiter({ wait: true } as never)).toThrow(/option "limits.wait" is not for an adaptive limiter/);
-    expect(() => new AdaptiveLimiter({ perKey: 0 })).toThrow('limiter "limits": option "limits.perKey" must be a whole number of 1 or more, got 0');
+    expect(() => new AdaptiveLimiter({ adaptive: { algorithm: 'cubic' } as never })).toThrow(
+      'limiter "limits": option "limits.adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"',
+    );
+    expect(() => new AdaptiveLimiter({ classify: 42 as never })).toThrow(
+      'limiter "limits": option "limits.classify" must be a function, got 42',
+    );
+    expect(() => new AdaptiveLimiter({ global: 5 } as never)).toThrow(
+      'limiter "limits": option "limits.global" is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead',
+    );
+    expect(() => new AdaptiveLimiter({ wait: true } as never)).toThrow(
+      /option "limits.wait" is not for an adaptive limiter/,
+    );
+    expect(() => new AdaptiveLimiter({ perKey: 0 })).toThrow(
+      'limiter "limits": option "limits.perKey" must be a whole number of 1 or more, got 0',
+    );
   });
 });
 
@@ -218,12 +285,28 @@ describe('classifyCall', () => {
   it.each([
     ['an answer', ok({ status: 200 }), 'success'],
     ['a value without a status', ok('text'), 'success'],
-    ['a 429 with Retry-After in seconds', ok({ status: 429, headers: { 'retry-after': '3' } }), { overload: true, retryAfterMs: 3_000 }],
+    [
+      'a 429 with Retry-After in seconds',
+      ok({ status: 429, headers: { 'retry-after': '3' } }),
+      { overload: true, retryAfterMs: 3_000 },
+    ],
     ['a 503 without Retry-After', ok({ status: 503, headers: {} }), { overload: true }],
-    ['a 429 with Retry-After in a Headers object', ok({ status: 429, headers: new Headers({ 'retry-after': '1' }) }), { overload: true, retryAfterMs: 1_000 }],
-    ['an error with statusCode 503', failed(Object.assign(new Error('unavailable'), { statusCode: 503 })), { overload: true }],
+    [
+      'a 429 with Retry-After in a Headers object',
+      ok({ status: 429, headers: new Headers({ 'retry-after': '1' }) }),
+      { overload: true, retryAfterMs: 1_000 },
+    ],
+    [
+      'an error with statusCode 503',
+      failed(Object.assign(new Error('unavailable'), { statusCode: 503 })),
+      { overload: true },
+    ],
     ['a TimeoutError', failed(timeout), { overload: true }],
-    ['an abort for a timeout', failed(Object.assign(new Error('aborted'), { name: 'AbortError', cause: timeout })), { overload: true }],
+    [
+      'an abort for a timeout',
+      failed(Object.assign(new Error('aborted'), { name: 'AbortError', cause: timeout })),
+      { overload: true },
+    ],
     ['ETIMEDOUT', failed(Object.assign(new Error('connect ETIMEDOUT'), { code: 'ETIMEDOUT' })), { overload: true }],
     ['the pool’s CapacityExceededError', failed(new CapacityExceededError('db', 5, 1_000)), { overload: true }],
     ['a plain error', failed(new Error('bad request')), 'ignore'],
@@ -235,10 +318,15 @@ describe('classifyCall', () => {
 
   it('reads a Retry-After given as an HTTP date, and caps it at an hour', () => {
     const inTwoSeconds = new Date(Date.now() + 2_000).toUTCString();
-    const verdict = classifyCall(ok({ status: 429, headers: { 'retry-after': inTwoSeconds } })) as { retryAfterMs: number };
+    const verdict = classifyCall(ok({ status: 429, headers: { 'retry-after': inTwoSeconds } })) as {
+      retryAfterMs: number;
+    };
     expect(verdict.retryAfterMs).toBeGreaterThan(0);
     expect(verdict.retryAfterMs).toBeLessThanOrEqual(2_000);
-    expect(classifyCall(ok({ status: 429, headers: { 'retry-after': '999999' } }))).toEqual({ overload: true, retryAfterMs: 3_600_000 });
+    expect(classifyCall(ok({ status: 429, headers: { 'retry-after': '999999' } }))).toEqual({
+      overload: true,
+      retryAfterMs: 3_600_000,
+    });
     expect(classifyCall(ok({ status: 429, headers: { 'retry-after': 'soon' } }))).toEqual({ overload: true });
   });
 });

@@ -13,7 +13,10 @@ import { sleep, until } from '../support/wait.js';
 
 const ask = (key?: string) => ({ pool: 'api', key, timeoutMs: 0 });
 const ok: CallResult = { ok: true, value: { status: 200 } };
-const tooMany = (retryAfter?: string): CallResult => ({ ok: true, value: { status: 429, headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter } } });
+const tooMany = (retryAfter?: string): CallResult => ({
+  ok: true,
+  value: { status: 429, headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter } },
+});
 
 /** An adaptive limiter sharing `ns` on `url`, started, closed after the test. */
 function shared(ns: string, options: Partial<AdaptiveLimiterOptions> = {}, url = REDIS_URL): Promise<AdaptiveLimiter> {
@@ -56,18 +59,28 @@ describe('AdaptiveLimiter shared through Redis', () => {
     await calls(b, 1, ok); // b learns it with its next call
     expect(b.limit).toBe(5);
     // The limit holds across both: 5 leases, then a refusal on either.
-    const held = [...(await Promise.all([1, 2, 3].map(() => a.admit(ask())))), ...(await Promise.all([1, 2].map(() => b.admit(ask()))))];
+    const held = [
+      ...(await Promise.all([1, 2, 3].map(() => a.admit(ask())))),
+      ...(await Promise.all([1, 2].map(() => b.admit(ask())))),
+    ];
     await expect(a.admit(ask())).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'limit', limit: 5 });
     await expect(b.admit(ask())).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'limit' });
     for (const h of held) h.release();
-    expect(b.stats()).toMatchObject({ mode: 'redis', limit: 5, adaptive: { shared: true, limit: 5, algorithm: 'aimd' } });
+    expect(b.stats()).toMatchObject({
+      mode: 'redis',
+      limit: 5,
+      adaptive: { shared: true, limit: 5, algorithm: 'aimd' },
+    });
   });
 
   it('cuts once per round: overloads of leases admitted before the cut, on any instance, do not cut again', async () => {
     const ns = namespace();
     const a = await shared(ns);
     const b = await shared(ns);
-    const before = [...(await Promise.all([1, 2, 3].map(() => a.admit(ask())))), ...(await Promise.all([1, 2, 3].map(() => b.admit(ask()))))];
+    const before = [
+      ...(await Promise.all([1, 2, 3].map(() => a.admit(ask())))),
+      ...(await Promise.all([1, 2, 3].map(() => b.admit(ask())))),
+    ];
     end(before[0]!, tooMany());
     await until(async () => (await estimateIn(ns)) === 5);
     for (const h of before.slice(1)) end(h, tooMany());
@@ -93,7 +106,10 @@ describe('AdaptiveLimiter shared through Redis', () => {
     for (let round = 0; round < 12; round++) {
       const n = b.limit;
       const half = Math.ceil(n / 2);
-      const held = [...(await Promise.all(Array.from({ length: half }, () => a.admit(ask())))), ...(await Promise.all(Array.from({ length: n - half }, () => b.admit(ask()))))];
+      const held = [
+        ...(await Promise.all(Array.from({ length: half }, () => a.admit(ask())))),
+        ...(await Promise.all(Array.from({ length: n - half }, () => b.admit(ask())))),
+      ];
       for (const h of held) end(h, ok);
       for (let i = 0; i < n; i++) alone.sample({ startedAt: t++, durationMs: 1, inflight: n, outcome: 'success' });
       await calls(a, 1, ok); // both views brought up to date (a lone call is too few to grow the limit)
@@ -193,8 +209,12 @@ describe('AdaptiveLimiter shared through Redis', () => {
   });
 
   it('refuses a perKey above adaptive.max, and wait, naming the option', () => {
-    expect(() => new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', max: 5 }, perKey: 6, redis: { url: REDIS_URL } })).toThrow(/"limits.perKey" \(6\) must not exceed limits.adaptive.max \(5\)/);
-    expect(() => new AdaptiveLimiter({ redis: { url: REDIS_URL }, wait: true } as AdaptiveLimiterOptions)).toThrow(/"limits.wait" is not for an adaptive limiter/);
+    expect(
+      () => new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', max: 5 }, perKey: 6, redis: { url: REDIS_URL } }),
+    ).toThrow(/"limits.perKey" \(6\) must not exceed limits.adaptive.max \(5\)/);
+    expect(() => new AdaptiveLimiter({ redis: { url: REDIS_URL }, wait: true } as AdaptiveLimiterOptions)).toThrow(
+      /"limits.wait" is not for an adaptive limiter/,
+    );
     expect(() => new AdaptiveLimiter({ redis: { url: REDIS_URL, leaseTtlMs: -1 } })).toThrow(/leaseTtlMs/);
   });
 
@@ -228,7 +248,14 @@ describe('AdaptiveLimiter shared through Redis', () => {
     const server = await RedisServer.start();
     onCleanup(() => server.stop());
     const ns = namespace(server.url);
-    const a = await shared(ns, { adaptive: { algorithm: 'aimd', initial: 20, max: 40, backoff: 0.5 }, redis: { commandTimeoutMs: 300, restartProtection: true } }, server.url);
+    const a = await shared(
+      ns,
+      {
+        adaptive: { algorithm: 'aimd', initial: 20, max: 40, backoff: 0.5 },
+        redis: { commandTimeoutMs: 300, restartProtection: true },
+      },
+      server.url,
+    );
     await until(() => a.stats().mode === 'redis', 5_000); // a namespace never used starts with a quarantine
     await calls(a, 1, tooMany());
     await until(async () => (await estimateIn(ns, server.url)) === 10);

@@ -59,7 +59,7 @@ describe('CallTimer', () => {
     expect(timer.every).toBeGreaterThanOrEqual(16);
     expect(timer.every).toBeLessThanOrEqual(128);
     expect(dense.timed).toBeGreaterThan(200_000 / 0.08 / 1_000 / 2); // at least about one every 80 µs
-    expect(dense.timed).toBeLessThan(200_000 / 0.02 / 1_000 * 1.5); // at most about one every 20 µs
+    expect(dense.timed).toBeLessThan((200_000 / 0.02 / 1_000) * 1.5); // at most about one every 20 µs
     expect(dense.widestGapMs).toBeLessThan(0.4); // random gaps of at most 2 × every calls
     expect(dense.earliestMs).toBeLessThan(0.4);
     expect(dense.wrong).toBe(0);
@@ -112,7 +112,10 @@ describe('CallTimer', () => {
 describe('an in-process adaptive limit on calls too dense to time each', () => {
   it('counts every success for AIMD, timed or not, and cuts once per round on an untimed overload', async () => {
     const clock = new VirtualClock(); // it does not move yet: every call comes at one instant, the densest there is
-    const limiter = new AdaptiveLimiter({ clock, adaptive: { algorithm: 'aimd', initial: 100, max: 1_000, backoff: 0.5 } });
+    const limiter = new AdaptiveLimiter({
+      clock,
+      adaptive: { algorithm: 'aimd', initial: 100, max: 1_000, backoff: 0.5 },
+    });
     // 50 rounds of 100 calls at the limit: AIMD adds one per limit's worth of successes.
     for (let round = 0; round < 50; round++) {
       const admissions = [];
@@ -124,7 +127,8 @@ describe('an in-process adaptive limit on calls too dense to time each', () => {
     }
     // Sampled or not, each success counted: the limit is what AIMD makes of every one of them.
     const everyCall = limitAlgorithm({ algorithm: 'aimd', initial: 100, max: 1_000, backoff: 0.5 });
-    for (let round = 0; round < 50; round++) for (let i = 1; i <= 100; i++) everyCall.sample({ startedAt: 0, durationMs: 0, inflight: i, outcome: 'success' });
+    for (let round = 0; round < 50; round++)
+      for (let i = 1; i <= 100; i++) everyCall.sample({ startedAt: 0, durationMs: 0, inflight: i, outcome: 'success' });
     expect(everyCall.limit).toBeGreaterThan(110);
     expect(limiter.limit).toBe(everyCall.limit);
     expect(limiter.stats().adaptive).toMatchObject({ successes: 5_000, overloads: 0 });

@@ -34,7 +34,9 @@ describe('fencing tokens', () => {
     const ns = namespace();
     const redis = { url: REDIS_URL, namespace: ns, restartProtection: false, leaseTtlMs: 300, heartbeatMs: 100 };
     const frozenClock = new VirtualClock(); // time stands still for this holder: no heartbeat, no expiry
-    const frozen = await started(new RedisLimiter({ global: 1, clock: frozenClock, logger: new RecordingLogger(), redis }));
+    const frozen = await started(
+      new RedisLimiter({ global: 1, clock: frozenClock, logger: new RecordingLogger(), redis }),
+    );
     const other = await started(new RedisLimiter({ global: 1, logger: new RecordingLogger(), redis }));
 
     const stale = await frozen.admit({ pool: 'jobs', timeoutMs: 0 });

@@ -4,7 +4,12 @@
 // out of its bounds or to NaN.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm, type LimitSample } from '../../lib/limits/adaptive/limit-algorithms.js';
+import {
+  limitAlgorithm,
+  type AdaptiveAlgorithmOptions,
+  type LimitAlgorithm,
+  type LimitSample,
+} from '../../lib/limits/adaptive/limit-algorithms.js';
 
 const ALGORITHMS = ['aimd', 'gradient', 'vegas'] as const;
 
@@ -16,7 +21,10 @@ function run(algorithm: LimitAlgorithm, samples: readonly LimitSample[]): number
 /** Calls at full load (inflight = the limit), each `ms` long, admitted 25 ms apart (40 a second). */
 function steady(algorithm: LimitAlgorithm, n: number, ms: (i: number) => number, from = 0): number[] {
   const limits: number[] = [];
-  for (let i = 0; i < n; i++) limits.push(algorithm.sample({ startedAt: from + i * 25, durationMs: ms(i), inflight: algorithm.limit, outcome: 'success' }));
+  for (let i = 0; i < n; i++)
+    limits.push(
+      algorithm.sample({ startedAt: from + i * 25, durationMs: ms(i), inflight: algorithm.limit, outcome: 'success' }),
+    );
   return limits;
 }
 
@@ -28,7 +36,8 @@ const sample = fc.record({
 });
 
 describe.each(ALGORITHMS)('the %s limit', (name) => {
-  const make = (extra: Partial<AdaptiveAlgorithmOptions> = {}) => limitAlgorithm({ algorithm: name, min: 2, max: 200, initial: 20, ...extra } as AdaptiveAlgorithmOptions);
+  const make = (extra: Partial<AdaptiveAlgorithmOptions> = {}) =>
+    limitAlgorithm({ algorithm: name, min: 2, max: 200, initial: 20, ...extra } as AdaptiveAlgorithmOptions);
 
   it('keeps a whole number within its bounds whatever it is fed, hostile input included', () => {
     fc.assert(
@@ -53,7 +62,11 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
           // Untimed successes (as a dense stream's) between ordinary samples: AIMD's as a zero-length timed success, the others' as nothing.
           const asSuccess = untimed && s.outcome === 'success';
           const before = bySample.limit;
-          const a = !asSuccess ? bySample.sample(s) : name === 'aimd' ? bySample.sample({ startedAt: 5, durationMs: 0, inflight: s.inflight, outcome: 'success' }) : before;
+          const a = !asSuccess
+            ? bySample.sample(s)
+            : name === 'aimd'
+              ? bySample.sample({ startedAt: 5, durationMs: 0, inflight: s.inflight, outcome: 'success' })
+              : before;
           const b = asSuccess ? direct.untimedSuccess(s.inflight) : direct.sample(s);
           expect(b).toBe(a);
           expect(direct.estimate).toBe(bySample.estimate);
@@ -70,14 +83,20 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
 
   it('never grows without a success', () => {
     fc.assert(
-      fc.property(fc.array(sample.map((s) => ({ ...s, outcome: 'overload' as const })), { maxLength: 200 }), (samples) => {
-        const algorithm = make();
-        let before = algorithm.limit;
-        for (const limit of run(algorithm, samples)) {
-          expect(limit).toBeLessThanOrEqual(before);
-          before = limit;
-        }
-      }),
+      fc.property(
+        fc.array(
+          sample.map((s) => ({ ...s, outcome: 'overload' as const })),
+          { maxLength: 200 },
+        ),
+        (samples) => {
+          const algorithm = make();
+          let before = algorithm.limit;
+          for (const limit of run(algorithm, samples)) {
+            expect(limit).toBeLessThanOrEqual(before);
+            before = limit;
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -87,11 +106,21 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
     steady(algorithm, 50, () => 10);
     const before = algorithm.limit;
     // A round of 30 calls admitted at 100..129 all time out at about 1,100.
-    const after = run(algorithm, Array.from({ length: 30 }, (_, i) => ({ startedAt: 100 + i, durationMs: 1_000, inflight: before, outcome: 'overload' as const })));
+    const after = run(
+      algorithm,
+      Array.from({ length: 30 }, (_, i) => ({
+        startedAt: 100 + i,
+        durationMs: 1_000,
+        inflight: before,
+        outcome: 'overload' as const,
+      })),
+    );
     expect(after[0]).toBe(Math.max(2, Math.floor(before * 0.5)));
     expect(new Set(after).size).toBe(1);
     // A call admitted after that cut, overloaded too: a new round, a new cut.
-    expect(algorithm.sample({ startedAt: 1_200, durationMs: 5, inflight: after[0]!, outcome: 'overload' })).toBe(Math.max(2, Math.floor(Math.floor(before * 0.5) * 0.5)));
+    expect(algorithm.sample({ startedAt: 1_200, durationMs: 5, inflight: after[0]!, outcome: 'overload' })).toBe(
+      Math.max(2, Math.floor(Math.floor(before * 0.5) * 0.5)),
+    );
   });
 
   it('grows while calls succeed at full load and latency stays flat, up to its max', () => {
@@ -110,36 +139,52 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
 
   it('ignores a sample with a NaN, negative or infinite duration or a bad start, and takes a zero-duration call', () => {
     const algorithm = make();
-    for (const bad of [{ durationMs: NaN }, { durationMs: -1 }, { durationMs: Infinity }, { startedAt: NaN }, { inflight: NaN }]) {
+    for (const bad of [
+      { durationMs: NaN },
+      { durationMs: -1 },
+      { durationMs: Infinity },
+      { startedAt: NaN },
+      { inflight: NaN },
+    ]) {
       expect(algorithm.sample({ startedAt: 1, durationMs: 5, inflight: 20, outcome: 'overload', ...bad })).toBe(20);
     }
-    expect(Number.isInteger(algorithm.sample({ startedAt: 2, durationMs: 0, inflight: 20, outcome: 'success' }))).toBe(true);
+    expect(Number.isInteger(algorithm.sample({ startedAt: 2, durationMs: 0, inflight: 20, outcome: 'success' }))).toBe(
+      true,
+    );
   });
 });
 
 describe('latency-based limits', () => {
-  it.each([1, 2, 3, 4, 5])('vegas grows through the noise of long calls of varied length when nothing queues (seed %i)', (seed) => {
-    // Calls of 100 ms on average, exponential: a quarter-second window holds a few dozen, whose
-    // mean varies by a fifth. The least of such means (and the first windows, which hold only the
-    // calls that ended soonest) once made a queue appear where there was none, holding the limit.
-    const algorithm = limitAlgorithm({ algorithm: 'vegas', initial: 10, max: 40 });
-    let state = seed;
-    const random = () => ((state = (state * 48_271) % 2_147_483_647) / 2_147_483_647);
-    // The limit's slots, each running calls back to back; told in the order the calls end.
-    const slots: { startedAt: number; endsAt: number }[] = [];
-    const call = (now: number) => ({ startedAt: now, endsAt: now - Math.log(1 - random()) * 100 });
-    let now = 0;
-    while (now < 30_000) {
-      while (slots.length < algorithm.limit) slots.push(call(now));
-      slots.sort((a, b) => a.endsAt - b.endsAt);
-      const done = slots.shift()!;
-      now = done.endsAt;
-      algorithm.sample({ startedAt: done.startedAt, durationMs: done.endsAt - done.startedAt, inflight: slots.length + 1, outcome: 'success' });
-      if (slots.length < algorithm.limit) slots.push(call(now));
-    }
-    expect(algorithm.limit).toBeGreaterThanOrEqual(33); // held by a phantom queue, it stayed between 11 and 29
-    expect(algorithm.limit).toBeLessThanOrEqual(40);
-  });
+  it.each([1, 2, 3, 4, 5])(
+    'vegas grows through the noise of long calls of varied length when nothing queues (seed %i)',
+    (seed) => {
+      // Calls of 100 ms on average, exponential: a quarter-second window holds a few dozen, whose
+      // mean varies by a fifth. The least of such means (and the first windows, which hold only the
+      // calls that ended soonest) once made a queue appear where there was none, holding the limit.
+      const algorithm = limitAlgorithm({ algorithm: 'vegas', initial: 10, max: 40 });
+      let state = seed;
+      const random = () => (state = (state * 48_271) % 2_147_483_647) / 2_147_483_647;
+      // The limit's slots, each running calls back to back; told in the order the calls end.
+      const slots: { startedAt: number; endsAt: number }[] = [];
+      const call = (now: number) => ({ startedAt: now, endsAt: now - Math.log(1 - random()) * 100 });
+      let now = 0;
+      while (now < 30_000) {
+        while (slots.length < algorithm.limit) slots.push(call(now));
+        slots.sort((a, b) => a.endsAt - b.endsAt);
+        const done = slots.shift()!;
+        now = done.endsAt;
+        algorithm.sample({
+          startedAt: done.startedAt,
+          durationMs: done.endsAt - done.startedAt,
+          inflight: slots.length + 1,
+          outcome: 'success',
+        });
+        if (slots.length < algorithm.limit) slots.push(call(now));
+      }
+      expect(algorithm.limit).toBeGreaterThanOrEqual(33); // held by a phantom queue, it stayed between 11 and 29
+      expect(algorithm.limit).toBeLessThanOrEqual(40);
+    },
+  );
 
   /** A backend with 50 slots: past 50 calls in flight, latency grows in proportion (a queue). Calls 1 ms apart, each at full load. */
   function saturated(name: 'gradient' | 'vegas', initial: number, calls: number) {
@@ -147,7 +192,9 @@ describe('latency-based limits', () => {
     const limits: number[] = [];
     for (let i = 0; i < calls; i++) {
       const inflight = algorithm.limit;
-      limits.push(algorithm.sample({ startedAt: i, durationMs: 10 * Math.max(1, inflight / 50), inflight, outcome: 'success' }));
+      limits.push(
+        algorithm.sample({ startedAt: i, durationMs: 10 * Math.max(1, inflight / 50), inflight, outcome: 'success' }),
+      );
     }
     return limits;
   }
@@ -169,7 +216,8 @@ describe('latency-based limits', () => {
     const algorithm = limitAlgorithm({ algorithm: 'gradient', min: 1, max: 500, initial: 100 });
     let t = 0;
     const at = (ms: number, calls: number) => {
-      for (let i = 0; i < calls; i++, t += 5) algorithm.sample({ startedAt: t, durationMs: ms, inflight: algorithm.limit, outcome: 'success' });
+      for (let i = 0; i < calls; i++, t += 5)
+        algorithm.sample({ startedAt: t, durationMs: ms, inflight: algorithm.limit, outcome: 'success' });
       return algorithm.limit;
     };
     const before = at(10, 200 * 60); // a minute at 10 ms
@@ -192,15 +240,39 @@ describe('latency-based limits', () => {
 
 describe('the algorithms’ options', () => {
   it.each([
-    [{}, 'limiter "limits": option "adaptive.algorithm" is needed: \'aimd\', \'gradient\' or \'vegas\''],
-    [{ algorithm: 'cubic' }, 'limiter "limits": option "adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"'],
-    [{ algorithm: 'aimd', min: 0 }, 'limiter "limits": option "adaptive.min" must be a whole number of 1 or more, got 0'],
-    [{ algorithm: 'aimd', min: 10, max: 5 }, 'limiter "limits": option "adaptive.max" must be at least min (10), got 5'],
-    [{ algorithm: 'aimd', initial: 5_000 }, 'limiter "limits": option "adaptive.initial" must be within min and max (1–1000), got 5000'],
-    [{ algorithm: 'vegas', backoff: 1 }, 'limiter "limits": option "adaptive.backoff" must be a number from 0.1 to below 1, got 1'],
-    [{ algorithm: 'aimd', tolerance: 2 }, 'limiter "limits": option "adaptive.tolerance" is not one of the options of the aimd algorithm: they are algorithm, min, max, initial, backoff'],
-    [{ algorithm: 'vegas', windowMs: 0 }, 'limiter "limits": option "adaptive.windowMs" must be a finite number above 0, got 0'],
-    [{ algorithm: 'gradient', smoothing: 0 }, 'limiter "limits": option "adaptive.smoothing" must be a fraction in (0, 1], got 0'],
+    [{}, "limiter \"limits\": option \"adaptive.algorithm\" is needed: 'aimd', 'gradient' or 'vegas'"],
+    [
+      { algorithm: 'cubic' },
+      'limiter "limits": option "adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"',
+    ],
+    [
+      { algorithm: 'aimd', min: 0 },
+      'limiter "limits": option "adaptive.min" must be a whole number of 1 or more, got 0',
+    ],
+    [
+      { algorithm: 'aimd', min: 10, max: 5 },
+      'limiter "limits": option "adaptive.max" must be at least min (10), got 5',
+    ],
+    [
+      { algorithm: 'aimd', initial: 5_000 },
+      'limiter "limits": option "adaptive.initial" must be within min and max (1–1000), got 5000',
+    ],
+    [
+      { algorithm: 'vegas', backoff: 1 },
+      'limiter "limits": option "adaptive.backoff" must be a number from 0.1 to below 1, got 1',
+    ],
+    [
+      { algorithm: 'aimd', tolerance: 2 },
+      'limiter "limits": option "adaptive.tolerance" is not one of the options of the aimd algorithm: they are algorithm, min, max, initial, backoff',
+    ],
+    [
+      { algorithm: 'vegas', windowMs: 0 },
+      'limiter "limits": option "adaptive.windowMs" must be a finite number above 0, got 0',
+    ],
+    [
+      { algorithm: 'gradient', smoothing: 0 },
+      'limiter "limits": option "adaptive.smoothing" must be a fraction in (0, 1], got 0',
+    ],
   ])('refuse %j with an error that names the option', (options, message) => {
     expect(() => limitAlgorithm(options as AdaptiveAlgorithmOptions)).toThrow(message);
   });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { CapacityExceededError, KeyLimitError, LocalLimiter, PoolConfigError, type Admission, type AdmissionLimiter, type LimiterMode } from '../../lib/index.js';
+import {
+  CapacityExceededError,
+  KeyLimitError,
+  LocalLimiter,
+  PoolConfigError,
+  type Admission,
+  type AdmissionLimiter,
+  type LimiterMode,
+} from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { makePool, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
@@ -19,7 +27,14 @@ describe('LocalLimiter', () => {
     await expect(limiter.admit(ask())).resolves.toBeDefined();
     const mode: LimiterMode = limiter.stats().mode; // the modes are a typed union, exported from the root
     expect(mode).toBe('local');
-    expect(limiter.stats()).toMatchObject({ mode: 'local', used: 2, limit: 2, utilization: 1, health: 'exhausted', counters: { admitted: 3, released: 1, refusedGlobal: 1 } });
+    expect(limiter.stats()).toMatchObject({
+      mode: 'local',
+      used: 2,
+      limit: 2,
+      utilization: 1,
+      health: 'exhausted',
+      counters: { admitted: 3, released: 1, refusedGlobal: 1 },
+    });
   });
 
   it('names the keys holding the most leases, most first, at most five', async () => {
@@ -60,7 +75,18 @@ describe('LocalLimiter', () => {
       await limiter.admit(ask());
       healths.push(limiter.stats().health);
     }
-    expect(healths).toEqual(['healthy', 'healthy', 'healthy', 'healthy', 'healthy', 'healthy', 'degraded', 'degraded', 'critical', 'exhausted']);
+    expect(healths).toEqual([
+      'healthy',
+      'healthy',
+      'healthy',
+      'healthy',
+      'healthy',
+      'healthy',
+      'degraded',
+      'degraded',
+      'critical',
+      'exhausted',
+    ]);
   });
 
   it('with wait, hands a freed slot to waiters in arrival order, skipping those whose key is full', async () => {
@@ -93,7 +119,9 @@ describe('LocalLimiter', () => {
     await expect(strict.admit(ask())).rejects.toThrow(
       `pool "api": option "acquire.key" is required: the limiter "limits" allows 3 leases per key and refuses calls without one (keyless: 'refuse')`,
     );
-    expect(() => new LocalLimiter({ perKey: 3, keyless: 'drop' as never })).toThrow(`option "limits.keyless" must be 'global' or 'refuse', got "drop"`);
+    expect(() => new LocalLimiter({ perKey: 3, keyless: 'drop' as never })).toThrow(
+      `option "limits.keyless" must be 'global' or 'refuse', got "drop"`,
+    );
   });
 
   it('takes a null key (no key on purpose) against the global limit only, even when keyless is refuse, waiting too', async () => {
@@ -115,8 +143,12 @@ describe('LocalLimiter', () => {
   it('rejects a bad key and bad limits, saying what to change', async () => {
     const limiter = new LocalLimiter({ perKey: 3 });
     await expect(limiter.admit(ask(''))).rejects.toBeInstanceOf(PoolConfigError);
-    expect(() => new LocalLimiter({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
-    expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got 2.5');
+    expect(() => new LocalLimiter({ global: 0 })).toThrow(
+      'option "limits.global" must be a whole number of 1 or more, got 0',
+    );
+    expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow(
+      'option "limits.perKey" must be a whole number of 1 or more, got 2.5',
+    );
     expect(() => new LocalLimiter({ wait: 'yes' as never })).toThrow('option "limits.wait" must be true or false');
   });
 });
@@ -159,7 +191,9 @@ describe('a pool with a limiter', () => {
   });
 
   it('rejects a limiter without admit() and stats()', () => {
-    expect(() => makePool({ limiter: {} as AdmissionLimiter })).toThrow('option "limiter" must have admit() and stats()');
+    expect(() => makePool({ limiter: {} as AdmissionLimiter })).toThrow(
+      'option "limiter" must have admit() and stats()',
+    );
   });
 });
 

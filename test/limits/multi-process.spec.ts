@@ -62,9 +62,13 @@ async function run(server: RedisServer, protect: boolean): Promise<Run> {
   const namespace = `mp-${protect ? 'on' : 'off'}-${Date.now()}`;
   const procs: ChildProcess[] = [];
   for (let p = 0; p < 4; p++) {
-    const child = spawn(process.execPath, [worker, dist, server.url, namespace, join(dir, `p${p}.log`), '25', '10', protect ? '1' : '0'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [worker, dist, server.url, namespace, join(dir, `p${p}.log`), '25', '10', protect ? '1' : '0'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     procs.push(child);
     await once(child.stdout!, 'data');
   }
@@ -120,7 +124,9 @@ async function run(server: RedisServer, protect: boolean): Promise<Run> {
 }
 
 function readLog(dir: string, p: number): string[] {
-  return readFileSync(join(dir, `p${p}.log`), 'utf8').split('\n').filter(Boolean);
+  return readFileSync(join(dir, `p${p}.log`), 'utf8')
+    .split('\n')
+    .filter(Boolean);
 }
 
 /** A frozen event loop, as the worker logged it. */
@@ -142,7 +148,9 @@ function parse(lines: string[]): Map<string, Omit<Interval, 'proc'>> {
 }
 
 function freezes(lines: string[]): Freeze[] {
-  return lines.filter((l) => l.startsWith('F ')).map((l) => ({ start: BigInt(l.split(' ')[1]), end: BigInt(l.split(' ')[2]) }));
+  return lines
+    .filter((l) => l.startsWith('F '))
+    .map((l) => ({ start: BigInt(l.split(' ')[1]), end: BigInt(l.split(' ')[2]) }));
 }
 
 /** What the limiter admitted: a lease counts until released or until its signal aborted. */
@@ -172,7 +180,7 @@ const stallKinds = {
   },
   'DEBUG SLEEP': async (server: RedisServer) => {
     const client = inspect(server);
-    await client.call('DEBUG', 'SLEEP', String(TTL_MS * 1.5 / 1_000)); // answers when Redis wakes
+    await client.call('DEBUG', 'SLEEP', String((TTL_MS * 1.5) / 1_000)); // answers when Redis wakes
     client.disconnect();
   },
   "a holder's event loop blocked for 2 TTL": async (_server: RedisServer, holder: ChildProcess) => {
@@ -216,7 +224,24 @@ async function stalled(server: RedisServer, kind: keyof typeof stallKinds, stall
     // the limit is full when Redis resumes. Refused callers wait up to 3 s, so the limiter polls
     // for them during the stall: a poll sent in its last TTL still runs when Redis resumes. The
     // heartbeat runs every TTL / 3 and commands time out after 1 s, as by default.
-    const args = [worker, dist, server.url, namespace, join(dir, `p${p}.log`), String(STALL.workers), String(STALL.keys), '1', String(STALL.global), String(STALL.perKey), '4000', '8000', '333', String(TTL_MS * 2), 'default', '3000'];
+    const args = [
+      worker,
+      dist,
+      server.url,
+      namespace,
+      join(dir, `p${p}.log`),
+      String(STALL.workers),
+      String(STALL.keys),
+      '1',
+      String(STALL.global),
+      String(STALL.perKey),
+      '4000',
+      '8000',
+      '333',
+      String(TTL_MS * 2),
+      'default',
+      '3000',
+    ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     procs.push(child);
     await once(child.stdout!, 'data');
@@ -279,7 +304,8 @@ function stepsAfterFreezes(run: StalledRun): string[] {
   for (const f of run.freezes) {
     for (const i of run.intervals) {
       if (i.proc !== f.proc || i.start >= f.start || (i.end !== 0n && i.end <= f.start)) continue;
-      for (const step of i.steps) if (step > f.end) found.push(`lease ${i.id}: a step ${ms(step - f.end)} ms after the freeze ended`);
+      for (const step of i.steps)
+        if (step > f.end) found.push(`lease ${i.id}: a step ${ms(step - f.end)} ms after the freeze ended`);
     }
   }
   return found;
@@ -323,7 +349,17 @@ describe('limits across processes on one Redis', () => {
   let server: RedisServer;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false']);
+    execFileSync(process.execPath, [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--outDir',
+      dist,
+      '--declaration',
+      'false',
+      '--sourceMap',
+      'false',
+    ]);
     server = await RedisServer.start(['--enable-debug-command', 'yes']);
   }, 60_000);
 
@@ -344,7 +380,9 @@ describe('limits across processes on one Redis', () => {
     expect(result.killedLeasesGoneAfterMs).toBeLessThanOrEqual(TTL_MS + 300);
 
     // After the restart, nobody was admitted during the quarantine, and admissions resumed after it.
-    const after = result.intervals.filter((i) => i.start > result.redisBackAt).map((i) => ms(i.start - result.redisBackAt));
+    const after = result.intervals
+      .filter((i) => i.start > result.redisBackAt)
+      .map((i) => ms(i.start - result.redisBackAt));
     expect(Math.min(...after)).toBeGreaterThanOrEqual(TTL_MS - 50);
     expect(after.length).toBeGreaterThan(20);
   }, 60_000);
@@ -355,36 +393,48 @@ describe('limits across processes on one Redis', () => {
   // about 0.47^15, below 1e-4. Two figures per kind: what the limiter admitted (a lease ends when it
   // is released or its signal aborts) must keep the limits; what work that ignored the signal did
   // is logged, for the record.
-  const serverStalls = (Object.keys(stallKinds) as (keyof typeof stallKinds)[]).filter((k) => !(holderFreezes as readonly string[]).includes(k));
-  it.each(serverStalls)('through 5 stalls (%s), what the limiter admitted never exceeds the global and per-key limits', async (kind) => {
-    const run = await stalled(server, kind, 5);
-    const { global, perKey } = limitsHeld(kind, run);
-    expect(global).toBeLessThanOrEqual(STALL.global);
-    expect(perKey).toBeLessThanOrEqual(STALL.perKey);
-    expect(global).toBe(STALL.global); // the limit was reached: the sweep had teeth
-    expect(run.intervals.filter((i) => i.lost !== 0n).length).toBeGreaterThan(0); // the stalls did cost leases
-  }, 90_000);
+  const serverStalls = (Object.keys(stallKinds) as (keyof typeof stallKinds)[]).filter(
+    (k) => !(holderFreezes as readonly string[]).includes(k),
+  );
+  it.each(serverStalls)(
+    'through 5 stalls (%s), what the limiter admitted never exceeds the global and per-key limits',
+    async (kind) => {
+      const run = await stalled(server, kind, 5);
+      const { global, perKey } = limitsHeld(kind, run);
+      expect(global).toBeLessThanOrEqual(STALL.global);
+      expect(perKey).toBeLessThanOrEqual(STALL.perKey);
+      expect(global).toBe(STALL.global); // the limit was reached: the sweep had teeth
+      expect(run.intervals.filter((i) => i.lost !== 0n).length).toBeGreaterThan(0); // the stalls did cost leases
+    },
+    90_000,
+  );
 
   // A holder frozen past the TTL: Redis gives its slots away meanwhile, which no lease can
   // prevent (a frozen process cannot stop the work it started). What the limiter must do is abort
   // every lapsed lease first thing on resume, before the process is admitted anything or trusts a
   // reply that waited in its socket, so that nothing overlaps after the resume.
-  it.each(holderFreezes)(`through ${FREEZES} freezes (%s), every lapsed lease aborts first thing on resume: no over-admission after it`, async (kind) => {
-    const run = await stalled(server, kind, FREEZES);
-    const { global, perKey } = limitsHeld(kind, run);
-    expect(keptAcrossFreezes(run)).toEqual([]);
-    expect(stepsAfterFreezes(run)).toEqual([]);
-    expect(global).toBeLessThanOrEqual(STALL.global);
-    expect(perKey).toBeLessThanOrEqual(STALL.perKey);
-    expect(global).toBe(STALL.global);
-    expect(run.freezes).toHaveLength(FREEZES);
-    // Every lease a frozen process held lapsed in Redis meanwhile; each was reported lost (its
-    // signal aborted, counted in counters.lost), none silently kept. A process may hold nothing at
-    // the instant it freezes (a busy machine); most freezes must catch some leases, or the run had no teeth.
-    const heldAcross = run.freezes.map((f) => run.intervals.filter((i) => i.proc === f.proc && i.start < f.start && (i.end === 0n || i.end > f.start)));
-    expect(heldAcross.filter((held) => held.length > 0).length).toBeGreaterThanOrEqual(Math.ceil(FREEZES / 2));
-    expect(heldAcross.flat().filter((i) => i.lost === 0n)).toEqual([]);
-  }, 60_000 + FREEZES * 10_000);
+  it.each(holderFreezes)(
+    `through ${FREEZES} freezes (%s), every lapsed lease aborts first thing on resume: no over-admission after it`,
+    async (kind) => {
+      const run = await stalled(server, kind, FREEZES);
+      const { global, perKey } = limitsHeld(kind, run);
+      expect(keptAcrossFreezes(run)).toEqual([]);
+      expect(stepsAfterFreezes(run)).toEqual([]);
+      expect(global).toBeLessThanOrEqual(STALL.global);
+      expect(perKey).toBeLessThanOrEqual(STALL.perKey);
+      expect(global).toBe(STALL.global);
+      expect(run.freezes).toHaveLength(FREEZES);
+      // Every lease a frozen process held lapsed in Redis meanwhile; each was reported lost (its
+      // signal aborted, counted in counters.lost), none silently kept. A process may hold nothing at
+      // the instant it freezes (a busy machine); most freezes must catch some leases, or the run had no teeth.
+      const heldAcross = run.freezes.map((f) =>
+        run.intervals.filter((i) => i.proc === f.proc && i.start < f.start && (i.end === 0n || i.end > f.start)),
+      );
+      expect(heldAcross.filter((held) => held.length > 0).length).toBeGreaterThanOrEqual(Math.ceil(FREEZES / 2));
+      expect(heldAcross.flat().filter((i) => i.lost === 0n)).toEqual([]);
+    },
+    60_000 + FREEZES * 10_000,
+  );
 
   it('control: without restart protection, the same sweep catches over-admission after the restart', async () => {
     const result = await run(server, false);

@@ -24,14 +24,25 @@ describe('RedisLimiter on a Redis Cluster', () => {
     await cluster.stop();
   });
 
-  const limiter = (ns: string, redis: Partial<RedisLimiterOptions['redis']> = {}, limits: Partial<RedisLimiterOptions> = {}) =>
+  const limiter = (
+    ns: string,
+    redis: Partial<RedisLimiterOptions['redis']> = {},
+    limits: Partial<RedisLimiterOptions> = {},
+  ) =>
     started(
       new RedisLimiter({
         global: 5,
         perKey: 2,
         logger: new RecordingLogger(),
         ...limits,
-        redis: { cluster: { nodes: cluster.nodes }, namespace: ns, leaseTtlMs: 2_000, restartProtection: false, commandTimeoutMs: 300, ...redis },
+        redis: {
+          cluster: { nodes: cluster.nodes },
+          namespace: ns,
+          leaseTtlMs: 2_000,
+          restartProtection: false,
+          commandTimeoutMs: 300,
+          ...redis,
+        },
       }),
     );
 
@@ -48,7 +59,9 @@ describe('RedisLimiter on a Redis Cluster', () => {
     const perKey = new Map<string, number>();
     outcomes.forEach((o, i) => o.status === 'fulfilled' && perKey.set(keys[i]!, (perKey.get(keys[i]!) ?? 0) + 1));
     expect(Math.max(...perKey.values())).toBe(2);
-    const codes = new Set(outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code: string }).code] : [])));
+    const codes = new Set(
+      outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code: string }).code] : [])),
+    );
     expect([...codes].filter((c) => c !== 'CAPACITY_EXCEEDED' && c !== 'KEY_LIMIT')).toEqual([]);
     expect(await leasesIn(inspector, ns)).toBe(5);
     for (const h of held) h.release();
@@ -69,22 +82,36 @@ describe('RedisLimiter on a Redis Cluster', () => {
   });
 
   it('a cluster whose startup nodes do not answer says so', async () => {
-    const a = await limiter(`cl-${nsCount++}`, { cluster: { nodes: [{ host: '127.0.0.1', port: 1 }] }, fallback: 'fail-closed', fallbackAfterMs: 0 });
+    const a = await limiter(`cl-${nsCount++}`, {
+      cluster: { nodes: [{ host: '127.0.0.1', port: 1 }] },
+      fallback: 'fail-closed',
+      fallbackAfterMs: 0,
+    });
     await expect(a.admit(ask('u'))).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
-    expect(String(a.stats().lastError)).toMatch(/no startup node of the Redis Cluster answered .*check redis\.cluster\.nodes/);
+    expect(String(a.stats().lastError)).toMatch(
+      /no startup node of the Redis Cluster answered .*check redis\.cluster\.nodes/,
+    );
   });
 
   it('refuses a cluster without nodes, and two ways of connecting at once', () => {
     expect(() => new RedisLimiter({ redis: { cluster: { nodes: [] } } })).toThrow(PoolConfigError);
-    expect(() => new RedisLimiter({ redis: { cluster: { nodes: cluster.nodes }, url: 'redis://127.0.0.1:6379' } })).toThrow(
-      /needs exactly one of url, client, options or cluster, got url and cluster/,
-    );
+    expect(
+      () => new RedisLimiter({ redis: { cluster: { nodes: cluster.nodes }, url: 'redis://127.0.0.1:6379' } }),
+    ).toThrow(/needs exactly one of url, client, options or cluster, got url and cluster/);
   });
 
   it('a stopped master fails admissions within the command timeout; after the failover the limits hold again', async () => {
     const ns = `cl-${nsCount++}`;
-    const a = await limiter(ns, { fallback: 'fail-closed', fallbackAfterMs: 0, restartProtection: true, leaseTtlMs: 1_500 }, { global: 3, perKey: undefined });
-    const b = await limiter(ns, { fallback: 'fail-closed', fallbackAfterMs: 0, restartProtection: true, leaseTtlMs: 1_500 }, { global: 3, perKey: undefined });
+    const a = await limiter(
+      ns,
+      { fallback: 'fail-closed', fallbackAfterMs: 0, restartProtection: true, leaseTtlMs: 1_500 },
+      { global: 3, perKey: undefined },
+    );
+    const b = await limiter(
+      ns,
+      { fallback: 'fail-closed', fallbackAfterMs: 0, restartProtection: true, leaseTtlMs: 1_500 },
+      { global: 3, perKey: undefined },
+    );
     await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis', 5_000);
     const held: Admission[] = [await a.admit(ask()), await b.admit(ask())];
     const master = await cluster.masterOf(`{${ns}}:g`);

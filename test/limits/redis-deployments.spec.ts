@@ -35,7 +35,12 @@ describe('RedisLimiter behind Redis Sentinel', () => {
       new RedisLimiter({
         global: 2,
         logger,
-        redis: { options: { sentinels: sentinel.sentinels, name: sentinel.name }, namespace: 'sentinel', leaseTtlMs: 1_000, commandTimeoutMs: 300 },
+        redis: {
+          options: { sentinels: sentinel.sentinels, name: sentinel.name },
+          namespace: 'sentinel',
+          leaseTtlMs: 1_000,
+          commandTimeoutMs: 300,
+        },
       }),
     );
 
@@ -57,7 +62,13 @@ describe('RedisLimiter behind Redis Sentinel', () => {
         const stillHeldByA = held.filter((l) => !l.signal.aborted).length;
         expect(stillHeldByA + admittedToB.filter((l) => !l.signal.aborted).length).toBeLessThanOrEqual(2);
       }
-      if ((await replica.role()) === 'master' && a.stats().mode === 'redis' && b.stats().mode === 'redis' && admittedToB.length === 0) break;
+      if (
+        (await replica.role()) === 'master' &&
+        a.stats().mode === 'redis' &&
+        b.stats().mode === 'redis' &&
+        admittedToB.length === 0
+      )
+        break;
       await sleep(50);
     }
     expect(await replica.role()).toBe('master');
@@ -101,7 +112,11 @@ describe('RedisLimiter over TLS', () => {
         global: 2,
         perKey: 1,
         logger: new RecordingLogger(),
-        redis: { options: { host: '127.0.0.1', port: server.port, tls: { ca: tls.ca } }, namespace: 'tls', leaseTtlMs: 1_000 },
+        redis: {
+          options: { host: '127.0.0.1', port: server.port, tls: { ca: tls.ca } },
+          namespace: 'tls',
+          leaseTtlMs: 1_000,
+        },
       }),
     );
     await until(() => a.stats().mode === 'redis', 3_000);
@@ -123,7 +138,9 @@ describe('RedisLimiter over TLS', () => {
     );
     await until(() => a.stats().lastError !== undefined, 3_000);
     await sleep(200); // later generic failures must not hide it
-    expect(a.stats().lastError).toMatch(/the TLS connection to Redis failed \(.*(certificate|CERT|SELF_SIGNED|UNABLE_TO).*\); check rediss:\/\/ and the certificates/);
+    expect(a.stats().lastError).toMatch(
+      /the TLS connection to Redis failed \(.*(certificate|CERT|SELF_SIGNED|UNABLE_TO).*\); check rediss:\/\/ and the certificates/,
+    );
     const refused = (await a.admit(ask).catch((e: unknown) => e)) as Error;
     expect(refused).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
     expect(refused.message).toMatch(/TLS connection to Redis failed/);
@@ -134,11 +151,20 @@ describe('RedisLimiter over TLS', () => {
       new RedisLimiter({
         global: 2,
         logger: new RecordingLogger(),
-        redis: { url: `redis://127.0.0.1:${server.port}`, namespace: 'tls', leaseTtlMs: 1_000, commandTimeoutMs: 300, fallbackAfterMs: 0, fallback: 'fail-closed' },
+        redis: {
+          url: `redis://127.0.0.1:${server.port}`,
+          namespace: 'tls',
+          leaseTtlMs: 1_000,
+          commandTimeoutMs: 300,
+          fallbackAfterMs: 0,
+          fallback: 'fail-closed',
+        },
       }),
     );
     const refused = (await a.admit(ask).catch((e: unknown) => e)) as Error;
     expect(refused).toMatchObject({ code: 'CAPACITY_EXCEEDED', reason: 'unavailable' });
-    expect(refused.message).toMatch(/Redis closed the connection \(.*ECONNRESET\); if it takes TLS connections only, use rediss:\/\//);
+    expect(refused.message).toMatch(
+      /Redis closed the connection \(.*ECONNRESET\); if it takes TLS connections only, use rediss:\/\//,
+    );
   });
 });

@@ -29,7 +29,15 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
           global: 4,
           perKey: 2,
           logger,
-          redis: { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 150, fallbackAfterMs: 300, commandTimeoutMs: 200, instances: 2 },
+          redis: {
+            url: server.url,
+            namespace: ns,
+            leaseTtlMs: 600,
+            heartbeatMs: 150,
+            fallbackAfterMs: 300,
+            commandTimeoutMs: 200,
+            instances: 2,
+          },
         }),
       );
     const [a, b] = [await make(), await make()];
@@ -75,7 +83,12 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     unsubscribe(POOL_CHANNELS.limiterMode, onMode);
     const path = [...new Set(modes.map((m) => `${m.from} → ${m.to}`))];
     expect(modes.every((m) => m.limiter === 'limits')).toBe(true);
-    expect(path).toEqual(['quarantine → redis', 'redis → unreachable', 'unreachable → fallback', 'fallback → quarantine']);
+    expect(path).toEqual([
+      'quarantine → redis',
+      'redis → unreachable',
+      'unreachable → fallback',
+      'fallback → quarantine',
+    ]);
     const last = modes[modes.length - 1]!;
     expect(`${last.from} → ${last.to}`).toBe('quarantine → redis'); // back through a quarantine after the restart
   });

@@ -2,7 +2,15 @@
 // a holder stops counting on a lease once its last confirmation is a TTL old, Redis treats a long
 // silence like a restart, timed-out admissions leave no phantom, close() aborts held leases.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { CapacityExceededError, ConnectionPool, LeaseLostError, PoolConfigError, RedisLimiter, systemClock, type Admission } from '../../lib/index.js';
+import {
+  CapacityExceededError,
+  ConnectionPool,
+  LeaseLostError,
+  PoolConfigError,
+  RedisLimiter,
+  systemClock,
+  type Admission,
+} from '../../lib/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, onCleanup, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -52,7 +60,15 @@ describe('RedisLimiter through stalls', () => {
       new RedisLimiter({
         global,
         logger: new RecordingLogger(),
-        redis: { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 200, commandTimeoutMs: 100, fallback: 'fail-closed', ...redis },
+        redis: {
+          url: server.url,
+          namespace: ns,
+          leaseTtlMs: 600,
+          heartbeatMs: 200,
+          commandTimeoutMs: 100,
+          fallback: 'fail-closed',
+          ...redis,
+        },
       }),
     );
 
@@ -80,31 +96,34 @@ describe('RedisLimiter through stalls', () => {
     lease.release();
   });
 
-  it.each(Object.keys(stalls))('after a stall longer than the TTL (%s), no instance is admitted while another may still run on its lease', async (kind) => {
-    const ns = namespace(server.url);
-    const [a, b] = [await limiter(ns), await limiter(ns)];
-    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
-    const lease = await a.admit(ask);
-    const lost = abortedAt(lease.signal);
-    await stalls[kind]!(1_000);
-    // B asks as soon as Redis answers again, and keeps asking.
-    let admitted: Admission | undefined;
-    let admittedAt = 0;
-    const end = performance.now() + 3_000;
-    while (admitted === undefined && performance.now() < end) {
-      try {
-        admitted = await b.admit(ask);
-        admittedAt = performance.now();
-      } catch {
-        await sleep(10);
+  it.each(Object.keys(stalls))(
+    'after a stall longer than the TTL (%s), no instance is admitted while another may still run on its lease',
+    async (kind) => {
+      const ns = namespace(server.url);
+      const [a, b] = [await limiter(ns), await limiter(ns)];
+      await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
+      const lease = await a.admit(ask);
+      const lost = abortedAt(lease.signal);
+      await stalls[kind]!(1_000);
+      // B asks as soon as Redis answers again, and keeps asking.
+      let admitted: Admission | undefined;
+      let admittedAt = 0;
+      const end = performance.now() + 3_000;
+      while (admitted === undefined && performance.now() < end) {
+        try {
+          admitted = await b.admit(ask);
+          admittedAt = performance.now();
+        } catch {
+          await sleep(10);
+        }
       }
-    }
-    expect(admitted).toBeDefined();
-    expect(lost.at).toBeDefined();
-    expect(admittedAt).toBeGreaterThan(lost.at!);
-    admitted!.release();
-    lease.release();
-  });
+      expect(admitted).toBeDefined();
+      expect(lost.at).toBeDefined();
+      expect(admittedAt).toBeGreaterThan(lost.at!);
+      admitted!.release();
+      lease.release();
+    },
+  );
 
   it('Redis treats a silence longer than a TTL like a restart: admissions pause for a TTL while holders re-register', async () => {
     const ns = namespace(server.url);
@@ -120,28 +139,47 @@ describe('RedisLimiter through stalls', () => {
     (await a.admit(ask)).release();
   });
 
-  it.each([1, 30])('%i admission(s) timed out in one call during a stall leave no phantom lease once Redis answers again', async (n) => {
-    const ns = namespace(server.url);
-    const a = await limiter(ns, { leaseTtlMs: 2_000, heartbeatMs: 600, commandTimeoutMs: 150, fallbackAfterMs: 10_000 }, n);
-    await until(() => a.stats().mode === 'redis', 3_000);
-    server.pause();
-    const refused = await Promise.allSettled(Array.from({ length: n }, (_, i) => a.admit({ ...ask, key: `k${i % 3}` })));
-    expect(refused.map((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason)).toEqual(Array(n).fill('unavailable'));
-    await sleep(300);
-    server.resume();
-    const redis = inspector(server.url);
-    await until(() => a.stats().mode === 'redis', 3_000);
-    await sleep(100);
-    expect(await leasesIn(redis, ns)).toBe(0);
-    expect(await redis.keys(`{${ns}}:k:*`)).toEqual([]);
-    const all = await Promise.all(Array.from({ length: n }, () => a.admit(ask))); // a phantom would refuse one of these for a TTL
-    for (const lease of all) lease.release();
-  }, 15_000);
+  it.each([1, 30])(
+    '%i admission(s) timed out in one call during a stall leave no phantom lease once Redis answers again',
+    async (n) => {
+      const ns = namespace(server.url);
+      const a = await limiter(
+        ns,
+        { leaseTtlMs: 2_000, heartbeatMs: 600, commandTimeoutMs: 150, fallbackAfterMs: 10_000 },
+        n,
+      );
+      await until(() => a.stats().mode === 'redis', 3_000);
+      server.pause();
+      const refused = await Promise.allSettled(
+        Array.from({ length: n }, (_, i) => a.admit({ ...ask, key: `k${i % 3}` })),
+      );
+      expect(refused.map((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason)).toEqual(
+        Array(n).fill('unavailable'),
+      );
+      await sleep(300);
+      server.resume();
+      const redis = inspector(server.url);
+      await until(() => a.stats().mode === 'redis', 3_000);
+      await sleep(100);
+      expect(await leasesIn(redis, ns)).toBe(0);
+      expect(await redis.keys(`{${ns}}:k:*`)).toEqual([]);
+      const all = await Promise.all(Array.from({ length: n }, () => a.admit(ask))); // a phantom would refuse one of these for a TTL
+      for (const lease of all) lease.release();
+    },
+    15_000,
+  );
 
   it('admissions asked for together share calls, and still keep the global and per-key limits exactly', async () => {
     const ns = namespace(server.url);
     const make = () =>
-      started(new RedisLimiter({ global: 25, perKey: 4, logger: new RecordingLogger(), redis: { url: server.url, namespace: ns, restartProtection: false } }));
+      started(
+        new RedisLimiter({
+          global: 25,
+          perKey: 4,
+          logger: new RecordingLogger(),
+          redis: { url: server.url, namespace: ns, restartProtection: false },
+        }),
+      );
     const [a, b] = [await make(), await make()];
     const redis = inspector(server.url);
     const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
@@ -156,7 +194,9 @@ describe('RedisLimiter through stalls', () => {
     expect(Math.max(...perKey.values())).toBeLessThanOrEqual(4);
     // Each limiter sent its first admission alone and the rest together: far fewer calls than admissions.
     expect(admittedCalls).toBeLessThan(10);
-    const refusedCodes = new Set(outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code: string }).code] : [])));
+    const refusedCodes = new Set(
+      outcomes.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code: string }).code] : [])),
+    );
     expect([...refusedCodes].filter((c) => c !== 'CAPACITY_EXCEEDED' && c !== 'KEY_LIMIT')).toEqual([]);
     expect(await leasesIn(redis, ns)).toBe(25);
     for (const o of outcomes) if (o.status === 'fulfilled') o.value.release();
@@ -236,7 +276,10 @@ describe('RedisLimiter through stalls', () => {
     const a = await started(new RedisLimiter({ global: 2, clock, logger, redis }));
     await until(() => a.stats().mode === 'redis');
     const lease = await a.admit(ask);
-    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'frozen', limiter: a, logger: new RecordingLogger() });
+    const pool = new ConnectionPool(
+      { create: async () => ({}) },
+      { name: 'frozen', limiter: a, logger: new RecordingLogger() },
+    );
     const pooled = await pool.acquire();
     expect([lease.signal.aborted, pooled.signal.aborted]).toEqual([false, false]);
     skew += 1_200; // two TTLs
@@ -287,13 +330,19 @@ describe('RedisLimiter settings', () => {
 });
 
 describe('RedisLimiter keys, namespaces and first contact', () => {
-
   const make = (ns: string | undefined, global: number, extra: Record<string, unknown> = {}, name?: string) =>
     new RedisLimiter({
       global,
       ...(name === undefined ? {} : { name }),
       logger: new RecordingLogger(),
-      redis: { url: server.url, ...(ns === undefined ? {} : { namespace: ns }), leaseTtlMs: 600, heartbeatMs: 200, commandTimeoutMs: 100, ...extra },
+      redis: {
+        url: server.url,
+        ...(ns === undefined ? {} : { namespace: ns }),
+        leaseTtlMs: 600,
+        heartbeatMs: 200,
+        commandTimeoutMs: 100,
+        ...extra,
+      },
     });
 
   it('a deleted global set (DEL, an eviction) is noticed like a restart: no admission past the limit', async () => {
@@ -311,7 +360,14 @@ describe('RedisLimiter keys, namespaces and first contact', () => {
 
   it('long keys are hashed in Redis key names, so a huge key is never sent to Redis', async () => {
     const ns = namespace(server.url);
-    const limited = await started(new RedisLimiter({ global: 5, perKey: 2, logger: new RecordingLogger(), redis: { url: server.url, namespace: `${ns}k`, leaseTtlMs: 600 } }));
+    const limited = await started(
+      new RedisLimiter({
+        global: 5,
+        perKey: 2,
+        logger: new RecordingLogger(),
+        redis: { url: server.url, namespace: `${ns}k`, leaseTtlMs: 600 },
+      }),
+    );
     await until(() => limited.stats().mode === 'redis');
     const huge = 'k'.repeat(1 << 20);
     const lease = await limited.admit({ ...ask, key: huge });
@@ -333,7 +389,9 @@ describe('RedisLimiter keys, namespaces and first contact', () => {
     for (const l of held) l.release();
     const ns = namespace(server.url);
     await started(make(ns, 2));
-    await expect(make(ns, 4).start()).rejects.toThrow(/already used on this Redis by limiter "limits" with other limits/);
+    await expect(make(ns, 4).start()).rejects.toThrow(
+      /already used on this Redis by limiter "limits" with other limits/,
+    );
     await expect(started(make(ns, 2))).resolves.toBeDefined(); // the same limits: sharing on purpose
   });
 
@@ -341,7 +399,20 @@ describe('RedisLimiter keys, namespaces and first contact', () => {
     const down = await RedisServer.start();
     await down.stop();
     const at = (extra: Record<string, unknown>) =>
-      started(new RedisLimiter({ global: 4, logger: new RecordingLogger(), redis: { url: down.url, namespace: 'never', leaseTtlMs: 600, commandTimeoutMs: 100, fallbackAfterMs: 0, ...extra } }));
+      started(
+        new RedisLimiter({
+          global: 4,
+          logger: new RecordingLogger(),
+          redis: {
+            url: down.url,
+            namespace: 'never',
+            leaseTtlMs: 600,
+            commandTimeoutMs: 100,
+            fallbackAfterMs: 0,
+            ...extra,
+          },
+        }),
+      );
     const blind = [await at({}), await at({}), await at({})];
     expect(blind.map((l) => l.stats().mode)).toEqual(['fail-closed', 'fail-closed', 'fail-closed']);
     const admitted = await Promise.allSettled(blind.flatMap((l) => [l.admit(ask), l.admit(ask)]));
@@ -365,7 +436,13 @@ describe('RedisLimiter where users run Redis', () => {
     return s;
   };
   const make = (url: string, extra: Record<string, unknown> = {}) =>
-    started(new RedisLimiter({ global: 2, logger: new RecordingLogger(), redis: { url, namespace: 'deploy', leaseTtlMs: 600, commandTimeoutMs: 300, ...extra } }));
+    started(
+      new RedisLimiter({
+        global: 2,
+        logger: new RecordingLogger(),
+        redis: { url, namespace: 'deploy', leaseTtlMs: 600, commandTimeoutMs: 300, ...extra },
+      }),
+    );
 
   it('works for a hardened ACL user that may not run @dangerous commands (no INFO), without ioredis warning on the console', async () => {
     const warn = jest.spyOn(console, 'warn');

@@ -33,7 +33,9 @@ describe('RedisLimiter on a real Redis', () => {
     const b = await limiter(ns, { global: 3 });
     const held = [await a.admit(ask()), await b.admit(ask()), await a.admit(ask())];
     await expect(b.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
-    await expect(a.admit(ask())).rejects.toThrow('pool "api": the global limit of 3 concurrent leases is reached; retry later');
+    await expect(a.admit(ask())).rejects.toThrow(
+      'pool "api": the global limit of 3 concurrent leases is reached; retry later',
+    );
     held[0].release();
     await sleep(20);
     const again = await b.admit(ask());
@@ -43,7 +45,12 @@ describe('RedisLimiter on a real Redis', () => {
     held[2].release();
     await sleep(20);
     expect(await leasesIn(inspector(), ns)).toBe(0);
-    expect(a.stats()).toMatchObject({ mode: 'redis', limit: 3, held: 0, counters: { admitted: 2, released: 2, refusedGlobal: 1 } });
+    expect(a.stats()).toMatchObject({
+      mode: 'redis',
+      limit: 3,
+      held: 0,
+      counters: { admitted: 2, released: 2, refusedGlobal: 1 },
+    });
   });
 
   it('an admission asked for right after a release on the same instance gets the slot given back', async () => {
@@ -108,7 +115,10 @@ describe('RedisLimiter on a real Redis', () => {
   it('passes the fencing token to the pool lease, in use() through pool.currentLease', async () => {
     const ns = namespace();
     const l = await limiter(ns, { global: 5 });
-    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'fenced', limiter: l, logger: new RecordingLogger() });
+    const pool = new ConnectionPool(
+      { create: async () => ({}) },
+      { name: 'fenced', limiter: l, logger: new RecordingLogger() },
+    );
     const lease = await pool.acquire();
     const inUse = await pool.use(() => pool.currentLease.fence);
     expect(lease.fence).toEqual(expect.any(Number));
@@ -246,18 +256,30 @@ describe('RedisLimiter on a real Redis', () => {
   it('rejects bad input clearly', async () => {
     const ns = namespace();
     const a = await limiter(ns, { perKey: 2, keyless: 'refuse' });
-    await expect(a.admit(ask())).rejects.toThrow('option "acquire.key" is required: the limiter "limits" allows 2 leases per key and refuses calls without one');
-    await expect(a.admit({ pool: 'api', key: 7 as unknown as string, timeoutMs: 0 })).rejects.toBeInstanceOf(PoolConfigError);
+    await expect(a.admit(ask())).rejects.toThrow(
+      'option "acquire.key" is required: the limiter "limits" allows 2 leases per key and refuses calls without one',
+    );
+    await expect(a.admit({ pool: 'api', key: 7 as unknown as string, timeoutMs: 0 })).rejects.toBeInstanceOf(
+      PoolConfigError,
+    );
     const make = (o: Partial<RedisLimiterOptions>) => () => new RedisLimiter({ redis: { url: REDIS_URL }, ...o });
     expect(make({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
     expect(make({ perKey: -1 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got -1');
-    expect(make({ redis: { url: 'localhost:6379' } })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
-    expect(make({ redis: {} })).toThrow('option "limits.redis" needs exactly one of url, client, options or cluster, got none');
+    expect(make({ redis: { url: 'localhost:6379' } })).toThrow(
+      'option "limits.redis.url" must be a redis:// or rediss:// URL',
+    );
+    expect(make({ redis: {} })).toThrow(
+      'option "limits.redis" needs exactly one of url, client, options or cluster, got none',
+    );
     expect(make({ redis: { url: REDIS_URL, leaseTtlMs: 100, heartbeatMs: 100 } })).toThrow('must be below leaseTtlMs');
   });
 
   it('starts against an unreachable Redis without hanging, then serves under local limits', async () => {
-    const a = await limiter(namespace(), { global: 4, perKey: 2 }, { url: 'redis://127.0.0.1:1', fallbackAfterMs: 200, commandTimeoutMs: 200, instances: 2 });
+    const a = await limiter(
+      namespace(),
+      { global: 4, perKey: 2 },
+      { url: 'redis://127.0.0.1:1', fallbackAfterMs: 200, commandTimeoutMs: 200, instances: 2 },
+    );
     expect(a.stats().mode).toBe('unreachable');
     await expect(a.admit(ask('ann'))).rejects.toMatchObject({ reason: 'unavailable' });
     await sleep(220);
@@ -274,7 +296,10 @@ describe('RedisLimiter on a real Redis', () => {
     const b = await limiter(ns, { global: 1 });
     const redis = inspector();
     for (let i = 0; i < 100 && a.stats().mode !== 'redis'; i++) await sleep(20);
-    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'api', limiter: a, maxHoldMs: 200, reapIntervalMs: 50, logger: new RecordingLogger() });
+    const pool = new ConnectionPool(
+      { create: async () => ({}) },
+      { name: 'api', limiter: a, maxHoldMs: 200, reapIntervalMs: 50, logger: new RecordingLogger() },
+    );
     const stuck = await pool.acquire(); // and never released in time
     expect(await leasesIn(redis, ns)).toBe(1);
     await sleep(300);

@@ -18,61 +18,93 @@ type Step =
   | { kind: 'answer'; milli: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('success' as const), durationMs: fc.oneof(fc.double({ min: 0, max: 5_000, noNaN: true }), fc.constantFrom(NaN, -1, Infinity, 0)), inflight: fc.integer({ min: 0, max: 500 }) }),
-  fc.record({ kind: fc.constant('overload' as const), fence: fc.option(fc.integer({ min: 1, max: 2 ** 40 }), { nil: undefined }), retryAfterMs: fc.option(fc.integer({ min: 1, max: 3_600_000 }), { nil: undefined }) }),
+  fc.record({
+    kind: fc.constant('success' as const),
+    durationMs: fc.oneof(fc.double({ min: 0, max: 5_000, noNaN: true }), fc.constantFrom(NaN, -1, Infinity, 0)),
+    inflight: fc.integer({ min: 0, max: 500 }),
+  }),
+  fc.record({
+    kind: fc.constant('overload' as const),
+    fence: fc.option(fc.integer({ min: 1, max: 2 ** 40 }), { nil: undefined }),
+    retryAfterMs: fc.option(fc.integer({ min: 1, max: 3_600_000 }), { nil: undefined }),
+  }),
   fc.constant({ kind: 'send' as const }),
   fc.constant({ kind: 'fail' as const }),
-  fc.record({ kind: fc.constant('answer' as const), milli: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), fc.constantFrom(-1, NaN)) }),
+  fc.record({
+    kind: fc.constant('answer' as const),
+    milli: fc.oneof(fc.integer({ min: 0, max: 2_000_000 }), fc.constantFrom(-1, NaN)),
+  }),
 );
 
 describe('SharedLimit, the instance’s side of a shared adaptive limit', () => {
-  it.each(['aimd', 'vegas', 'gradient'] as const)('%s: any sequence keeps the bounds, never raises on overload or failure, and sends what the script reads', (algorithm) => {
-    fc.assert(
-      fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
-        let now = 0;
-        const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
-        const limit = new SharedLimit(limitAlgorithm({ algorithm, min: 2, max: 50, initial: 10 }), clock, 1_000, () => {});
-        const inFlight: Taken[] = [];
-        for (const s of steps) {
-          now += 7;
-          const before = limit.limit;
-          if (s.kind === 'success') limit.success({ startedAt: now - 5, durationMs: s.durationMs, inflight: s.inflight, outcome: 'success' }, 3);
-          else if (s.kind === 'overload') {
-            limit.overload({ startedAt: now - 5, durationMs: 5, inflight: 10, outcome: 'overload' }, s.fence, s.retryAfterMs);
-            expect(limit.limit).toBeLessThanOrEqual(before);
-          } else if (s.kind === 'send') {
-            const taken = limit.take();
-            const fields = taken.spec.split(' ');
-            expect(fields).toHaveLength(8);
-            for (const f of fields) expect(f).toMatch(/^-?\d+(\.\d+)?$/); // no exponent, no NaN: Lua's tonumber reads each
-            const [, min, max, , , cut, pause, deadline] = fields.map(Number);
-            expect([min, max]).toEqual([2, 50]);
-            expect(cut === -1 || cut! >= 0).toBe(true);
-            expect(pause).toBeGreaterThanOrEqual(0);
-            expect(deadline).toBeGreaterThanOrEqual(0);
-            inFlight.push(taken);
-          } else if (s.kind === 'fail') {
-            const taken = inFlight.shift();
-            if (taken !== undefined) limit.failed(taken);
-            expect(limit.limit).toBeLessThanOrEqual(before);
-          } else {
-            const taken = inFlight.shift();
-            if (taken !== undefined) limit.answered(taken, s.milli, now + 1_000_000);
+  it.each(['aimd', 'vegas', 'gradient'] as const)(
+    '%s: any sequence keeps the bounds, never raises on overload or failure, and sends what the script reads',
+    (algorithm) => {
+      fc.assert(
+        fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
+          let now = 0;
+          const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
+          const limit = new SharedLimit(
+            limitAlgorithm({ algorithm, min: 2, max: 50, initial: 10 }),
+            clock,
+            1_000,
+            () => {},
+          );
+          const inFlight: Taken[] = [];
+          for (const s of steps) {
+            now += 7;
+            const before = limit.limit;
+            if (s.kind === 'success')
+              limit.success(
+                { startedAt: now - 5, durationMs: s.durationMs, inflight: s.inflight, outcome: 'success' },
+                3,
+              );
+            else if (s.kind === 'overload') {
+              limit.overload(
+                { startedAt: now - 5, durationMs: 5, inflight: 10, outcome: 'overload' },
+                s.fence,
+                s.retryAfterMs,
+              );
+              expect(limit.limit).toBeLessThanOrEqual(before);
+            } else if (s.kind === 'send') {
+              const taken = limit.take();
+              const fields = taken.spec.split(' ');
+              expect(fields).toHaveLength(8);
+              for (const f of fields) expect(f).toMatch(/^-?\d+(\.\d+)?$/); // no exponent, no NaN: Lua's tonumber reads each
+              const [, min, max, , , cut, pause, deadline] = fields.map(Number);
+              expect([min, max]).toEqual([2, 50]);
+              expect(cut === -1 || cut! >= 0).toBe(true);
+              expect(pause).toBeGreaterThanOrEqual(0);
+              expect(deadline).toBeGreaterThanOrEqual(0);
+              inFlight.push(taken);
+            } else if (s.kind === 'fail') {
+              const taken = inFlight.shift();
+              if (taken !== undefined) limit.failed(taken);
+              expect(limit.limit).toBeLessThanOrEqual(before);
+            } else {
+              const taken = inFlight.shift();
+              if (taken !== undefined) limit.answered(taken, s.milli, now + 1_000_000);
+            }
+            expect(limit.limit).toBeGreaterThanOrEqual(2);
+            expect(limit.limit).toBeLessThanOrEqual(50);
+            expect(Number.isInteger(limit.limit)).toBe(true);
           }
-          expect(limit.limit).toBeGreaterThanOrEqual(2);
-          expect(limit.limit).toBeLessThanOrEqual(50);
-          expect(Number.isInteger(limit.limit)).toBe(true);
-        }
-      }),
-      { numRuns: 300 },
-    );
-  });
+        }),
+        { numRuns: 300 },
+      );
+    },
+  );
 
   it('an answer sets the limit to the estimate in Redis, plus the growth not sent yet', () => {
     let now = 0;
     const clock = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };
     const moves: [number, number][] = [];
-    const limit = new SharedLimit(limitAlgorithm({ algorithm: 'aimd', min: 1, max: 100, initial: 10 }), clock, 1_000, (from, to) => void moves.push([from, to]));
+    const limit = new SharedLimit(
+      limitAlgorithm({ algorithm: 'aimd', min: 1, max: 100, initial: 10 }),
+      clock,
+      1_000,
+      (from, to) => void moves.push([from, to]),
+    );
     const taken = limit.take();
     expect(taken.spec).toBe('10 1 100 0.7 0 0 0 0'); // the seed is the initial until Redis answered; no deadline before the offset is known
     limit.answered(taken, 31_500, 5_000);
@@ -86,6 +118,10 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
     expect(Number(next.spec.split(' ')[7])).toBe(6_100);
     limit.failed(next); // a fault: the growth is dropped
     expect(limit.limit).toBe(31);
-    expect(moves).toEqual([[10, 31], [31, 32], [32, 31]]);
+    expect(moves).toEqual([
+      [10, 31],
+      [31, 32],
+      [32, 31],
+    ]);
   });
 });

@@ -33,7 +33,9 @@ describe('SlotWaiters', () => {
 
   it('refuses at once a request whose signal already aborted', async () => {
     const waiters = new SlotWaiters<string>(systemClock);
-    await expect(waiters.wait(request(1_000, AbortSignal.abort(new Error('gone'))), () => new Error('late'))).rejects.toThrow('gone');
+    await expect(
+      waiters.wait(request(1_000, AbortSignal.abort(new Error('gone'))), () => new Error('late')),
+    ).rejects.toThrow('gone');
     expect(waiters.length).toBe(0);
   });
 });

@@ -24,7 +24,10 @@ describe('import cycles', () => {
     try {
       writeFileSync(join(dir, 'a.ts'), "import type { B } from './b.js';\nexport type A = B;\n");
       writeFileSync(join(dir, 'b.ts'), "export type { C as B } from './c.js';\n");
-      writeFileSync(join(dir, 'c.ts'), "import { leaf } from './leaf.js';\nimport type { A } from './a.js';\nexport type C = A | typeof leaf;\n");
+      writeFileSync(
+        join(dir, 'c.ts'),
+        "import { leaf } from './leaf.js';\nimport type { A } from './a.js';\nexport type C = A | typeof leaf;\n",
+      );
       writeFileSync(join(dir, 'leaf.ts'), 'export const leaf = 1;\n');
       expect(cycles(graphOf(dir))).toEqual([[join(dir, 'a.ts'), join(dir, 'b.ts'), join(dir, 'c.ts')]]);
     } finally {
@@ -33,7 +36,14 @@ describe('import cycles', () => {
   });
 
   it('count a file that imports itself', () => {
-    expect(cycles(new Map([['x', new Set(['x'])], ['y', new Set(['x'])]]))).toEqual([['x']]);
+    expect(
+      cycles(
+        new Map([
+          ['x', new Set(['x'])],
+          ['y', new Set(['x'])],
+        ]),
+      ),
+    ).toEqual([['x']]);
   });
 });
 
@@ -54,8 +64,14 @@ describe("a folder's index", () => {
       file('core/index.ts', "export * from './public.js';\nexport { clock, hidden } from './common/index.js';\n");
       file('core/common/index.ts', "export { clock, hidden } from './clock.js';\n");
       file('core/common/clock.ts', 'export const clock = 1;\nexport const hidden = 2;\n');
-      file('core/pool/pool.ts', "import { clock } from '../common/index.js';\nimport { hidden } from '../common/clock.js';\nexport const pool = [clock, hidden];\n");
-      file('limits/redis/limiter.ts', "import { clock } from '../../core/index.js';\nimport { hidden } from '../../core/common/index.js';\nimport { pool } from '../../core/pool/pool.js';\nexport const l = [clock, hidden, pool];\n");
+      file(
+        'core/pool/pool.ts',
+        "import { clock } from '../common/index.js';\nimport { hidden } from '../common/clock.js';\nexport const pool = [clock, hidden];\n",
+      );
+      file(
+        'limits/redis/limiter.ts',
+        "import { clock } from '../../core/index.js';\nimport { hidden } from '../../core/common/index.js';\nimport { pool } from '../../core/pool/pool.js';\nexport const l = [clock, hidden, pool];\n",
+      );
       file('limits/local.ts', "import { clock } from '../core/public.js';\nexport const m = clock;\n");
       expect(bypasses(dir).sort()).toEqual([
         'core/pool/pool.ts imports core/common/clock.ts: import core/common/index.ts instead (export the name there)',

@@ -21,14 +21,34 @@ describe('layer boundaries (npm run lint)', () => {
     ['lib/core/x.ts', "import { Injectable } from '@nestjs/common';", /lib\/core knows only pools/],
     ['lib/core/x.ts', "import { Redis } from 'ioredis';", /lib\/core knows only pools/],
     ['lib/limits/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/limits builds on lib\/core only/],
-    ['lib/connectors/x.ts', "import { RedisLimiter } from '../limits/index.js';", /lib\/connectors build on lib\/core only/],
-    ['lib/groups/x.ts', "import { PoolModule } from '../nest/index.js';", /lib\/groups build on lib\/core and lib\/limits only/],
+    [
+      'lib/connectors/x.ts',
+      "import { RedisLimiter } from '../limits/index.js';",
+      /lib\/connectors build on lib\/core only/,
+    ],
+    [
+      'lib/groups/x.ts',
+      "import { PoolModule } from '../nest/index.js';",
+      /lib\/groups build on lib\/core and lib\/limits only/,
+    ],
     ['lib/core/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/core knows only pools/],
-    ['lib/nest/x.ts', "import { PoolDashboardModule } from '../dashboard/index.js';", /lib\/nest does not know the dashboard/],
+    [
+      'lib/nest/x.ts',
+      "import { PoolDashboardModule } from '../dashboard/index.js';",
+      /lib\/nest does not know the dashboard/,
+    ],
     ['lib/core/pool/x.ts', "import { RedisLimiter } from '../../limits/index.js';", /lib\/core knows only pools/],
     ['lib/core/common/x.ts', "import { PoolModule } from '../../index.js';", /lib\/core knows only pools/],
-    ['lib/limits/redis/x.ts', "import { PoolGroup } from '../../groups/index.js';", /lib\/limits builds on lib\/core only/],
-    ['lib/connectors/pg/x.ts', "import { LocalLimiter } from '../../limits/index.js';", /lib\/connectors build on lib\/core only/],
+    [
+      'lib/limits/redis/x.ts',
+      "import { PoolGroup } from '../../groups/index.js';",
+      /lib\/limits builds on lib\/core only/,
+    ],
+    [
+      'lib/connectors/pg/x.ts',
+      "import { LocalLimiter } from '../../limits/index.js';",
+      /lib\/connectors build on lib\/core only/,
+    ],
   ])('%s may not %s', async (file, code, message) => {
     const found = await problems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
     expect(found).toHaveLength(1);
@@ -50,7 +70,10 @@ describe('layer boundaries (npm run lint)', () => {
 
 describe('file length (npm run lint)', () => {
   const lengthProblems = async (file: string, lines: number) => {
-    const [result] = await eslint.lintText(Array.from({ length: lines }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n', { filePath: `${root}${file}` });
+    const [result] = await eslint.lintText(
+      Array.from({ length: lines }, (_, i) => `export const v${i} = ${i};`).join('\n') + '\n',
+      { filePath: `${root}${file}` },
+    );
     return result!.messages.filter((m) => m.ruleId === 'max-lines').map((m) => m.message);
   };
 
@@ -60,7 +83,7 @@ describe('file length (npm run lint)', () => {
   });
 });
 
-describe("the map of the code in docs/internals.md", () => {
+describe('the map of the code in docs/internals.md', () => {
   it('names only files and folders that exist', () => {
     const readme = readFileSync(`${root}docs/internals.md`, 'utf8');
     const paths = [...readme.matchAll(/`(lib\/[\w./-]+)`/g)].map((m) => m[1]!);

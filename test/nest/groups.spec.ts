@@ -4,7 +4,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { Controller, Get, Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { InjectPool, PoolGroup, PoolHealthIndicator, PoolModule, PooledConnection, UsePooled, type PoolGroupStats } from '../../lib/index.js';
+import {
+  InjectPool,
+  PoolGroup,
+  PoolHealthIndicator,
+  PoolModule,
+  PooledConnection,
+  UsePooled,
+  type PoolGroupStats,
+} from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { configError } from '../support/harness.js';
 import { boot, RecordingNestLogger } from '../support/nest.js';
@@ -61,7 +69,11 @@ describe('pool groups in PoolModule', () => {
     const moduleRef = await boot({ imports: [groupsModule(tenants)], providers: [Reports] });
     const reports = moduleRef.get(Reports);
     expect(reports.group).toBeInstanceOf(PoolGroup);
-    expect(await Promise.all(['acme', 'acme', 'globex'].map((t) => reports.forTenant(t)))).toEqual(['acme:1', 'acme:2', 'globex:1']);
+    expect(await Promise.all(['acme', 'acme', 'globex'].map((t) => reports.forTenant(t)))).toEqual([
+      'acme:1',
+      'acme:2',
+      'globex:1',
+    ]);
     const stats: PoolGroupStats = reports.group.stats();
     expect(stats).toMatchObject({ name: 'tenants', maxTotal: 3, clientLimit: 1, total: 3 });
     expect(stats.members.map((m) => m.key).sort()).toEqual(['acme', 'globex']);
@@ -82,7 +94,18 @@ describe('pool groups in PoolModule', () => {
     expect(result).toEqual({
       pools: {
         status: 'up',
-        tenants: { health: 'healthy', size: 1, ready: 1, maxSize: 3, clients: 0, clientLimit: 1, utilization: 0, waiting: 0, lastError: null, members: 1 },
+        tenants: {
+          health: 'healthy',
+          size: 1,
+          ready: 1,
+          maxSize: 3,
+          clients: 0,
+          clientLimit: 1,
+          utilization: 0,
+          waiting: 0,
+          lastError: null,
+          members: 1,
+        },
       },
     });
     expect(Object.keys(moduleRef.get(PoolHealthIndicator).isHealthy('all').all)).toEqual(['db', 'tenants', 'status']);
@@ -90,7 +113,9 @@ describe('pool groups in PoolModule', () => {
 
   it('closes every member when the application shuts down', async () => {
     const tenants = new Tenants();
-    const moduleRef = await Test.createTestingModule({ imports: [groupsModule(tenants)], providers: [Reports] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [groupsModule(tenants)], providers: [Reports] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     await moduleRef.init();
     await Promise.all(['a', 'b', 'c'].map((t) => moduleRef.get(Reports).forTenant(t)));
     expect(tenants.live()).toBe(3);
@@ -103,7 +128,9 @@ describe('pool groups in PoolModule', () => {
     @Module({
       imports: [
         PoolModule.forRoot({
-          groups: [{ name: 'tenants', connector: tenants.connector, options: { maxTotal: 2, member: { clientLimit: 1 } } }],
+          groups: [
+            { name: 'tenants', connector: tenants.connector, options: { maxTotal: 2, member: { clientLimit: 1 } } },
+          ],
           requestKey: (ctx) => ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-tenant'],
         }),
       ],
@@ -111,7 +138,9 @@ describe('pool groups in PoolModule', () => {
       controllers: [ReportsController],
     })
     class App {}
-    const moduleRef = await Test.createTestingModule({ imports: [App] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [App] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     const app: INestApplication = moduleRef.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
     try {
@@ -129,28 +158,60 @@ describe('pool groups in PoolModule', () => {
   it('takes group options from the async factory, and checks them before anything opens', async () => {
     const tenants = new Tenants();
     const moduleRef = await boot({
-      imports: [PoolModule.forRootAsync({ groups: [{ name: 'tenants', connector: { useFactory: () => tenants.connector } }], useFactory: () => ({ groups: { tenants: { maxTotal: 5, minHoldMs: 50 } } }) })],
+      imports: [
+        PoolModule.forRootAsync({
+          groups: [{ name: 'tenants', connector: { useFactory: () => tenants.connector } }],
+          useFactory: () => ({ groups: { tenants: { maxTotal: 5, minHoldMs: 50 } } }),
+        }),
+      ],
       providers: [Reports],
     });
     expect(moduleRef.get(Reports).group.options).toMatchObject({ maxTotal: 5, minHoldMs: 50 });
     await expect(
-      boot({ imports: [PoolModule.forRootAsync({ groups: [{ name: 'tenants', connector: tenants.connector }], useFactory: () => ({ groups: { tenants: {} as never } }) })] }),
-    ).rejects.toThrow('pool group "tenants": option "maxTotal" is required: the connections all members may have at once');
+      boot({
+        imports: [
+          PoolModule.forRootAsync({
+            groups: [{ name: 'tenants', connector: tenants.connector }],
+            useFactory: () => ({ groups: { tenants: {} as never } }),
+          }),
+        ],
+      }),
+    ).rejects.toThrow(
+      'pool group "tenants": option "maxTotal" is required: the connections all members may have at once',
+    );
   });
 
   it('refuses bad group registrations, saying what to change', () => {
     const connector = (tenant: string) => ({ create: async () => tenant });
-    expect(configError(() => PoolModule.forRoot({ groups: [{ name: 'tenants', connector, options: {} as never }] })).message).toBe(
-      'pool group "tenants": option "maxTotal" is required: the connections all members may have at once',
-    );
-    expect(configError(() => PoolModule.forRoot({ groups: [{ name: 'tenants', connector: 'pg://x' as never, options: { maxTotal: 2 } }] })).message).toBe(
+    expect(
+      configError(() => PoolModule.forRoot({ groups: [{ name: 'tenants', connector, options: {} as never }] })).message,
+    ).toBe('pool group "tenants": option "maxTotal" is required: the connections all members may have at once');
+    expect(
+      configError(() =>
+        PoolModule.forRoot({ groups: [{ name: 'tenants', connector: 'pg://x' as never, options: { maxTotal: 2 } }] }),
+      ).message,
+    ).toBe(
       `pool group "tenants": option "connector" must be a function of the member's key that returns its connector, or { useFactory, inject } returning one`,
     );
-    expect(configError(() => PoolModule.forRoot({ pools: [{ name: 'x', connector: new FakeConnector() }], groups: [{ name: 'x', connector, options: { maxTotal: 2 } }] })).message).toBe(
+    expect(
+      configError(() =>
+        PoolModule.forRoot({
+          pools: [{ name: 'x', connector: new FakeConnector() }],
+          groups: [{ name: 'x', connector, options: { maxTotal: 2 } }],
+        }),
+      ).message,
+    ).toBe(
       'pool "x": option "name" is listed twice in forRoot (pools and groups share one namespace); give each its own name',
     );
     expect(configError(() => PoolModule.forRoot({ groups: [] })).message).toContain('must list at least one pool');
-    expect(configError(() => PoolModule.forRootAsync({ groups: [{ name: 'tenants', connector, options: { maxTotal: 2 } } as never], useFactory: () => ({}) })).message).toBe(
+    expect(
+      configError(() =>
+        PoolModule.forRootAsync({
+          groups: [{ name: 'tenants', connector, options: { maxTotal: 2 } } as never],
+          useFactory: () => ({}),
+        }),
+      ).message,
+    ).toBe(
       'pool group "tenants": option "options" is not taken by forRootAsync: group options come from its factory ({ groups: { [name]: options } }); move them there, or register with forRoot',
     );
   });

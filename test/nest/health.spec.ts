@@ -7,7 +7,8 @@ import { boot } from '../support/nest.js';
 describe('PoolHealthIndicator', () => {
   async function setup() {
     const failing = new FakeConnector();
-    for (let i = 0; i < 20; i++) failing.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED 10.0.0.9:5432') });
+    for (let i = 0; i < 20; i++)
+      failing.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED 10.0.0.9:5432') });
     const moduleRef = await boot({
       imports: [
         TerminusModule,
@@ -27,13 +28,33 @@ describe('PoolHealthIndicator', () => {
     expect(indicator.isHealthy('db-only', { pools: ['db'] })).toEqual({
       'db-only': {
         status: 'up',
-        db: { health: 'healthy', size: 0, ready: 0, maxSize: 1, clients: 0, clientLimit: 4, utilization: 0, waiting: 0, lastError: null },
+        db: {
+          health: 'healthy',
+          size: 0,
+          ready: 0,
+          maxSize: 1,
+          clients: 0,
+          clientLimit: 4,
+          utilization: 0,
+          waiting: 0,
+          lastError: null,
+        },
       },
     });
     expect(indicator.isHealthy('typo', { pools: ['bd'] })).toEqual({
       typo: {
         status: 'down',
-        bd: { health: 'missing', size: 0, ready: 0, maxSize: 0, clients: 0, clientLimit: 0, utilization: 0, waiting: 0, lastError: 'no pool named "bd" in this application' },
+        bd: {
+          health: 'missing',
+          size: 0,
+          ready: 0,
+          maxSize: 0,
+          clients: 0,
+          clientLimit: 0,
+          utilization: 0,
+          waiting: 0,
+          lastError: 'no pool named "bd" in this application',
+        },
       },
     });
   });
@@ -48,20 +69,34 @@ describe('PoolHealthIndicator', () => {
     const result = indicator.isHealthy('pools');
     expect(result.pools.status).toBe('down');
     expect(result.pools.db).toMatchObject({ health: 'healthy' });
-    expect(result.pools.pg).toMatchObject({ health: 'failing', ready: 0, lastError: expect.stringContaining('ECONNREFUSED 10.0.0.9:5432') });
+    expect(result.pools.pg).toMatchObject({
+      health: 'failing',
+      ready: 0,
+      lastError: expect.stringContaining('ECONNREFUSED 10.0.0.9:5432'),
+    });
   });
 
   it('needs nothing of Terminus, and lets the app choose which pool states are down', async () => {
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { maxSize: 1, clientLimit: 2 } }] })] });
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          pools: [{ name: 'db', connector: new FakeConnector(), options: { maxSize: 1, clientLimit: 2 } }],
+        }),
+      ],
+    });
     const indicator = moduleRef.get(PoolHealthIndicator);
     const db = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db'));
     const leases = [await db.acquire(), await db.acquire()];
     expect(db.health()).toBe('exhausted');
     // Readiness (the default): an exhausted pool takes the pod out of the load balancer.
-    expect(indicator.isHealthy('ready')).toEqual({ ready: { status: 'down', db: expect.objectContaining({ health: 'exhausted', clients: 2 }) } });
+    expect(indicator.isHealthy('ready')).toEqual({
+      ready: { status: 'down', db: expect.objectContaining({ health: 'exhausted', clients: 2 }) },
+    });
     // Liveness: only a pool that cannot connect is down; a busy one is degraded, so it is not restarted.
     expect(indicator.isHealthy('live', { downOn: ['failing'] }).live.status).toBe('degraded');
-    expect(indicator.isHealthy('strict', { downOn: ['degraded', 'critical', 'exhausted', 'failing'] }).strict.status).toBe('down');
+    expect(
+      indicator.isHealthy('strict', { downOn: ['degraded', 'critical', 'exhausted', 'failing'] }).strict.status,
+    ).toBe('down');
     expect(() => indicator.isHealthy('x', { downOn: ['healthy' as never] })).toThrow(
       'PoolHealthIndicator.isHealthy: option "downOn" must list pool states among degraded, critical, exhausted, failing; got "healthy"',
     );
@@ -71,13 +106,27 @@ describe('PoolHealthIndicator', () => {
 
   it('reports an adaptive limit: its algorithm, whether it is shared, the pause asked for and its last change', async () => {
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ limits: { adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } }, pools: [{ name: 'llm', connector: new FakeConnector(), options: { clientLimit: 10 } }] })],
+      imports: [
+        PoolModule.forRoot({
+          limits: { adaptive: { algorithm: 'aimd', initial: 8, backoff: 0.5 } },
+          pools: [{ name: 'llm', connector: new FakeConnector(), options: { clientLimit: 10 } }],
+        }),
+      ],
     });
     const indicator = moduleRef.get(PoolHealthIndicator);
     const llm = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('llm'));
-    expect(indicator.isHealthy('pools').pools.llm).toMatchObject({ admission: { mode: 'local', used: 0, limit: 8, adaptive: { algorithm: 'aimd', shared: false, pausedMs: 0, lastChange: null } } });
+    expect(indicator.isHealthy('pools').pools.llm).toMatchObject({
+      admission: {
+        mode: 'local',
+        used: 0,
+        limit: 8,
+        adaptive: { algorithm: 'aimd', shared: false, pausedMs: 0, lastChange: null },
+      },
+    });
     await llm.use(async () => ({ status: 429, headers: { 'retry-after': '3' } }));
-    const { admission } = indicator.isHealthy('pools').pools.llm as { admission: { limit: number; adaptive: { pausedMs: number; lastChange: unknown } } };
+    const { admission } = indicator.isHealthy('pools').pools.llm as {
+      admission: { limit: number; adaptive: { pausedMs: number; lastChange: unknown } };
+    };
     expect(admission.limit).toBe(4);
     expect(admission.adaptive.lastChange).toEqual({ from: 8, to: 4, reason: 'overload' });
     expect(admission.adaptive.pausedMs).toBeGreaterThan(2_900);

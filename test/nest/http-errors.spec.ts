@@ -53,7 +53,13 @@ describe('poolErrorResponse', () => {
     expect(poolErrorResponse(new PoolContextError('api'))).toEqual({
       status: 500,
       retryAfterSeconds: undefined,
-      body: { statusCode: 500, error: 'Internal Server Error', code: 'POOL_CONTEXT', pool: 'api', message: new PoolContextError('api').message },
+      body: {
+        statusCode: 500,
+        error: 'Internal Server Error',
+        code: 'POOL_CONTEXT',
+        pool: 'api',
+        message: new PoolContextError('api').message,
+      },
     });
   });
 });
@@ -82,7 +88,9 @@ describe('PoolErrorFilter without httpErrors', () => {
   }
 
   it('maps errors of the routes it is put on with @UseFilters', async () => {
-    const moduleRef = await Test.createTestingModule({ controllers: [ClosedController] }).setLogger(new RecordingNestLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ controllers: [ClosedController] })
+      .setLogger(new RecordingNestLogger())
+      .compile();
     const app = moduleRef.createNestApplication();
     await app.listen(0, '127.0.0.1');
     try {

@@ -76,7 +76,9 @@ describe('PoolModule.forRoot', () => {
 
   it('makes a connector class through DI, so it can inject providers of the modules it imports', async () => {
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ imports: [SettingsModule], pools: [{ name: 'labels', connector: LabelledConnector }] })],
+      imports: [
+        PoolModule.forRoot({ imports: [SettingsModule], pools: [{ name: 'labels', connector: LabelledConnector }] }),
+      ],
     });
     const pool = moduleRef.get<ConnectionPool<string>>(getPoolToken('labels'));
     await expect(pool.use((label) => label)).resolves.toBe('conf-1');
@@ -110,7 +112,10 @@ describe('PoolModule.forRoot', () => {
     @Module({ providers: [Feature], exports: [Feature] })
     class FeatureModule {}
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ isGlobal: true, pools: [{ name: 'db', connector: new FakeConnector() }] }), FeatureModule],
+      imports: [
+        PoolModule.forRoot({ isGlobal: true, pools: [{ name: 'db', connector: new FakeConnector() }] }),
+        FeatureModule,
+      ],
     });
     expect(moduleRef.get(Feature).db.name).toBe('db');
   });
@@ -146,9 +151,17 @@ describe('PoolModule.forRoot', () => {
 
   it('rejects two pools of one name in one registration, naming the pool', () => {
     const connector = new FakeConnector();
-    const register = () => PoolModule.forRoot({ pools: [{ name: 'db', connector }, { name: 'db', connector }] });
+    const register = () =>
+      PoolModule.forRoot({
+        pools: [
+          { name: 'db', connector },
+          { name: 'db', connector },
+        ],
+      });
     expect(register).toThrow(PoolConfigError);
-    expect(register).toThrow('pool "db": option "name" is listed twice in forRoot (pools and groups share one namespace); give each its own name');
+    expect(register).toThrow(
+      'pool "db": option "name" is listed twice in forRoot (pools and groups share one namespace); give each its own name',
+    );
   });
 
   it('rejects two registrations of one pool name in one application', async () => {
@@ -175,30 +188,72 @@ describe('PoolModule.forRoot', () => {
     };
     const moduleError = thrown(() => PoolModule.forRoot({ pools: [] }));
     expect(moduleError).toMatchObject({ subject: 'module', pool: 'PoolModule.forRoot', field: 'pools' });
-    const poolError = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { maxSize: 0 } }] }));
+    const poolError = thrown(() =>
+      PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { maxSize: 0 } }] }),
+    );
     expect(poolError).toMatchObject({ subject: 'pool', pool: 'orders', field: 'maxSize' });
-    const ownLimits = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { limits: { global: -1 } } }] }));
+    const ownLimits = thrown(() =>
+      PoolModule.forRoot({ pools: [{ name: 'orders', connector, options: { limits: { global: -1 } } }] }),
+    );
     expect(ownLimits).toMatchObject({ subject: 'limiter', pool: 'orders:limits', field: 'limits.global' });
-    expect(ownLimits.message).toBe('limiter "orders:limits": option "limits.global" must be a whole number of 1 or more, got -1');
-    const shared = thrown(() => PoolModule.forRoot({ pools: [{ name: 'orders', connector }], limits: { global: 2, perKey: 3 } }));
-    expect(shared.message).toMatch(/^limiter "limits": option "limits.perKey" \(3\) must not exceed limits.global \(2\)/);
+    expect(ownLimits.message).toBe(
+      'limiter "orders:limits": option "limits.global" must be a whole number of 1 or more, got -1',
+    );
+    const shared = thrown(() =>
+      PoolModule.forRoot({ pools: [{ name: 'orders', connector }], limits: { global: 2, perKey: 3 } }),
+    );
+    expect(shared.message).toMatch(
+      /^limiter "limits": option "limits.perKey" \(3\) must not exceed limits.global \(2\)/,
+    );
   });
 
   it('rejects bad registrations at once, saying what to change', () => {
     const connector = new FakeConnector();
     const cases: [() => unknown, string][] = [
       [() => PoolModule.forRoot({ pools: [] }), 'PoolModule.forRoot: option "pools" must list at least one pool'],
-      [() => PoolModule.forRoot(undefined as never), 'PoolModule.forRoot: option "options" must be an object: { pools: [{ name, connector }] }'],
-      [() => PoolModule.forRoot({ pools: [{ name: '', connector }] }), 'PoolModule.forRoot: option "pools[0].name" must be a non-empty string'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'status', connector }] }), 'option "name" is reserved by health checks'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: {} as never }] }), 'pool "db": option "connector" must be a connector class'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector: { useFactory: 3 } as never }] }), 'option "connector.useFactory" must be a function'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }), 'pool "db": option "maxSize" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }), 'PoolModule.forRoot: option "shutdownGraceMs" must be a number of 0 or more'],
-      [() => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }), 'PoolModule.forRoot: option "isGlobal" must be true or false'],
-      [() => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }), 'PoolModule.forRootAsync: option "options" takes exactly one of useFactory, useClass or useExisting; got none'],
       [
-        () => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }], useFactory: () => ({}), useClass: SettingsFactory }),
+        () => PoolModule.forRoot(undefined as never),
+        'PoolModule.forRoot: option "options" must be an object: { pools: [{ name, connector }] }',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: '', connector }] }),
+        'PoolModule.forRoot: option "pools[0].name" must be a non-empty string',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'status', connector }] }),
+        'option "name" is reserved by health checks',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'db', connector: {} as never }] }),
+        'pool "db": option "connector" must be a connector class',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'db', connector: { useFactory: 3 } as never }] }),
+        'option "connector.useFactory" must be a function',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { maxSize: 0 } }] }),
+        'pool "db": option "maxSize" must be a whole number from 1 to 100,000 (a pool of more connections than one process can open is no bound), got 0',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'db', connector }], shutdownGraceMs: -1 }),
+        'PoolModule.forRoot: option "shutdownGraceMs" must be a number of 0 or more',
+      ],
+      [
+        () => PoolModule.forRoot({ pools: [{ name: 'db', connector }], isGlobal: 'yes' as never }),
+        'PoolModule.forRoot: option "isGlobal" must be true or false',
+      ],
+      [
+        () => PoolModule.forRootAsync({ pools: [{ name: 'db', connector }] }),
+        'PoolModule.forRootAsync: option "options" takes exactly one of useFactory, useClass or useExisting; got none',
+      ],
+      [
+        () =>
+          PoolModule.forRootAsync({
+            pools: [{ name: 'db', connector }],
+            useFactory: () => ({}),
+            useClass: SettingsFactory,
+          }),
         'got useFactory and useClass',
       ],
     ];
@@ -226,7 +281,9 @@ describe('PoolModule.forRootAsync', () => {
 
   it('takes them from a class (useClass) or an existing provider (useExisting)', async () => {
     const byClass = await boot({
-      imports: [PoolModule.forRootAsync({ pools: [{ name: 'db', connector: new FakeConnector() }], useClass: SettingsFactory })],
+      imports: [
+        PoolModule.forRootAsync({ pools: [{ name: 'db', connector: new FakeConnector() }], useClass: SettingsFactory }),
+      ],
     });
     expect(byClass.get<ConnectionPool<unknown>>(getPoolToken('db')).options.maxSize).toBe(3);
     await byClass.close();
@@ -235,7 +292,11 @@ describe('PoolModule.forRootAsync', () => {
     class FactoryModule {}
     const byExisting = await boot({
       imports: [
-        PoolModule.forRootAsync({ imports: [FactoryModule], pools: [{ name: 'db', connector: new FakeConnector() }], useExisting: SettingsFactory }),
+        PoolModule.forRootAsync({
+          imports: [FactoryModule],
+          pools: [{ name: 'db', connector: new FakeConnector() }],
+          useExisting: SettingsFactory,
+        }),
       ],
     });
     expect(byExisting.get<ConnectionPool<unknown>>(getPoolToken('db')).options.maxSize).toBe(3);
@@ -244,12 +305,21 @@ describe('PoolModule.forRootAsync', () => {
   it('fails start-up with a clear error when the factory gives bad options', async () => {
     const start = (settings: unknown) =>
       Test.createTestingModule({
-        imports: [PoolModule.forRootAsync({ pools: [{ name: 'db', connector: new FakeConnector() }], useFactory: () => settings as PoolModuleSettings })],
+        imports: [
+          PoolModule.forRootAsync({
+            pools: [{ name: 'db', connector: new FakeConnector() }],
+            useFactory: () => settings as PoolModuleSettings,
+          }),
+        ],
       })
         .setLogger(new RecordingNestLogger())
         .compile();
-    await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow('pool "db": option "clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 1.5');
-    await expect(start({ pools: { dbb: {} } })).rejects.toThrow('pool "dbb": option "pools" has options but is not declared in forRootAsync({ pools }); declared: db');
+    await expect(start({ pools: { db: { clientLimit: 1.5 } } })).rejects.toThrow(
+      'pool "db": option "clientLimit" must be a whole number from 1 to 1,000,000 (callers one connection serves at once; a slot is kept for each count), got 1.5',
+    );
+    await expect(start({ pools: { dbb: {} } })).rejects.toThrow(
+      'pool "dbb": option "pools" has options but is not declared in forRootAsync({ pools }); declared: db',
+    );
     await expect(start(null)).rejects.toThrow('PoolModule.forRootAsync: option "settings" must be an object, got null');
     await expect(start({ failOnWarmupError: 1 })).rejects.toThrow('option "failOnWarmupError" must be true or false');
   });
@@ -258,7 +328,9 @@ describe('PoolModule.forRootAsync', () => {
 describe('PoolModule life cycle', () => {
   it('opens minSize connections before the application starts', async () => {
     const connector = new FakeConnector();
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 3 } }] })] });
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 3 } }] })],
+    });
     expect(connector.created).toBe(3);
     expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).stats().ready).toBe(3);
   });
@@ -268,7 +340,12 @@ describe('PoolModule life cycle', () => {
     const refused = { kind: 'fail', error: new Error('connect ECONNREFUSED 127.0.0.1:9') } as const;
     connector.createSteps.push({ kind: 'ok' }, refused, refused, refused);
     const moduleRef = await Test.createTestingModule({
-      imports: [PoolModule.forRoot({ failOnWarmupError: true, pools: [{ name: 'db', connector, options: { minSize: 2, maxConcurrentCreates: 1 } }] })],
+      imports: [
+        PoolModule.forRoot({
+          failOnWarmupError: true,
+          pools: [{ name: 'db', connector, options: { minSize: 2, maxConcurrentCreates: 1 } }],
+        }),
+      ],
     })
       .setLogger(new RecordingNestLogger())
       .compile();
@@ -287,7 +364,10 @@ describe('PoolModule life cycle', () => {
     const connector = new FakeConnector();
     connector.createSteps.push({ kind: 'fail', error: new Error('connect ECONNREFUSED') });
     const logger = new RecordingNestLogger();
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 1 } }] })] }, logger);
+    const moduleRef = await boot(
+      { imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { minSize: 1 } }] })] },
+      logger,
+    );
     expect(moduleRef.get<ConnectionPool<unknown>>(getPoolToken('db')).closed).toBe(false);
     expect(logger.lines).toContainEqual({
       level: 'warn',
@@ -299,7 +379,9 @@ describe('PoolModule life cycle', () => {
   it('closes every pool on application shutdown, letting leases finish', async () => {
     const connector = new FakeConnector();
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ shutdownGraceMs: 5_000, pools: [{ name: 'db', connector, options: { minSize: 1 } }] })],
+      imports: [
+        PoolModule.forRoot({ shutdownGraceMs: 5_000, pools: [{ name: 'db', connector, options: { minSize: 1 } }] }),
+      ],
     });
     const pool = moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken('db'));
     const lease = await pool.acquire();
@@ -314,7 +396,14 @@ describe('PoolModule life cycle', () => {
 
   it('logs through Nest with the pool name as context, lifecycle transitions at debug level', async () => {
     const logger = new RecordingNestLogger();
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { minSize: 1 } }] })] }, logger);
+    const moduleRef = await boot(
+      {
+        imports: [
+          PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { minSize: 1 } }] }),
+        ],
+      },
+      logger,
+    );
     await moduleRef.close();
     const lines = logger.lines.filter((l) => l.context === 'pool:db');
     expect(lines.map((l) => [l.level, l.message])).toEqual([
@@ -340,7 +429,10 @@ describe('PoolModule life cycle', () => {
         return this.db.current.id;
       }
     }
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] })], providers: [Loader] });
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] })],
+      providers: [Loader],
+    });
     expect(moduleRef.get(Loader).loadedWith).toBe(1);
   });
 });
@@ -372,20 +464,46 @@ describe('PoolModule limits', () => {
 
   it('rejects bad limits at registration', () => {
     const connector = new FakeConnector();
-    expect(() => PoolModule.forRoot({ limits: { global: 0 }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
-    expect(() => PoolModule.forRoot({ limits: { redis: { url: 'nope' } }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
-    expect(() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { limits: 5 as never } }] })).toThrow('option "pools.db.limits" must be { global?, perKey?, wait?, redis?, adaptive? } or a limiter');
-    expect(() => PoolModule.forRoot({ limits: { adaptive: true, global: 5 }, pools: [{ name: 'db', connector }] })).toThrow('"limits.global" is what the adaptive limit sets');
-    expect(() => PoolModule.forRoot({ limits: { classify: () => 'success' }, pools: [{ name: 'db', connector }] })).toThrow(
+    expect(() => PoolModule.forRoot({ limits: { global: 0 }, pools: [{ name: 'db', connector }] })).toThrow(
+      'option "limits.global" must be a whole number of 1 or more, got 0',
+    );
+    expect(() =>
+      PoolModule.forRoot({ limits: { redis: { url: 'nope' } }, pools: [{ name: 'db', connector }] }),
+    ).toThrow('option "limits.redis.url" must be a redis:// or rediss:// URL');
+    expect(() => PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { limits: 5 as never } }] })).toThrow(
+      'option "pools.db.limits" must be { global?, perKey?, wait?, redis?, adaptive? } or a limiter',
+    );
+    expect(() =>
+      PoolModule.forRoot({ limits: { adaptive: true, global: 5 }, pools: [{ name: 'db', connector }] }),
+    ).toThrow('"limits.global" is what the adaptive limit sets');
+    expect(() =>
+      PoolModule.forRoot({ limits: { classify: () => 'success' }, pools: [{ name: 'db', connector }] }),
+    ).toThrow(
       'option "limits.classify" is for an adaptive limit: set limits.adaptive (true, or the algorithm and its bounds) too',
     );
-    expect(() => PoolModule.forRoot({ limits: { adaptive: { algorithm: 'vegas', max: 2 }, perKey: 3 }, pools: [{ name: 'db', connector }] })).toThrow('must not exceed limits.adaptive.max (2)');
-    expect(() => PoolModule.forRoot({ limits: { global: 5, maxPauseMs: 1_000 }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.maxPauseMs" is for an adaptive limit');
-    expect(() => PoolModule.forRoot({ limits: { adaptive: true, maxPauseMs: Infinity }, pools: [{ name: 'db', connector }] })).toThrow('option "limits.maxPauseMs" must be a finite number of 0 or more');
+    expect(() =>
+      PoolModule.forRoot({
+        limits: { adaptive: { algorithm: 'vegas', max: 2 }, perKey: 3 },
+        pools: [{ name: 'db', connector }],
+      }),
+    ).toThrow('must not exceed limits.adaptive.max (2)');
+    expect(() =>
+      PoolModule.forRoot({ limits: { global: 5, maxPauseMs: 1_000 }, pools: [{ name: 'db', connector }] }),
+    ).toThrow('option "limits.maxPauseMs" is for an adaptive limit');
+    expect(() =>
+      PoolModule.forRoot({ limits: { adaptive: true, maxPauseMs: Infinity }, pools: [{ name: 'db', connector }] }),
+    ).toThrow('option "limits.maxPauseMs" must be a finite number of 0 or more');
   });
 
   it('passes an adaptive limit its pause settings: one Retry-After pauses for maxPauseMs at most', async () => {
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ limits: { adaptive: true, maxPauseMs: 2_000, pauseProbeMs: Infinity }, pools: [{ name: 'a', connector: new FakeConnector() }] })] });
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          limits: { adaptive: true, maxPauseMs: 2_000, pauseProbeMs: Infinity },
+          pools: [{ name: 'a', connector: new FakeConnector() }],
+        }),
+      ],
+    });
     const a = moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken('a'));
     await a.use(async () => ({ status: 503, headers: { 'retry-after': '3600' } }));
     expect(a.stats().admission!.adaptive!.pausedMs).toBeLessThanOrEqual(2_000);
@@ -394,12 +512,32 @@ describe('PoolModule limits', () => {
 
   it('makes an adaptive limit from { adaptive }: the default algorithm for true, learning from use()', async () => {
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ limits: { adaptive: true, perKey: 2 }, pools: [{ name: 'a', connector: new FakeConnector() }, { name: 'b', connector: new FakeConnector(), options: { limits: { adaptive: { algorithm: 'aimd', initial: 6, backoff: 0.5 } } } }] })],
+      imports: [
+        PoolModule.forRoot({
+          limits: { adaptive: true, perKey: 2 },
+          pools: [
+            { name: 'a', connector: new FakeConnector() },
+            {
+              name: 'b',
+              connector: new FakeConnector(),
+              options: { limits: { adaptive: { algorithm: 'aimd', initial: 6, backoff: 0.5 } } },
+            },
+          ],
+        }),
+      ],
     });
     const [a, b] = ['a', 'b'].map((n) => moduleRef.get<ConnectionPool<FakeConnection>>(getPoolToken(n)));
-    expect(a.stats().admission).toMatchObject({ mode: 'local', limit: 10, perKey: 2, adaptive: { algorithm: 'vegas', shared: false, limit: 10 } });
+    expect(a.stats().admission).toMatchObject({
+      mode: 'local',
+      limit: 10,
+      perKey: 2,
+      adaptive: { algorithm: 'vegas', shared: false, limit: 10 },
+    });
     await b.use(async () => ({ status: 429 }));
-    expect(b.stats().admission).toMatchObject({ limit: 3, adaptive: { algorithm: 'aimd', overloads: 1, changes: [{ from: 6, to: 3, reason: 'overload' }] } });
+    expect(b.stats().admission).toMatchObject({
+      limit: 3,
+      adaptive: { algorithm: 'aimd', overloads: 1, changes: [{ from: 6, to: 3, reason: 'overload' }] },
+    });
   });
 });
 
@@ -413,7 +551,11 @@ describe('several applications in one process', () => {
         return this.db.current;
       }
     }
-    const app = (label: string) => boot({ imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: { create: async () => label } }] })], providers: [Which] });
+    const app = (label: string) =>
+      boot({
+        imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: { create: async () => label } }] })],
+        providers: [Which],
+      });
     const first = await app('first');
     const second = await app('second');
     await expect(first.get(Which).label()).resolves.toBe('first');

@@ -10,8 +10,11 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 function runModule(code: string): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, ['--input-type=module', '-e', code], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.trim()),
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', code],
+      { cwd: root, timeout: 30_000 },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.trim())),
     ),
   );
 }

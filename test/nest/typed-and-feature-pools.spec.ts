@@ -34,7 +34,10 @@ class Greeter {
 
 describe('definePool', () => {
   it('names the pool for forRoot, @InjectPool, @UsePooled, getPoolToken and get()', async () => {
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [Words.define(words, { clientLimit: 2 })] })], providers: [Greeter] });
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ pools: [Words.define(words, { clientLimit: 2 })] })],
+      providers: [Greeter],
+    });
     const pool: ConnectionPool<Word> = Words.get(moduleRef);
     expect(pool).toBe(moduleRef.get(getPoolToken(Words)));
     expect(pool).toBe(moduleRef.get(Greeter).pool);
@@ -71,10 +74,21 @@ describe('PoolModule.forFeature', () => {
         return this.pool.current;
       }
     }
-    @Module({ imports: [PoolModule.forFeature([{ name: 'reports', connector: { create: async () => 'report-conn' }, options: { maxSize: 3 } }])], providers: [Reports], exports: [Reports] })
+    @Module({
+      imports: [
+        PoolModule.forFeature([
+          { name: 'reports', connector: { create: async () => 'report-conn' }, options: { maxSize: 3 } },
+        ]),
+      ],
+      providers: [Reports],
+      exports: [Reports],
+    })
     class ReportsModule {}
 
-    const moduleRef = await boot({ imports: [PoolModule.forRoot({ pools: [Words.define(words)] }), ReportsModule], providers: [Greeter] });
+    const moduleRef = await boot({
+      imports: [PoolModule.forRoot({ pools: [Words.define(words)] }), ReportsModule],
+      providers: [Greeter],
+    });
     await expect(moduleRef.get(Reports).run()).resolves.toBe('report-conn');
     expect(moduleRef.get(Reports).pool.options.maxSize).toBe(3);
     const health = moduleRef.get(PoolHealthIndicator).isHealthy('pools');
@@ -88,14 +102,20 @@ describe('PoolModule.forFeature', () => {
     await expect(boot({ imports: [PoolModule.forRoot({ pools: [Words.define(words)] }), Twice] })).rejects.toThrow(
       'pool "words": option "name" is used by two pools of this application; give every pool its own name',
     );
-    expect(() => PoolModule.forFeature([])).toThrow('PoolModule.forFeature: option "pools" must list at least one pool');
-    expect(() => PoolModule.forFeature([Words.define(words)], { shutdownGraceMs: -1 })).toThrow('PoolModule.forFeature: option "shutdownGraceMs" must be');
+    expect(() => PoolModule.forFeature([])).toThrow(
+      'PoolModule.forFeature: option "pools" must list at least one pool',
+    );
+    expect(() => PoolModule.forFeature([Words.define(words)], { shutdownGraceMs: -1 })).toThrow(
+      'PoolModule.forFeature: option "shutdownGraceMs" must be',
+    );
   });
 });
 
 describe('PoolModule.forRootAsync', () => {
   it('refuses options on a pool entry, which it would ignore', () => {
-    expect(() => PoolModule.forRootAsync({ pools: [Words.define(words, { maxSize: 5 })], useFactory: () => ({}) })).toThrow(
+    expect(() =>
+      PoolModule.forRootAsync({ pools: [Words.define(words, { maxSize: 5 })], useFactory: () => ({}) }),
+    ).toThrow(
       'pool "words": option "options" is not taken by forRootAsync: pool options come from its factory ({ pools: { [name]: options } }); move them there, or register with forRoot',
     );
   });

@@ -245,7 +245,9 @@ async function setup(options = {}) {
   const connector = new FakeConnector();
   connector.fatal = (err) => err instanceof Broken;
   const moduleRef = await boot({
-    imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { clientLimit: 1, maxSize: 2, ...options } }] })],
+    imports: [
+      PoolModule.forRoot({ pools: [{ name: 'db', connector, options: { clientLimit: 1, maxSize: 2, ...options } }] }),
+    ],
     providers: [Service, PerRequest],
     controllers: [CatsController],
   });
@@ -297,7 +299,9 @@ describe('@UsePooled on async methods', () => {
   it('passes the admission key from the arguments, and rejects a key that is not a string', async () => {
     const { service, pool } = await setup();
     await expect(service.forUser('ann')).resolves.toBe('ann on 1');
-    await expect(service.badKey()).rejects.toThrow("@UsePooled('db') on Service.badKey: key() must return a non-empty string, or undefined for no key; got 42");
+    await expect(service.badKey()).rejects.toThrow(
+      "@UsePooled('db') on Service.badKey: key() must return a non-empty string, or undefined for no key; got 42",
+    );
     await expect(service.throwingKey()).rejects.toThrow('no user in the arguments');
     expect(service.calls).toEqual([]);
     expect(pool.stats().clients).toBe(0);
@@ -326,7 +330,9 @@ describe('@UsePooled on async methods', () => {
     // A @PooledConnection() after three arguments, with fewer, as many and more passed.
     await expect(service.fourth('a')).resolves.toStrictEqual([service, 'a', undefined, undefined, true]);
     await expect(service.fourth('a', 'b', 'c')).resolves.toStrictEqual([service, 'a', 'b', 'c', true]);
-    await expect((service.fourth as (...args: unknown[]) => Promise<unknown[]>)('a', 'b', 'c', 'not a connection', 'e')).resolves.toStrictEqual([service, 'a', 'b', 'c', true]);
+    await expect(
+      (service.fourth as (...args: unknown[]) => Promise<unknown[]>)('a', 'b', 'c', 'not a connection', 'e'),
+    ).resolves.toStrictEqual([service, 'a', 'b', 'c', true]);
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { acquired: 9, released: 9 } });
   });
 
@@ -381,7 +387,6 @@ describe('@UsePooled on Observable methods', () => {
     await expect(lastValueFrom(service.streamFails(new Broken('reset')))).rejects.toThrow('reset');
     expect(pool.stats()).toMatchObject({ clients: 0, counters: { retired: 1 } });
   });
-
 });
 
 describe('@UsePooled on methods that declare no return type', () => {
@@ -444,11 +449,23 @@ describe('@UsePooled on methods that declare no return type', () => {
     for (const method of ['stream', 'fetch'] as const) {
       const descriptor = Object.getOwnPropertyDescriptor(Plain.prototype, method)!;
       expect(Reflect.getMetadata('design:returntype', Plain.prototype, method)).toBeUndefined();
-      Object.defineProperty(Plain.prototype, method, UsePooled('db')(Plain.prototype, method, descriptor) ?? descriptor);
+      Object.defineProperty(
+        Plain.prototype,
+        method,
+        UsePooled('db')(Plain.prototype, method, descriptor) ?? descriptor,
+      );
     }
     const moduleRef = await boot({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { clientLimit: 1 } }] })],
-      providers: [{ provide: Plain, useFactory: (db: ConnectionPool<FakeConnection>) => new Plain(db), inject: [getPoolToken('db')] }],
+      imports: [
+        PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector(), options: { clientLimit: 1 } }] }),
+      ],
+      providers: [
+        {
+          provide: Plain,
+          useFactory: (db: ConnectionPool<FakeConnection>) => new Plain(db),
+          inject: [getPoolToken('db')],
+        },
+      ],
     });
     const plain = moduleRef.get(Plain);
     await expect(plain.fetch()).resolves.toBe(1);
@@ -525,7 +542,9 @@ describe('@UsePooled with a @PooledConnection() parameter', () => {
         constructor(@PooledConnection() readonly conn: unknown) {}
       }
       return Wrong;
-    }).toThrow('@PooledConnection(): on parameter 0 of the constructor of Wrong marks a parameter of a @UsePooled method, not of a constructor');
+    }).toThrow(
+      '@PooledConnection(): on parameter 0 of the constructor of Wrong marks a parameter of a @UsePooled method, not of a constructor',
+    );
   });
 });
 
@@ -544,12 +563,27 @@ describe('@UsePooled options', () => {
     expect(() => UsePooled('db', 5 as never)).toThrow("@UsePooled('db'): options must be an object, got 5");
     const wrong: [UsePooledOptions, string][] = [
       [{ timeoutMs: -5 }, "@UsePooled('db') on Catalog.find: timeoutMs must be a number above 0, got -5"],
-      [{ propagation: 'sometimes' as never }, "@UsePooled('db') on Catalog.find: propagation must be 'reuse' or 'new' or 'none', got \"sometimes\""],
-      [{ retry: { attempts: 0 } }, "@UsePooled('db') on Catalog.find: retry.attempts must be a whole number of 1 or more, got 0"],
+      [
+        { propagation: 'sometimes' as never },
+        "@UsePooled('db') on Catalog.find: propagation must be 'reuse' or 'new' or 'none', got \"sometimes\"",
+      ],
+      [
+        { retry: { attempts: 0 } },
+        "@UsePooled('db') on Catalog.find: retry.attempts must be a whole number of 1 or more, got 0",
+      ],
       [{ retry: 3 as never }, "@UsePooled('db') on Catalog.find: retry must be an object, got 3"],
-      [{ key: 'user' as never }, "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got \"user\""],
-      [{ key: true as never }, "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got boolean"],
-      [{ propagation: 'none' }, "@UsePooled('db') on Catalog.find: propagation 'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()"],
+      [
+        { key: 'user' as never },
+        "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got \"user\"",
+      ],
+      [
+        { key: true as never },
+        "@UsePooled('db') on Catalog.find: key must be a function of the method's arguments, or false for calls without a key, got boolean",
+      ],
+      [
+        { propagation: 'none' },
+        "@UsePooled('db') on Catalog.find: propagation 'none' leaves the method no pool.current; mark the parameter that takes the connection with @PooledConnection()",
+      ],
     ];
     for (const [options, message] of wrong) {
       expect(decorateFind(options)).toThrow(message);
@@ -561,8 +595,12 @@ describe('@UsePooled options', () => {
 
   it('name the method when it returns what it did not declare', async () => {
     const { service } = await setup();
-    await expect(service.liesAboutPromise()).rejects.toThrow("@UsePooled('db') on Service.liesAboutPromise: the method declares a Promise but returned an Observable");
-    await expect(firstValueFrom(service.liesAboutObservable())).rejects.toThrow("@UsePooled('db') on Service.liesAboutObservable: the method declares an Observable but returned 7");
+    await expect(service.liesAboutPromise()).rejects.toThrow(
+      "@UsePooled('db') on Service.liesAboutPromise: the method declares a Promise but returned an Observable",
+    );
+    await expect(firstValueFrom(service.liesAboutObservable())).rejects.toThrow(
+      "@UsePooled('db') on Service.liesAboutObservable: the method declares an Observable but returned 7",
+    );
     expect(service.db.stats()).toMatchObject({ clients: 0 });
   });
 
@@ -579,7 +617,9 @@ describe('@UsePooled options', () => {
 
   it('refuse anything but a method', () => {
     const descriptor = { get: () => 1 } as PropertyDescriptor;
-    expect(() => UsePooled('db')(class Thing {}.prototype, 'size', descriptor)).toThrow("@UsePooled('db'): Thing.size is not a method; @UsePooled decorates methods only");
+    expect(() => UsePooled('db')(class Thing {}.prototype, 'size', descriptor)).toThrow(
+      "@UsePooled('db'): Thing.size is not a method; @UsePooled decorates methods only",
+    );
   });
 });
 
@@ -634,7 +674,10 @@ describe('@UsePooled and dependency injection', () => {
       moduleRef.registerRequestByContextId({ user: 'bob' }, contextId);
       await expect((await moduleRef.resolve(PerRequest, contextId)).whoAndWhere()).resolves.toBe('bob on 1');
       expect(pool.stats().counters).toMatchObject({ acquired: 2, released: 2 });
-      expect(moduleRef.get(PoolHealthIndicator).isHealthy('pools').pools).toMatchObject({ status: 'up', db: { health: 'healthy', maxSize: pool.options.maxSize } });
+      expect(moduleRef.get(PoolHealthIndicator).isHealthy('pools').pools).toMatchObject({
+        status: 'up',
+        db: { health: 'healthy', maxSize: pool.options.maxSize },
+      });
     } finally {
       await moduleRef.close();
     }
@@ -656,6 +699,8 @@ describe('@UsePooled and dependency injection', () => {
   it('finds pools through the public DiscoveryService, not the modules container', () => {
     const source = readFileSync(new URL('../../lib/nest/pooled-method-binder.ts', import.meta.url), 'utf8');
     expect(source).toContain('DiscoveryService');
-    expect(readFileSync(new URL('../../lib/nest/pool.module.ts', import.meta.url), 'utf8')).not.toContain('ModulesContainer');
+    expect(readFileSync(new URL('../../lib/nest/pool.module.ts', import.meta.url), 'utf8')).not.toContain(
+      'ModulesContainer',
+    );
   });
 });

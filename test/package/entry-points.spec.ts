@@ -15,14 +15,29 @@ const sourceOf = (types: string) => `${root}${types.replace(/^\.\/dist\//, 'lib/
 describe('the entry points', () => {
   it('export what fixtures/entry-points.json lists, no more and no less', () => {
     const exports = (read('package.json') as { exports: Record<string, string | { types: string }> }).exports;
-    const entries = Object.entries(exports).flatMap(([entry, target]) => (typeof target === 'string' ? [] : [[entry, sourceOf(target.types)] as const]));
+    const entries = Object.entries(exports).flatMap(([entry, target]) =>
+      typeof target === 'string' ? [] : [[entry, sourceOf(target.types)] as const],
+    );
     const program = ts.createProgram(
       entries.map(([, file]) => file),
-      { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, experimentalDecorators: true, skipLibCheck: true, noEmit: true },
+      {
+        module: ts.ModuleKind.NodeNext,
+        moduleResolution: ts.ModuleResolutionKind.NodeNext,
+        target: ts.ScriptTarget.ES2022,
+        experimentalDecorators: true,
+        skipLibCheck: true,
+        noEmit: true,
+      },
     );
     const checker = program.getTypeChecker();
     const names = Object.fromEntries(
-      entries.map(([entry, file]) => [entry, checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!).map((s) => s.name).sort()]),
+      entries.map(([entry, file]) => [
+        entry,
+        checker
+          .getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!)
+          .map((s) => s.name)
+          .sort(),
+      ]),
     );
     expect(names).toEqual(read('test/package/fixtures/entry-points.json'));
   });

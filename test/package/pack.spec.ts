@@ -21,13 +21,17 @@ describe('npm pack', () => {
   beforeAll(() => {
     // A fresh checkout: only what git tracks, no dist/ of an earlier build.
     dir = mkdtempSync(join(tmpdir(), 'nsp-pack-'));
-    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
+    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+      .split('\0')
+      .filter(Boolean);
     for (const file of tracked) {
       mkdirSync(dirname(join(dir, file)), { recursive: true });
       cpSync(join(root, file), join(dir, file));
     }
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
-    const [report] = JSON.parse(execFileSync('npm', ['pack', '--json', '--loglevel=error'], { cwd: dir, encoding: 'utf8' })) as {
+    const [report] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--loglevel=error'], { cwd: dir, encoding: 'utf8' }),
+    ) as {
       filename: string;
       files: { path: string }[];
     }[];
@@ -41,7 +45,20 @@ describe('npm pack', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('builds as it packs, and ships the code, its types, the licence, the readme and the guides', () => {
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/core/pool/connection-pool.js', 'dist/nest/pool.module.js', 'dist/dashboard/index.js', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/index.html', 'LICENSE', 'README.md', 'docs/core.md', 'docs/nest.md', 'package.json']) {
+    for (const file of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/core/pool/connection-pool.js',
+      'dist/nest/pool.module.js',
+      'dist/dashboard/index.js',
+      'dist/dashboard/assets/dashboard.js',
+      'dist/dashboard/assets/index.html',
+      'LICENSE',
+      'README.md',
+      'docs/core.md',
+      'docs/nest.md',
+      'package.json',
+    ]) {
       expect(files).toContain(file);
     }
     expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
@@ -64,9 +81,14 @@ describe('npm pack', () => {
     const fixtures = join(root, 'test', 'package', 'fixtures');
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
     /** The version this repository tests with, so that npm finds it in its cache. */
-    const version = (name: string) => (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    const version = (name: string) =>
+      (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+        .version;
     const npm = (cwd: string, args: string[]) =>
-      execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8' });
+      execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+        cwd,
+        encoding: 'utf8',
+      });
 
     /** A new ESM project with the tarball and `deps` installed, and `sources` copied from the fixtures. */
     function project(name: string, deps: string[], sources: string[]): string {
@@ -82,8 +104,15 @@ describe('npm pack', () => {
     function compile(cwd: string, files: string[]): void {
       const config = {
         compilerOptions: {
-          target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false,
-          experimentalDecorators: true, emitDecoratorMetadata: true, types: ['node'], outDir: 'out',
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: false,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+          types: ['node'],
+          outDir: 'out',
         },
         files,
       };
@@ -95,18 +124,37 @@ describe('npm pack', () => {
       }
     }
     const name = (cwd: string) => cwd.slice(dir.length + 1);
-    const run = (cwd: string, file: string) => JSON.parse(execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' })) as unknown;
+    const run = (cwd: string, file: string) =>
+      JSON.parse(execFileSync(process.execPath, [file], { cwd, encoding: 'utf8' })) as unknown;
     const installed = (cwd: string, pkg: string) => existsSync(join(cwd, 'node_modules', pkg));
 
     it('runs the core, the limits, the groups and the connectors in plain Node, with no Nest, rxjs or ioredis installed', () => {
       const cwd = project('plain', ['@types/node'], ['core-only.mjs', 'core-types.ts']);
-      for (const absent of ['@nestjs/common', '@nestjs/core', '@nestjs/terminus', 'rxjs', 'ioredis', 'reflect-metadata']) expect(installed(cwd, absent)).toBe(false);
-      expect(run(cwd, 'core-only.mjs')).toEqual({ ids: [1, 1, 1], opened: 1, refused: 'CAPACITY_EXCEEDED', connector: 'function', tenants: ['a', 'b', 'a'] });
+      for (const absent of [
+        '@nestjs/common',
+        '@nestjs/core',
+        '@nestjs/terminus',
+        'rxjs',
+        'ioredis',
+        'reflect-metadata',
+      ])
+        expect(installed(cwd, absent)).toBe(false);
+      expect(run(cwd, 'core-only.mjs')).toEqual({
+        ids: [1, 1, 1],
+        opened: 1,
+        refused: 'CAPACITY_EXCEEDED',
+        connector: 'function',
+        tenants: ['a', 'b', 'a'],
+      });
       compile(cwd, ['core-types.ts']);
     }, 180_000);
 
     it('boots a Nest app without @nestjs/terminus, then one with it; the types compile without ioredis', () => {
-      const cwd = project('nest', ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'], ['nest-app.ts', 'nest-terminus-app.ts', 'types-in-use.ts']);
+      const cwd = project(
+        'nest',
+        ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'],
+        ['nest-app.ts', 'nest-terminus-app.ts', 'types-in-use.ts'],
+      );
       expect(installed(cwd, '@nestjs/terminus')).toBe(false);
       expect(installed(cwd, 'ioredis')).toBe(false);
       compile(cwd, ['nest-app.ts']);
@@ -118,34 +166,83 @@ describe('npm pack', () => {
       npm(cwd, ['install', `@nestjs/terminus@${version('@nestjs/terminus')}`]);
       compile(cwd, ['nest-terminus-app.ts']);
       const idle = { status: 'up', words: expect.objectContaining({ health: 'healthy', size: 0 }) };
-      expect(run(cwd, 'out/nest-terminus-app.js')).toMatchObject({ status: 'ok', info: { pools: idle }, error: {}, details: { pools: idle } });
+      expect(run(cwd, 'out/nest-terminus-app.js')).toMatchObject({
+        status: 'ok',
+        info: { pools: idle },
+        error: {},
+        details: { pools: idle },
+      });
     }, 240_000);
 
-    it('serves the dashboard from the installed package, behind the app\'s guard', () => {
-      const cwd = project('dashboard', ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'rxjs', 'reflect-metadata', '@types/node'], ['dashboard-app.ts']);
+    it("serves the dashboard from the installed package, behind the app's guard", () => {
+      const cwd = project(
+        'dashboard',
+        ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'rxjs', 'reflect-metadata', '@types/node'],
+        ['dashboard-app.ts'],
+      );
       compile(cwd, ['dashboard-app.ts']);
-      expect(run(cwd, 'out/dashboard-app.js')).toEqual({ refused: 403, page: true, script: [200, true], pools: ['words'] });
+      expect(run(cwd, 'out/dashboard-app.js')).toEqual({
+        refused: 403,
+        page: true,
+        script: [200, true],
+        pools: ['words'],
+      });
     }, 240_000);
 
-    it('runs a new app\'s Jest test set up from docs/testing.md alone, with no warning from the recipe', () => {
-      const deps = ['@nestjs/common', '@nestjs/core', '@nestjs/testing', 'rxjs', 'reflect-metadata', '@types/node', 'jest', '@jest/globals', 'ts-jest', '@types/jest', 'typescript'];
+    it("runs a new app's Jest test set up from docs/testing.md alone, with no warning from the recipe", () => {
+      const deps = [
+        '@nestjs/common',
+        '@nestjs/core',
+        '@nestjs/testing',
+        'rxjs',
+        'reflect-metadata',
+        '@types/node',
+        'jest',
+        '@jest/globals',
+        'ts-jest',
+        '@types/jest',
+        'typescript',
+      ];
       const cwd = project('jest-app', deps, []);
       cpSync(join(fixtures, 'jest-app', 'catalog.test.ts'), join(cwd, 'catalog.test.ts'));
       const guide = readFileSync(join(root, 'docs', 'testing.md'), 'utf8');
       // The test script and jest.config.js as the page gives them; the tsconfig from its settings.
-      const script = /`"test": "(node --experimental-vm-modules\s+--no-warnings=ExperimentalWarning\s+node_modules\/jest\/bin\/jest\.js)"`/.exec(guide)![1]!.replace(/\s+/g, ' ');
+      const script =
+        /`"test": "(node --experimental-vm-modules\s+--no-warnings=ExperimentalWarning\s+node_modules\/jest\/bin\/jest\.js)"`/
+          .exec(guide)![1]!
+          .replace(/\s+/g, ' ');
       const config = /```js\n\/\/ jest\.config\.js \(excerpt\)\n([\s\S]*?)```/.exec(guide)![1]!;
       expect(guide).toContain('`export default esm;`');
       writeFileSync(join(cwd, 'jest.config.js'), `${config}export default esm;\n`);
       const pkg = JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as Record<string, unknown>;
       writeFileSync(join(cwd, 'package.json'), JSON.stringify({ ...pkg, scripts: { test: script } }));
-      for (const setting of ['"experimentalDecorators": true', '"emitDecoratorMetadata": true', '"isolatedModules": true', '"moduleResolution": "NodeNext"']) expect(guide).toContain(setting);
-      const compilerOptions = { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, experimentalDecorators: true, emitDecoratorMetadata: true, isolatedModules: true, skipLibCheck: false, types: ['node', 'jest'] };
+      for (const setting of [
+        '"experimentalDecorators": true',
+        '"emitDecoratorMetadata": true',
+        '"isolatedModules": true',
+        '"moduleResolution": "NodeNext"',
+      ])
+        expect(guide).toContain(setting);
+      const compilerOptions = {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        experimentalDecorators: true,
+        emitDecoratorMetadata: true,
+        isolatedModules: true,
+        skipLibCheck: false,
+        types: ['node', 'jest'],
+      };
       writeFileSync(join(cwd, 'tsconfig.json'), JSON.stringify({ compilerOptions }));
       let report: string;
       try {
         // Jest reports on stderr: read both streams, as a terminal shows them.
-        report = execFileSync('sh', ['-c', 'npm test --loglevel=error 2>&1'], { cwd, encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' } });
+        report = execFileSync('sh', ['-c', 'npm test --loglevel=error 2>&1'], {
+          cwd,
+          encoding: 'utf8',
+          env: { ...process.env, FORCE_COLOR: '0' },
+        });
       } catch (err) {
         throw new Error(`npm test failed in the new app:\n${(err as { stdout: string }).stdout}`, { cause: err });
       }

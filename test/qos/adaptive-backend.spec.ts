@@ -5,7 +5,14 @@ import { describe, expect, it } from '@jest/globals';
 import { fixedGate, runAdaptive, type AdaptiveScenario, type CallEnd, type Gate } from './adaptive-backend.js';
 import { adaptiveGate } from './adaptive-scenarios.js';
 
-const base: AdaptiveScenario = { name: 'test', seed: 7, arrivalsPerSec: 1_000, serviceMs: 20, timeoutMs: 10_000, phases: [{ untilMs: 20_000, capacity: 10 }] };
+const base: AdaptiveScenario = {
+  name: 'test',
+  seed: 7,
+  arrivalsPerSec: 1_000,
+  serviceMs: 20,
+  timeoutMs: 10_000,
+  phases: [{ untilMs: 20_000, capacity: 10 }],
+};
 
 describe('the simulated backend', () => {
   it('serves limit / work calls a second below its knee (Little), and flat past it with longer waits', () => {
@@ -23,7 +30,8 @@ describe('the simulated backend', () => {
   it('answers 429 past its rate limit, with the time to the next free call as Retry-After', () => {
     const ends: CallEnd[] = [];
     const gate: Gate = { name: 'recording', limit: () => 100, ended: (end) => void ends.push(end) };
-    const run = runAdaptive({ ...base, phases: [{ untilMs: 10_000, capacity: 100, ratePerSec: 200 }] }, gate).phases[0]!;
+    const run = runAdaptive({ ...base, phases: [{ untilMs: 10_000, capacity: 100, ratePerSec: 200 }] }, gate)
+      .phases[0]!;
     expect(run.goodput).toBeLessThanOrEqual(200 * 1.02 + 20); // the bucket starts full: one second's calls
     expect(run.tooMany).toBeGreaterThan(5_000);
     const refused = ends.filter((e) => e.retryAfterMs !== undefined);
@@ -45,7 +53,13 @@ describe('the simulated backend', () => {
   });
 
   it('moves to the next phase at its time, and gives the same run for the same seed', () => {
-    const scenario = { ...base, phases: [{ untilMs: 5_000, capacity: 10 }, { untilMs: 10_000, capacity: 5 }] };
+    const scenario = {
+      ...base,
+      phases: [
+        { untilMs: 5_000, capacity: 10 },
+        { untilMs: 10_000, capacity: 5 },
+      ],
+    };
     const a = runAdaptive(scenario, fixedGate(40));
     expect(a.phases[1]!.goodput).toBeLessThan(a.phases[0]!.goodput * 0.6);
     expect(runAdaptive(scenario, fixedGate(40))).toEqual(a);
@@ -53,7 +67,12 @@ describe('the simulated backend', () => {
   });
 
   it('pauses an adaptive gate for a Retry-After: far fewer 429s than a fixed limit at the same goodput', () => {
-    const scenario = { ...base, arrivalsPerSec: 600, serviceMs: 50, phases: [{ untilMs: 20_000, capacity: 500, ratePerSec: 150 }] };
+    const scenario = {
+      ...base,
+      arrivalsPerSec: 600,
+      serviceMs: 50,
+      phases: [{ untilMs: 20_000, capacity: 500, ratePerSec: 150 }],
+    };
     const fixed = runAdaptive(scenario, fixedGate(80)).phases[0]!;
     const aimd = runAdaptive(scenario, adaptiveGate({ algorithm: 'aimd', max: 1_000 })).phases[0]!;
     expect(aimd.goodput).toBeGreaterThan(fixed.goodput * 0.95);

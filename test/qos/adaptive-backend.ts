@@ -114,7 +114,16 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
 
   const finish = (job: Job, outcome: 'success' | 'overload', retryAfterMs?: number) => {
     const durationMs = now - job.startedAt;
-    gate.ended?.({ startedAt: job.startedAt, durationMs, inflight: job.inflight, outcome, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }, now);
+    gate.ended?.(
+      {
+        startedAt: job.startedAt,
+        durationMs,
+        inflight: job.inflight,
+        outcome,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      },
+      now,
+    );
   };
 
   while (now < end) {
@@ -163,7 +172,16 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
         counts[phase]!.tooMany++;
         if (refusedCount) tokens = Math.max(-perSec, tokens - 1);
         // Answered at once: 429, retry once a token is back.
-        gate.ended?.({ startedAt: now, durationMs: 0, inflight: jobs.length + 1, outcome: 'overload', retryAfterMs: Math.ceil(((1 - tokens) / perSec) * 1_000) }, now);
+        gate.ended?.(
+          {
+            startedAt: now,
+            durationMs: 0,
+            inflight: jobs.length + 1,
+            outcome: 'overload',
+            retryAfterMs: Math.ceil(((1 - tokens) / perSec) * 1_000),
+          },
+          now,
+        );
         continue;
       }
       tokens--;
@@ -174,8 +192,15 @@ export function runAdaptive(scenario: AdaptiveScenario, gate: Gate): AdaptiveRun
   let start = 0;
   const phases = scenario.phases.map((p, i) => {
     const sorted = latencies[i]!.sort((a, b) => a - b);
-    const q = (x: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(x * sorted.length))]!);
-    const result = { untilMs: p.untilMs, goodput: (sorted.length / (p.untilMs - start)) * 1_000, p50: q(0.5), p99: q(0.99), ...counts[i]! };
+    const q = (x: number) =>
+      sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(x * sorted.length))]!;
+    const result = {
+      untilMs: p.untilMs,
+      goodput: (sorted.length / (p.untilMs - start)) * 1_000,
+      p50: q(0.5),
+      p99: q(0.99),
+      ...counts[i]!,
+    };
     start = p.untilMs;
     return result;
   });

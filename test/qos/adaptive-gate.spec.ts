@@ -13,7 +13,11 @@ import { ADAPTIVE_SCENARIOS, adaptiveGate, FIXED_LIMITS, judge } from './adaptiv
 /** Every fixed limit's run of a scenario, run once. */
 const fixedRuns = new Map<AdaptiveScenario, AdaptiveRun[]>();
 const fixedOn = (scenario: AdaptiveScenario) => {
-  if (!fixedRuns.has(scenario)) fixedRuns.set(scenario, FIXED_LIMITS.map((limit) => runAdaptive(scenario, fixedGate(limit))));
+  if (!fixedRuns.has(scenario))
+    fixedRuns.set(
+      scenario,
+      FIXED_LIMITS.map((limit) => runAdaptive(scenario, fixedGate(limit))),
+    );
   return fixedRuns.get(scenario)!;
 };
 

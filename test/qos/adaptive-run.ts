@@ -9,15 +9,35 @@ import { ADAPTIVE_SCENARIOS, adaptiveGate, FIXED_LIMITS, judge } from './adaptiv
 const f = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(0));
 const seedsArg = process.argv.indexOf('--seeds');
 const seeds = seedsArg > 0 ? process.argv[seedsArg + 1]!.split(',').map(Number) : [undefined];
-const algorithms = [{ algorithm: 'aimd' as const }, { algorithm: 'gradient' as const }, { algorithm: 'vegas' as const }];
+const algorithms = [
+  { algorithm: 'aimd' as const },
+  { algorithm: 'gradient' as const },
+  { algorithm: 'vegas' as const },
+];
 for (const base of ADAPTIVE_SCENARIOS) {
   for (const seed of seeds) {
     const scenario = seed === undefined ? base : { ...base, seed };
-    console.log(`\n${scenario.name}, seed ${scenario.seed} (${scenario.arrivalsPerSec} calls/s arriving, ${scenario.serviceMs} ms of work each, timeout ${scenario.timeoutMs} ms)`);
-    console.log(['gate', ...scenario.phases.map((_, i) => `phase ${i + 1}: goodput/s p50 p99 ms 429 timeouts`), 'whole run goodput/s', 'verdict'].join(' | '));
+    console.log(
+      `\n${scenario.name}, seed ${scenario.seed} (${scenario.arrivalsPerSec} calls/s arriving, ${scenario.serviceMs} ms of work each, timeout ${scenario.timeoutMs} ms)`,
+    );
+    console.log(
+      [
+        'gate',
+        ...scenario.phases.map((_, i) => `phase ${i + 1}: goodput/s p50 p99 ms 429 timeouts`),
+        'whole run goodput/s',
+        'verdict',
+      ].join(' | '),
+    );
     const fixed = FIXED_LIMITS.map((limit) => runAdaptive(scenario, fixedGate(limit)));
     const row = (name: string, run: (typeof fixed)[number], verdict = '') =>
-      console.log([name, ...run.phases.map((p) => `${f(p.goodput)} ${f(p.p50)} ${f(p.p99)} ${p.tooMany} ${p.timeouts}`), f(run.goodput), verdict].join(' | '));
+      console.log(
+        [
+          name,
+          ...run.phases.map((p) => `${f(p.goodput)} ${f(p.p50)} ${f(p.p99)} ${p.tooMany} ${p.timeouts}`),
+          f(run.goodput),
+          verdict,
+        ].join(' | '),
+      );
     fixed.forEach((run) => row(run.gate, run));
     for (const options of algorithms) {
       const run = runAdaptive(scenario, adaptiveGate({ ...options, max: 1_000 }));

@@ -92,7 +92,9 @@ export interface Verdict {
 }
 
 export function judge(scenario: AdaptiveScenario, adaptive: AdaptiveRun, fixed: readonly AdaptiveRun[]): Verdict {
-  const best = scenario.phases.map((_, i) => fixed.reduce((b, r) => (r.phases[i]!.goodput > b.phases[i]!.goodput ? r : b)));
+  const best = scenario.phases.map((_, i) =>
+    fixed.reduce((b, r) => (r.phases[i]!.goodput > b.phases[i]!.goodput ? r : b)),
+  );
   const goodput = scenario.phases.map((_, i) => adaptive.phases[i]!.goodput / best[i]!.phases[i]!.goodput);
   const p99 = scenario.phases.map((_, i) => adaptive.phases[i]!.p99 / best[i]!.phases[i]!.p99);
   const whole = adaptive.goodput / Math.max(...fixed.map((r) => r.goodput));

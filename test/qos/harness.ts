@@ -229,5 +229,15 @@ export async function runScenario(scenario: Scenario, name: ContenderName): Prom
   let closed = false;
   void pool.close().finally(() => (closed = true));
   while (!closed && clock.now() < endOf(scenario) + 2 * DRAIN_MS) await clock.runUntil(clock.now() + 1_000);
-  return { scenario, contender: name, queries, connects: server.connects, disconnects: server.disconnects, samples, peak: server.peak, capacityAt, unfinished };
+  return {
+    scenario,
+    contender: name,
+    queries,
+    connects: server.connects,
+    disconnects: server.disconnects,
+    samples,
+    peak: server.peak,
+    capacityAt,
+    unfinished,
+  };
 }

@@ -8,22 +8,32 @@ import { html, table } from './report.js';
 import { percentile, scale, score, variation } from './scoring.js';
 
 describe('the QoS simulation of a pool group', () => {
-  it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s: the group reaches its threshold and beats both baselines', async (_, scenario) => {
-    const runs = new Map<string, RunResult>();
-    for (const c of CONTENDERS) runs.set(c, await runScenario(scenario, c));
-    const totals = Object.fromEntries([...runs].map(([c, r]) => [c, Math.round(score(r).total * 10) / 10]));
-    const group = runs.get('group')!;
-    // Every query of the group was served, and nobody ever had more than the budget.
-    expect({ failed: group.queries.filter((q) => q.failed).length, unfinished: group.unfinished }).toEqual({ failed: 0, unfinished: 0 });
-    for (const r of runs.values()) expect(r.peak).toBeLessThanOrEqual(scenario.maxTotal);
-    expect(totals.group).toBeGreaterThanOrEqual(scenario.threshold);
-    expect(totals.group).toBeGreaterThan(totals.static!);
-    expect(totals.group).toBeGreaterThan(totals.greedy!);
-  });
+  it.each(SCENARIOS.map((s) => [s.name, s] as const))(
+    '%s: the group reaches its threshold and beats both baselines',
+    async (_, scenario) => {
+      const runs = new Map<string, RunResult>();
+      for (const c of CONTENDERS) runs.set(c, await runScenario(scenario, c));
+      const totals = Object.fromEntries([...runs].map(([c, r]) => [c, Math.round(score(r).total * 10) / 10]));
+      const group = runs.get('group')!;
+      // Every query of the group was served, and nobody ever had more than the budget.
+      expect({ failed: group.queries.filter((q) => q.failed).length, unfinished: group.unfinished }).toEqual({
+        failed: 0,
+        unfinished: 0,
+      });
+      for (const r of runs.values()) expect(r.peak).toBeLessThanOrEqual(scenario.maxTotal);
+      expect(totals.group).toBeGreaterThanOrEqual(scenario.threshold);
+      expect(totals.group).toBeGreaterThan(totals.static!);
+      expect(totals.group).toBeGreaterThan(totals.greedy!);
+    },
+  );
 
   it('is deterministic per seed, and another seed gives another run', async () => {
     const scenario = SCENARIOS.find((s) => s.name === 'cheap connects')!;
-    const [a, b, other] = [await runScenario(scenario, 'group'), await runScenario(scenario, 'group'), await runScenario({ ...scenario, seed: 99 }, 'group')];
+    const [a, b, other] = [
+      await runScenario(scenario, 'group'),
+      await runScenario(scenario, 'group'),
+      await runScenario({ ...scenario, seed: 99 }, 'group'),
+    ];
     expect(b.queries).toEqual(a.queries);
     expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
     expect(other.queries).not.toEqual(a.queries);
@@ -32,14 +42,29 @@ describe('the QoS simulation of a pool group', () => {
 
 describe('QoS scoring', () => {
   it('scales linearly between landmarks and is flat beyond them', () => {
-    const marks = [[10, 100], [110, 0]] as const;
-    expect([scale(0, marks), scale(10, marks), scale(60, marks), scale(110, marks), scale(1e9, marks)]).toEqual([100, 100, 50, 0, 0]);
-    expect(scale(0.25, [[0, 0], [0.5, 100]])).toBe(50);
+    const marks = [
+      [10, 100],
+      [110, 0],
+    ] as const;
+    expect([scale(0, marks), scale(10, marks), scale(60, marks), scale(110, marks), scale(1e9, marks)]).toEqual([
+      100, 100, 50, 0, 0,
+    ]);
+    expect(
+      scale(0.25, [
+        [0, 0],
+        [0.5, 100],
+      ]),
+    ).toBe(50);
     expect(() => scale(1, [])).toThrow('at least one landmark');
   });
 
   it('takes nearest-rank percentiles and the coefficient of variation', () => {
-    expect([percentile([5, 1, 4, 2, 3], 50), percentile([5, 1, 4, 2, 3], 100), percentile([5, 1, 4, 2, 3], 1), percentile([], 90)]).toEqual([3, 5, 1, 0]);
+    expect([
+      percentile([5, 1, 4, 2, 3], 50),
+      percentile([5, 1, 4, 2, 3], 100),
+      percentile([5, 1, 4, 2, 3], 1),
+      percentile([], 90),
+    ]).toEqual([3, 5, 1, 0]);
     expect(variation([2, 2, 2])).toBe(0);
     expect(variation([0, 0])).toBe(0);
     expect(variation([1, 3])).toBeCloseTo(0.5);
@@ -53,7 +78,8 @@ describe('the QoS report', () => {
     for (const c of CONTENDERS) runs.push(await runScenario(scenario, c));
     const text = table(scenario, runs);
     expect(text.split('\n')[0]).toBe('### huge demand beside a rare one: pass (threshold 85)');
-    for (const label of ['p90 wait of rare (ms)', 'p99 wait of busy (ms)', 'connects + disconnects', 'weighted total']) expect(text).toContain(`| ${label}`);
+    for (const label of ['p90 wait of rare (ms)', 'p99 wait of busy (ms)', 'connects + disconnects', 'weighted total'])
+      expect(text).toContain(`| ${label}`);
     expect(text).toContain(score(runs[0]!).total.toFixed(1));
     const page = html([runs]);
     expect(page.match(/<section>/g)).toHaveLength(1);

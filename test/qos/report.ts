@@ -10,10 +10,15 @@ const fixed = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >=
 export function table(scenario: Scenario, runs: readonly RunResult[]): string {
   const scores = runs.map((r) => score(r));
   const head = ['measure', 'weight', ...runs.map((r) => `${r.contender} value → score`)];
-  const rows = scenario.measures.map((_, i) => [scores[0]!.measures[i]!.label, String(scores[0]!.measures[i]!.weight), ...scores.map((s) => `${fixed(s.measures[i]!.value)} → ${s.measures[i]!.score.toFixed(0)}`)]);
+  const rows = scenario.measures.map((_, i) => [
+    scores[0]!.measures[i]!.label,
+    String(scores[0]!.measures[i]!.weight),
+    ...scores.map((s) => `${fixed(s.measures[i]!.value)} → ${s.measures[i]!.score.toFixed(0)}`),
+  ]);
   rows.push(['weighted total', '', ...scores.map((s) => s.total.toFixed(1))]);
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
-  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const pass = scores[0]!.total >= scenario.threshold && scores.slice(1).every((s) => scores[0]!.total > s.total);
   return [
     `### ${scenario.name}: ${pass ? 'pass' : 'FAIL'} (threshold ${scenario.threshold})`,
@@ -25,7 +30,18 @@ export function table(scenario: Scenario, runs: readonly RunResult[]): string {
   ].join('\n');
 }
 
-const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const PALETTE = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+];
 const colour = (i: number) => PALETTE[i % PALETTE.length]!;
 const W = 360;
 const H = 150;
@@ -33,14 +49,21 @@ const PAD = 34;
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 /** A plot's frame: room above for its label, below for the time axis. */
-const svg = (body: string) => `<svg width="${W + 10}" height="${H + 30}" font-size="9" font-family="sans-serif"><g transform="translate(0,14)">${body}</g></svg>`;
+const svg = (body: string) =>
+  `<svg width="${W + 10}" height="${H + 30}" font-size="9" font-family="sans-serif"><g transform="translate(0,14)">${body}</g></svg>`;
 
 function axes(xMax: number, yLabel: string, yTicks: readonly [number, string][]): string {
-  const ticks = yTicks.map(([y, t]) => `<line x1="${PAD}" x2="${W}" y1="${y}" y2="${y}" stroke="#eee"/><text x="${PAD - 4}" y="${y + 3}" text-anchor="end">${t}</text>`).join('');
+  const ticks = yTicks
+    .map(
+      ([y, t]) =>
+        `<line x1="${PAD}" x2="${W}" y1="${y}" y2="${y}" stroke="#eee"/><text x="${PAD - 4}" y="${y + 3}" text-anchor="end">${t}</text>`,
+    )
+    .join('');
   const secs = Math.ceil(xMax / 1000);
   const step = secs > 10 ? 5 : 2;
   let xTicks = '';
-  for (let s = 0; s <= secs; s += step) xTicks += `<text x="${PAD + (s * 1000 * (W - PAD)) / xMax}" y="${H + 12}" text-anchor="middle">${s}s</text>`;
+  for (let s = 0; s <= secs; s += step)
+    xTicks += `<text x="${PAD + (s * 1000 * (W - PAD)) / xMax}" y="${H + 12}" text-anchor="middle">${s}s</text>`;
   return `${ticks}<line x1="${PAD}" x2="${PAD}" y1="0" y2="${H}" stroke="#999"/><line x1="${PAD}" x2="${W}" y1="${H}" y2="${H}" stroke="#999"/>${xTicks}<text x="2" y="-4">${yLabel}</text>`;
 }
 
@@ -64,7 +87,10 @@ function waitPlot(run: RunResult, members: readonly string[]): string {
     }
     return d === '' ? '' : `<path fill="none" stroke="${colour(i)}" stroke-width="1.2" d="${d}"/>`;
   });
-  const ticks: [number, string][] = [0.1, 1, 10, 100, 1000, 10000].map((v) => [y(v), v >= 1000 ? `${v / 1000}s` : `${v}`]);
+  const ticks: [number, string][] = [0.1, 1, 10, 100, 1000, 10000].map((v) => [
+    y(v),
+    v >= 1000 ? `${v / 1000}s` : `${v}`,
+  ]);
   return svg(`${axes(end, 'p90 wait (ms)', ticks)}${lines.join('')}`);
 }
 
@@ -77,7 +103,10 @@ function connectionPlot(run: RunResult, members: readonly string[]): string {
   const below = run.samples.map(() => 0);
   const areas = members.map((m, i) => {
     const top = run.samples.map((s, j) => below[j]! + (s.connections[m] ?? 0));
-    const path = [...run.samples.map((s, j) => `${x(s.at).toFixed(1)},${y(top[j]!).toFixed(1)}`), ...run.samples.map((s, j) => `${x(s.at).toFixed(1)},${y(below[j]!).toFixed(1)}`).reverse()];
+    const path = [
+      ...run.samples.map((s, j) => `${x(s.at).toFixed(1)},${y(top[j]!).toFixed(1)}`),
+      ...run.samples.map((s, j) => `${x(s.at).toFixed(1)},${y(below[j]!).toFixed(1)}`).reverse(),
+    ];
     top.forEach((v, j) => (below[j] = v));
     return `<polygon fill="${colour(i)}" fill-opacity="0.75" stroke="none" points="${path.join(' ')}"/>`;
   });
@@ -91,9 +120,15 @@ export function html(results: readonly (readonly RunResult[])[]): string {
   const sections = results.map((runs) => {
     const scenario = runs[0]!.scenario;
     const members = membersOf(scenario);
-    const legend = members.length <= 10 ? members.map((m, i) => `<span style="color:${colour(i)}">■ ${esc(m)}</span>`).join(' ') : `${members.length} members (colours repeat)`;
+    const legend =
+      members.length <= 10
+        ? members.map((m, i) => `<span style="color:${colour(i)}">■ ${esc(m)}</span>`).join(' ')
+        : `${members.length} members (colours repeat)`;
     const plots = runs
-      .map((r) => `<div class="run"><h3>${r.contender}: ${score(r).total.toFixed(1)}</h3>${waitPlot(r, members)}<br>${connectionPlot(r, members)}</div>`)
+      .map(
+        (r) =>
+          `<div class="run"><h3>${r.contender}: ${score(r).total.toFixed(1)}</h3>${waitPlot(r, members)}<br>${connectionPlot(r, members)}</div>`,
+      )
       .join('');
     return `<section><h2>${esc(scenario.name)}</h2><p>${esc(scenario.about)}. Budget ${scenario.maxTotal}, connect ${scenario.connect.mean} ms.</p><pre>${esc(table(scenario, runs).split('\n').slice(3).join('\n'))}</pre><p class="legend">${legend}</p><div class="runs">${plots}</div></section>`;
   });

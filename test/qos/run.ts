@@ -28,5 +28,7 @@ for (const base of SCENARIOS) {
 }
 mkdirSync('qos-report', { recursive: true });
 writeFileSync('qos-report/index.html', html(results));
-console.log(`\n${results.length - failed} of ${results.length} scenarios pass (${((performance.now() - t0) / 1000).toFixed(1)} s); report: qos-report/index.html`);
+console.log(
+  `\n${results.length - failed} of ${results.length} scenarios pass (${((performance.now() - t0) / 1000).toFixed(1)} s); report: qos-report/index.html`,
+);
 process.exitCode = failed > 0 ? 1 : 0;

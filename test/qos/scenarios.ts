@@ -7,7 +7,13 @@
 // - similarity: 100 at a coefficient of variation of 0.1 across members, 0 at 1.
 import type { LoadStream, Measure, Scenario } from './scenario.js';
 
-const stream = (member: string, start: number, end: number, qps: number, mean: number, spread = 0.5): LoadStream => ({ member, start, end, qps, cost: { mean, spread } });
+const stream = (member: string, start: number, end: number, qps: number, mean: number, spread = 0.5): LoadStream => ({
+  member,
+  start,
+  end,
+  qps,
+  cost: { mean, spread },
+});
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
 
 /** A wait percentile: 100 at (about) no wait, 0 at `bad` ms. */
@@ -53,17 +59,31 @@ export const SCENARIOS: readonly Scenario[] = [
     // round of reconnects (36 connects + disconnects against the 20 of keeping them all along,
     // and the waits of one burst's reconnects) is the price of giving a one-off burst back within
     // a second; the threshold allows that round, not a second one.
-    about: 'one member alone, in bursts with quiet gaps: one round of reconnects, then the member keeps its connections through the gaps',
+    about:
+      'one member alone, in bursts with quiet gaps: one round of reconnects, then the member keeps its connections through the gaps',
     maxTotal: 10,
     connect: { mean: 50, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
     streams: [0, 2_500, 5_000, 7_500].map((t) => stream('solo', t, t + 1_000, 400, 15)),
-    measures: [wait(95, ['solo'], 1, 50, 2), overhead(20, 100, 2), { kind: 'capacity', members: ['solo'], weight: 1, landmarks: [[0, 0], [0.5, 100]] }],
+    measures: [
+      wait(95, ['solo'], 1, 50, 2),
+      overhead(20, 100, 2),
+      {
+        kind: 'capacity',
+        members: ['solo'],
+        weight: 1,
+        landmarks: [
+          [0, 0],
+          [0.5, 100],
+        ],
+      },
+    ],
     threshold: 75,
   },
   {
     name: 'a burst, then quiet',
-    about: 'a steady member at 1/32 of the budget, another at 31/32 for 0.2 s: the burst is served, then its connections go back within a second',
+    about:
+      'a steady member at 1/32 of the budget, another at 31/32 for 0.2 s: the burst is served, then its connections go back within a second',
     maxTotal: 100,
     connect: { mean: 20, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
@@ -72,7 +92,17 @@ export const SCENARIOS: readonly Scenario[] = [
       wait(90, ['steady'], 1, 100, 2),
       wait(90, ['burst'], 25, 300, 1),
       overhead(200, 600, 1),
-      { kind: 'capacity', members: ['steady', 'burst'], at: 2_200, weight: 2, label: 'share of maxTotal held 1 s after the burst', landmarks: [[0.1, 100], [0.5, 0]] },
+      {
+        kind: 'capacity',
+        members: ['steady', 'burst'],
+        at: 2_200,
+        weight: 2,
+        label: 'share of maxTotal held 1 s after the burst',
+        landmarks: [
+          [0.1, 100],
+          [0.5, 0],
+        ],
+      },
     ],
     threshold: 70,
   },
@@ -112,12 +142,27 @@ export const SCENARIOS: readonly Scenario[] = [
     maxTotal: 6,
     connect: { mean: 30, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
-    streams: [stream('a', 0, 8_000, 80, 20), stream('b', 2_000, 10_000, 80, 20), stream('c', 4_000, 12_000, 80, 20), stream('d', 10_000, 14_000, 160, 20)],
+    streams: [
+      stream('a', 0, 8_000, 80, 20),
+      stream('b', 2_000, 10_000, 80, 20),
+      stream('c', 4_000, 12_000, 80, 20),
+      stream('d', 10_000, 14_000, 160, 20),
+    ],
     measures: [
       alike(['a', 'b', 'c', 'd'], 2),
       wait(90, ['a', 'b', 'c', 'd'], 30, 300, 2),
       overhead(12, 600, 1),
-      { kind: 'capacity', members: ['d'], at: 13_900, weight: 1, label: "share of maxTotal held by d once alone", landmarks: [[0.3, 0], [0.6, 100]] },
+      {
+        kind: 'capacity',
+        members: ['d'],
+        at: 13_900,
+        weight: 1,
+        label: 'share of maxTotal held by d once alone',
+        landmarks: [
+          [0.3, 0],
+          [0.6, 100],
+        ],
+      },
     ],
     threshold: 65,
   },
@@ -148,7 +193,12 @@ export const SCENARIOS: readonly Scenario[] = [
     connect: { mean: 20, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
     streams: names('t', 40).map((m) => stream(m, 0, 10_000, 4, 20)),
-    measures: [wait(50, names('t', 40), 20, 200, 2), wait(90, names('t', 40), 20, 1_000, 2), alike(names('t', 40), 1), overhead(16, 3_300, 1)],
+    measures: [
+      wait(50, names('t', 40), 20, 200, 2),
+      wait(90, names('t', 40), 20, 1_000, 2),
+      alike(names('t', 40), 1),
+      overhead(16, 3_300, 1),
+    ],
     threshold: 60,
   },
 ];

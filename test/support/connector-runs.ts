@@ -37,7 +37,11 @@ export async function tenantLeaks<T>(pool: ConnectionPool<T>, state: TenantState
  * session cut, connects refused) and comes back; resolves once 50 more calls succeeded after it
  * came back and every caller's last call has settled (none hung). Returns the outcomes.
  */
-export async function throughOutage(proxy: TcpProxy, call: () => Promise<unknown>, { workers = 8, downMs = 500 } = {}): Promise<{ ok: number; failed: number }> {
+export async function throughOutage(
+  proxy: TcpProxy,
+  call: () => Promise<unknown>,
+  { workers = 8, downMs = 500 } = {},
+): Promise<{ ok: number; failed: number }> {
   const outcomes = { ok: 0, failed: 0 };
   let running = true;
   const worker = async () => {

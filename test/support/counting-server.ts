@@ -34,4 +34,3 @@ export function countingServer(clock: VirtualClock, createMs: number, closeMs = 
   });
   return { state, connector };
 }
-

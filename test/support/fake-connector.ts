@@ -8,11 +8,7 @@ export interface FakeConnection {
 }
 
 /** What the next create (or ready) does. */
-export type Step =
-  | { kind: 'ok' }
-  | { kind: 'fail'; error?: unknown }
-  | { kind: 'nothing' }
-  | { kind: 'hold' };
+export type Step = { kind: 'ok' } | { kind: 'fail'; error?: unknown } | { kind: 'nothing' } | { kind: 'hold' };
 
 interface Held<V> {
   ctx?: CreateContext;
@@ -72,7 +68,8 @@ export class FakeConnector implements Connector<FakeConnection> {
     const step = this.readySteps.shift() ?? { kind: 'ok' };
     if (step.kind === 'fail') throw step.error ?? new Error('handshake failed');
     if (step.kind === 'nothing') return false;
-    if (step.kind === 'hold') return new Promise<boolean>((resolve, reject) => this.heldReadies.push({ resolve, reject }));
+    if (step.kind === 'hold')
+      return new Promise<boolean>((resolve, reject) => this.heldReadies.push({ resolve, reject }));
     return true;
   }
 
@@ -85,7 +82,8 @@ export class FakeConnector implements Connector<FakeConnection> {
 
   validate(): boolean | Promise<boolean> {
     this.validateCalls++;
-    if (this.holdValidation) return new Promise<boolean>((resolve, reject) => this.heldValidations.push({ resolve, reject }));
+    if (this.holdValidation)
+      return new Promise<boolean>((resolve, reject) => this.heldValidations.push({ resolve, reject }));
     if (this.validateResult instanceof Error) throw this.validateResult;
     return this.validateResult;
   }

@@ -34,7 +34,10 @@ afterEach(async () => {
 });
 
 /** Compiles and initialises a testing module; it is closed after the test. */
-export async function boot(metadata: ModuleMetadata, logger: LoggerService = new RecordingNestLogger()): Promise<TestingModule> {
+export async function boot(
+  metadata: ModuleMetadata,
+  logger: LoggerService = new RecordingNestLogger(),
+): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule(metadata).setLogger(logger).compile();
   open.add(moduleRef);
   await moduleRef.init();

@@ -13,7 +13,13 @@ export interface ReadmeBlock {
 
 /** The README and the guides under docs/, README first, then the guides by name. */
 export function docPages(): string[] {
-  return ['README.md', ...readdirSync(new URL('docs/', root)).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  return [
+    'README.md',
+    ...readdirSync(new URL('docs/', root))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
 }
 
 /** Every ```ts or ```js block of the README and of the guides, in that order. */

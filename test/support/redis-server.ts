@@ -48,8 +48,32 @@ export class RedisServer {
     const ports =
       tls === undefined
         ? ['--port', String(this.port)]
-        : ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no'];
-    const args = [...ports, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir, ...this.extraArgs];
+        : [
+            '--port',
+            '0',
+            '--tls-port',
+            String(this.port),
+            '--tls-cert-file',
+            tls.certFile,
+            '--tls-key-file',
+            tls.keyFile,
+            '--tls-ca-cert-file',
+            tls.caFile,
+            '--tls-auth-clients',
+            'no',
+          ];
+    const args = [
+      ...ports,
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      this.#dir,
+      ...this.extraArgs,
+    ];
     this.#process = await spawnUntil(args, 'Ready to accept connections');
   }
 
@@ -114,11 +138,44 @@ export async function certificates(): Promise<Certificates> {
   const dir = mkdtempSync(join(tmpdir(), 'tls-'));
   const at = (name: string) => join(dir, name);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('openssl', ['req', '-x509', ...ec, '-keyout', at('ca.key'), '-out', at('ca.crt'), '-days', '2', '-subj', '/CN=nestjs-shared-pool test CA']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    at('ca.key'),
+    '-out',
+    at('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=nestjs-shared-pool test CA',
+  ]);
   await run('openssl', ['req', ...ec, '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=localhost']);
   writeFileSync(at('san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  await run('openssl', ['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.crt'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at('server.crt'), '-days', '2', '-extfile', at('san.ext')]);
-  return { caFile: at('ca.crt'), certFile: at('server.crt'), keyFile: at('server.key'), ca: readFileSync(at('ca.crt'), 'utf8') };
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    at('server.csr'),
+    '-CA',
+    at('ca.crt'),
+    '-CAkey',
+    at('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    at('server.crt'),
+    '-days',
+    '2',
+    '-extfile',
+    at('san.ext'),
+  ]);
+  return {
+    caFile: at('ca.crt'),
+    certFile: at('server.crt'),
+    keyFile: at('server.key'),
+    ca: readFileSync(at('ca.crt'), 'utf8'),
+  };
 }
 
 /**
@@ -178,7 +235,14 @@ export class RedisCluster {
   private constructor(readonly servers: readonly RedisServer[]) {}
 
   static async start(nodeTimeoutMs = 1_000): Promise<RedisCluster> {
-    const args = ['--cluster-enabled', 'yes', '--cluster-node-timeout', String(nodeTimeoutMs), '--cluster-replica-validity-factor', '0'];
+    const args = [
+      '--cluster-enabled',
+      'yes',
+      '--cluster-node-timeout',
+      String(nodeTimeoutMs),
+      '--cluster-replica-validity-factor',
+      '0',
+    ];
     const servers = await Promise.all(Array.from({ length: 6 }, () => RedisServer.start(args)));
     const cluster = new RedisCluster(servers);
     const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
@@ -203,7 +267,13 @@ export class RedisCluster {
       const lines = slots.trim().split('\n');
       for (let i = 0; i + 3 < lines.length; i++) {
         const [from, to] = [Number(lines[i]), Number(lines[i + 1])];
-        if (Number.isInteger(from) && Number.isInteger(to) && lines[i + 2] === '127.0.0.1' && from <= slot && slot <= to) {
+        if (
+          Number.isInteger(from) &&
+          Number.isInteger(to) &&
+          lines[i + 2] === '127.0.0.1' &&
+          from <= slot &&
+          slot <= to
+        ) {
           const port = Number(lines[i + 3]);
           const master = this.servers.find((s) => s.port === port);
           if (master !== undefined) return master;
@@ -244,6 +314,8 @@ function run(command: string, args: string[], ms = 10_000): Promise<string> {
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${out}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${out}`)),
+    );
   });
 }

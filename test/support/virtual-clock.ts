@@ -55,7 +55,8 @@ export class VirtualClock implements Clock {
     await flush();
     for (;;) {
       let next: Timer | undefined;
-      for (const t of this.#timers.values()) if (t.at <= end && (next === undefined || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
+      for (const t of this.#timers.values())
+        if (t.at <= end && (next === undefined || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
       if (next === undefined) break;
       this.#timers.delete(next.id);
       this.#now = Math.max(this.#now, next.at);

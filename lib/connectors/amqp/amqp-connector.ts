@@ -39,7 +39,10 @@ export function isAmqpChannelError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED'].includes(code)) return true;
-  return /Channel closed|Channel ended|Connection closed|IllegalOperationError|Socket closed/i.test(err.message) || err.name === 'IllegalOperationError';
+  return (
+    /Channel closed|Channel ended|Connection closed|IllegalOperationError|Socket closed/i.test(err.message) ||
+    err.name === 'IllegalOperationError'
+  );
 }
 
 /**
@@ -53,10 +56,16 @@ export function isAmqpChannelError(err: unknown): boolean {
  *
  * @param url an `amqp://` URL or amqplib's connect options.
  */
-export function amqpConnector(url: string | Options.Connect, options: AmqpConnectorOptions & { confirm: true }): Connector<ConfirmChannel>;
+export function amqpConnector(
+  url: string | Options.Connect,
+  options: AmqpConnectorOptions & { confirm: true },
+): Connector<ConfirmChannel>;
 export function amqpConnector(url: string | Options.Connect, options?: AmqpConnectorOptions): Connector<Channel>;
 export function amqpConnector(url: string | Options.Connect, options: AmqpConnectorOptions = {}): Connector<Channel> {
-  const read = new OptionReader({ subject: 'module', name: 'amqpConnector()' }, options).only(keysOf<AmqpConnectorOptions>({ confirm: true, channelsPerConnection: true, socketOptions: true }), "amqpConnector()'s options");
+  const read = new OptionReader({ subject: 'module', name: 'amqpConnector()' }, options).only(
+    keysOf<AmqpConnectorOptions>({ confirm: true, channelsPerConnection: true, socketOptions: true }),
+    "amqpConnector()'s options",
+  );
   checkTarget('amqpConnector()', 'url', url, 'an amqp:// URL or amqplib connect options');
   const confirm = read.get('confirm', is.boolean, false);
   const perConnection = read.get('channelsPerConnection', is.whole(1), Infinity);
@@ -131,7 +140,10 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
     },
     reset: (channel) => {
       const consumers = consumersOf(channel);
-      if (consumers > 0) throw new Error(`the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`);
+      if (consumers > 0)
+        throw new Error(
+          `the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`,
+        );
       return true;
     },
     close: async (channel) => {

@@ -13,12 +13,26 @@ interface SentCommand {
 type SendCommand = (command: SentCommand, ...rest: unknown[]) => unknown;
 
 /** Commands that hold their connection until they answer. */
-const BLOCKING = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmin', 'bzpopmax', 'bzmpop', 'wait', 'waitaof']);
+const BLOCKING = new Set([
+  'blpop',
+  'brpop',
+  'brpoplpush',
+  'blmove',
+  'blmpop',
+  'bzpopmin',
+  'bzpopmax',
+  'bzmpop',
+  'wait',
+  'waitaof',
+]);
 
 /** A blocking command: one of {@link BLOCKING}, or a stream read with BLOCK. */
 function blocks(command: SentCommand): boolean {
   if (BLOCKING.has(command.name)) return true;
-  return (command.name === 'xread' || command.name === 'xreadgroup') && command.args.some((a) => typeof a === 'string' && a.toUpperCase() === 'BLOCK');
+  return (
+    (command.name === 'xread' || command.name === 'xreadgroup') &&
+    command.args.some((a) => typeof a === 'string' && a.toUpperCase() === 'BLOCK')
+  );
 }
 
 /** Whether an ioredis error means its connection is broken, not that one command failed. */
@@ -26,11 +40,20 @@ export function isRedisConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED'].includes(code)) return true;
-  return /Connection is closed|Stream isn't writeable|enableOfflineQueue options is false|MaxRetriesPerRequest/i.test(err.message);
+  return /Connection is closed|Stream isn't writeable|enableOfflineQueue options is false|MaxRetriesPerRequest/i.test(
+    err.message,
+  );
 }
 
 /** Options every pooled client gets: the pool, not ioredis, replaces a broken connection. */
-const POOLED: RedisOptions = { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, autoResubscribe: false, reconnectOnError: () => false };
+const POOLED: RedisOptions = {
+  lazyConnect: true,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  retryStrategy: () => null,
+  autoResubscribe: false,
+  reconnectOnError: () => false,
+};
 
 /** Closes `client` at once; one already closed is left alone (ioredis's disconnect() would leave a 2 s timer behind for nothing). */
 function hangUp(client: Redis): void {
@@ -39,11 +62,18 @@ function hangUp(client: Redis): void {
 
 /** Opens a client the pool can replace: ioredis's own reconnects and offline queue off. */
 async function connect(config: string | RedisOptions, extra: RedisOptions, ctx: CreateContext): Promise<Redis> {
-  const client = typeof config === 'string' ? new Redis(config, { ...extra, ...POOLED }) : new Redis({ ...config, ...extra, ...POOLED });
+  const client =
+    typeof config === 'string'
+      ? new Redis(config, { ...extra, ...POOLED })
+      : new Redis({ ...config, ...extra, ...POOLED });
   // Broken while idle: retired quietly, never an unhandled 'error'.
   client.on('error', (err: Error) => ctx.retire(err));
   client.on('end', () => ctx.retire(new Error('the connection to Redis ended')));
-  await connectAbortably(ctx.signal, () => client.connect(), () => hangUp(client));
+  await connectAbortably(
+    ctx.signal,
+    () => client.connect(),
+    () => hangUp(client),
+  );
   return client;
 }
 
@@ -54,10 +84,12 @@ const common = {
   ready: async (client: Redis) => {
     await client.ping();
   },
-  validate: (client: Redis) => client.status === 'ready' && client.ping().then(
-    (pong) => pong === 'PONG',
-    () => false,
-  ),
+  validate: (client: Redis) =>
+    client.status === 'ready' &&
+    client.ping().then(
+      (pong) => pong === 'PONG',
+      () => false,
+    ),
   close: async (client: Redis) => {
     // QUIT waits behind a blocking command still waiting for its answer: cut that connection instead.
     if (client.status === 'end' || (tracked.get(client)?.blocked ?? 0) > 0) return hangUp(client);
@@ -79,7 +111,13 @@ interface Tracked {
 }
 
 function track(client: Redis): void {
-  const state: Tracked = { home: client.options.db ?? 0, db: client.options.db ?? 0, watching: false, multi: false, blocked: 0 };
+  const state: Tracked = {
+    home: client.options.db ?? 0,
+    db: client.options.db ?? 0,
+    watching: false,
+    multi: false,
+    blocked: 0,
+  };
   tracked.set(client, state);
   client.on('select', (db: number) => void (state.db = db));
   const send = client.sendCommand.bind(client) as unknown as SendCommand;
@@ -103,7 +141,8 @@ function uncleanable(client: Redis, state: Tracked | undefined): string | undefi
   if (state === undefined) return 'the client was not made by redisConnector: its state is unknown';
   if (client.status !== 'ready') return `the client is ${client.status}, not ready`;
   if (client.mode !== 'normal') return `the client was left in ${client.mode} mode`;
-  if ((client as unknown as { condition?: { subscriber?: unknown } }).condition?.subscriber) return 'the client was left subscribed';
+  if ((client as unknown as { condition?: { subscriber?: unknown } }).condition?.subscriber)
+    return 'the client was left subscribed';
   if (state.blocked > 0) return 'a blocking command was still waiting on the client';
   return undefined;
 }
@@ -120,7 +159,8 @@ function resetClient(client: Redis): boolean | Promise<boolean> {
   if (unclean !== undefined || state === undefined) throw new Error(unclean);
   if (!state.multi && !state.watching && state.db === state.home) return true;
   return (async () => {
-    if (state.multi) await client.discard(); // DISCARD also ends a WATCH
+    if (state.multi)
+      await client.discard(); // DISCARD also ends a WATCH
     else if (state.watching) await client.unwatch();
     if (state.db !== state.home) await client.select(state.home);
     return !state.multi && !state.watching && state.db === state.home;
@@ -160,15 +200,33 @@ export interface SharedRedisConnectorOptions {
 
 /** Commands that change or hold the state of a connection that other callers share. */
 const UNSHARABLE = new Set([
-  'select', 'watch', 'unwatch', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe',
-  'monitor', 'quit', 'reset', 'hello', 'auth', 'client', 'readonly', 'readwrite', 'swapdb',
+  'select',
+  'watch',
+  'unwatch',
+  'subscribe',
+  'psubscribe',
+  'ssubscribe',
+  'unsubscribe',
+  'punsubscribe',
+  'sunsubscribe',
+  'monitor',
+  'quit',
+  'reset',
+  'hello',
+  'auth',
+  'client',
+  'readonly',
+  'readwrite',
+  'swapdb',
 ]);
 
 /** Why `command` may not run on a shared connection, or undefined. */
 function unsharable(command: SentCommand): string | undefined {
   const name = command.name.toUpperCase();
-  if (blocks(command)) return `${name} blocks its connection until it answers, and every other caller's commands would wait behind it`;
-  if (UNSHARABLE.has(command.name)) return `${name} changes the state of its connection (its database, a WATCH, a subscription, its client settings), which every caller of the connection would then share`;
+  if (blocks(command))
+    return `${name} blocks its connection until it answers, and every other caller's commands would wait behind it`;
+  if (UNSHARABLE.has(command.name))
+    return `${name} changes the state of its connection (its database, a WATCH, a subscription, its client settings), which every caller of the connection would then share`;
   return undefined;
 }
 
@@ -180,11 +238,18 @@ function unsharable(command: SentCommand): string | undefined {
  * MONITOR, CLIENT) and `multi({ pipeline: false })` are refused before they reach the server,
  * with an error that says to use {@link redisConnector}.
  */
-export function sharedRedisConnector(config: string | RedisOptions, options: SharedRedisConnectorOptions = {}): Connector<Redis> {
+export function sharedRedisConnector(
+  config: string | RedisOptions,
+  options: SharedRedisConnectorOptions = {},
+): Connector<Redis> {
   checkTarget('sharedRedisConnector()', 'config', config, 'a redis:// URL or ioredis options');
-  const read = new OptionReader({ subject: 'module', name: 'sharedRedisConnector()' }, options).only(keysOf<SharedRedisConnectorOptions>({ clientLimit: true }), "sharedRedisConnector()'s options");
+  const read = new OptionReader({ subject: 'module', name: 'sharedRedisConnector()' }, options).only(
+    keysOf<SharedRedisConnectorOptions>({ clientLimit: true }),
+    "sharedRedisConnector()'s options",
+  );
   const clientLimit = read.get('clientLimit', is.whole(1), 100);
-  const pipelining: RedisOptions = typeof config === 'object' && config.enableAutoPipelining !== undefined ? {} : { enableAutoPipelining: true };
+  const pipelining: RedisOptions =
+    typeof config === 'object' && config.enableAutoPipelining !== undefined ? {} : { enableAutoPipelining: true };
   return {
     clientLimit,
     create: async (ctx) => guard(await connect(config, pipelining, ctx)),
@@ -198,14 +263,21 @@ function guard(client: Redis): Redis {
   (client as unknown as { sendCommand: SendCommand }).sendCommand = (command, ...rest) => {
     const why = unsharable(command);
     if (why === undefined) return send(command, ...rest);
-    command.reject(new Error(`${why}: not on a shared connection (sharedRedisConnector); run it on an exclusive one (redisConnector)`));
+    command.reject(
+      new Error(
+        `${why}: not on a shared connection (sharedRedisConnector); run it on an exclusive one (redisConnector)`,
+      ),
+    );
     return command.promise;
   };
   const multi = client.multi.bind(client) as (...args: unknown[]) => unknown;
   (client as unknown as { multi: (...args: unknown[]) => unknown }).multi = (...args) => {
-    const options = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as { pipeline?: boolean } | undefined;
+    const options = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as
+      { pipeline?: boolean } | undefined;
     if (options?.pipeline === false) {
-      throw new Error('multi({ pipeline: false }) leaves MULTI open on its connection between calls: not on a shared connection (sharedRedisConnector); use multi() (a pipeline) or an exclusive connection (redisConnector)');
+      throw new Error(
+        'multi({ pipeline: false }) leaves MULTI open on its connection between calls: not on a shared connection (sharedRedisConnector); use multi() (a pipeline) or an exclusive connection (redisConnector)',
+      );
     }
     return multi(...args);
   };

@@ -81,7 +81,8 @@ function track(conn: mysql.Connection): void {
   core.addCommand = (cmd) => {
     const sql = typeof cmd.sql === 'string' ? cmd.sql : '';
     if (AUTOCOMMIT_OFF.test(sql)) state.manual = state.open = true;
-    else if (AUTOCOMMIT_ON.test(sql)) state.manual = state.open = false; // turning it on commits
+    else if (AUTOCOMMIT_ON.test(sql))
+      state.manual = state.open = false; // turning it on commits
     else if (ENDS.test(sql)) state.open = state.manual;
     else if (OPENS.test(sql) || state.manual) state.open = true;
     state.running++;
@@ -98,21 +99,29 @@ function track(conn: mysql.Connection): void {
  *
  * @param config a connection URI or `mysql2` connection options, as `createConnection()` takes.
  */
-export function mysql2Connector(config: string | mysql.ConnectionOptions, options: Mysql2ConnectorOptions = {}): Connector<mysql.Connection> {
-  const read = new OptionReader({ subject: 'module', name: 'mysql2Connector()' }, options).only(keysOf<Mysql2ConnectorOptions>({ reset: true }), "mysql2Connector()'s options");
+export function mysql2Connector(
+  config: string | mysql.ConnectionOptions,
+  options: Mysql2ConnectorOptions = {},
+): Connector<mysql.Connection> {
+  const read = new OptionReader({ subject: 'module', name: 'mysql2Connector()' }, options).only(
+    keysOf<Mysql2ConnectorOptions>({ reset: true }),
+    "mysql2Connector()'s options",
+  );
   checkTarget('mysql2Connector()', 'config', config, 'a connection URI or mysql2 connection options');
   const reset: Mysql2Reset = options.reset ?? 'transaction';
-  if (reset !== 'transaction' && reset !== 'session' && reset !== false) read.fail('reset', `must be 'transaction', 'session' or false, got ${shown(reset)}`);
+  if (reset !== 'transaction' && reset !== 'session' && reset !== false)
+    read.fail('reset', `must be 'transaction', 'session' or false, got ${shown(reset)}`);
   const connector: Connector<mysql.Connection> = {
     clientLimit: 1,
     create: (ctx) => connect(config, ctx, reset === 'transaction'),
     ready: async (conn) => {
       await conn.ping();
     },
-    validate: (conn) => conn.ping().then(
-      () => true,
-      () => false,
-    ),
+    validate: (conn) =>
+      conn.ping().then(
+        () => true,
+        () => false,
+      ),
     close: (conn) => conn.end().catch(() => conn.destroy()),
     isFatal: isMysqlConnectionError,
   };
@@ -121,7 +130,11 @@ export function mysql2Connector(config: string | mysql.ConnectionOptions, option
   return connector;
 }
 
-async function connect(config: string | mysql.ConnectionOptions, ctx: CreateContext, tracking: boolean): Promise<mysql.Connection> {
+async function connect(
+  config: string | mysql.ConnectionOptions,
+  ctx: CreateContext,
+  tracking: boolean,
+): Promise<mysql.Connection> {
   const conn = await (typeof config === 'string' ? mysql.createConnection(config) : mysql.createConnection(config));
   // Broken while idle: retired quietly, never an unhandled 'error'.
   conn.on('error', (err: Error) => ctx.retire(err));

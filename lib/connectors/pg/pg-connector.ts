@@ -55,7 +55,10 @@ interface ClientState {
  * @param client a connection string or `pg.ClientConfig`, as `new pg.Client()` takes.
  */
 export function pgConnector(client: string | pg.ClientConfig, options: PgConnectorOptions = {}): Connector<pg.Client> {
-  const read = new OptionReader({ subject: 'module', name: 'pgConnector()' }, options).only(keysOf<PgConnectorOptions>({ reset: true, Client: true }), "pgConnector()'s options");
+  const read = new OptionReader({ subject: 'module', name: 'pgConnector()' }, options).only(
+    keysOf<PgConnectorOptions>({ reset: true, Client: true }),
+    "pgConnector()'s options",
+  );
   checkTarget('pgConnector()', 'client', client, 'a connection string or a pg.ClientConfig');
   const Client = read.get('Client', is.function);
   const statement = sessionStatement(read, options.reset);
@@ -64,17 +67,20 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
     create: async (ctx) => {
       const made = new (Client ?? pg.Client)(client);
       if (options.reset !== false && typeof made.getTransactionStatus !== 'function') {
-        throw new Error('pgConnector() resets connections from client.getTransactionStatus(), which pg has from 8.21: npm install pg@^8.21 (or pass { reset: false })');
+        throw new Error(
+          'pgConnector() resets connections from client.getTransactionStatus(), which pg has from 8.21: npm install pg@^8.21 (or pass { reset: false })',
+        );
       }
       return connect(made, ctx);
     },
     ready: async (c) => {
       await c.query('SELECT 1');
     },
-    validate: (c) => c.query('SELECT 1').then(
-      () => true,
-      () => false,
-    ),
+    validate: (c) =>
+      c.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
     close: (c) => c.end(),
     isFatal: isPgConnectionError,
   };
@@ -88,8 +94,18 @@ function sessionStatement(read: OptionReader<PgConnectorOptions>, reset: unknown
   if (reset === undefined || reset === 'transaction' || reset === false) return undefined;
   if (reset === 'session') return 'DISCARD ALL';
   const statement = (reset as { statement?: unknown } | null)?.statement;
-  if (typeof reset === 'object' && reset !== null && Object.keys(reset).length === 1 && typeof statement === 'string' && statement.trim() !== '') return statement;
-  return read.fail('reset', `must be 'transaction', 'session', false or { statement: 'RESET ALL' } (a statement that clears your session state), got ${shown(reset)}`);
+  if (
+    typeof reset === 'object' &&
+    reset !== null &&
+    Object.keys(reset).length === 1 &&
+    typeof statement === 'string' &&
+    statement.trim() !== ''
+  )
+    return statement;
+  return read.fail(
+    'reset',
+    `must be 'transaction', 'session', false or { statement: 'RESET ALL' } (a statement that clears your session state), got ${shown(reset)}`,
+  );
 }
 
 /** Connects `client`; the pool's abort (its createTimeoutMs, its close) ends the attempt. */
@@ -97,7 +113,11 @@ async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client
   // Broken while idle: retired quietly. Without a listener pg's 'error' would crash the process.
   client.on('error', (err: Error) => ctx.retire(err));
   client.on('end', () => ctx.retire(new Error('the connection to PostgreSQL ended')));
-  await connectAbortably(ctx.signal, () => client.connect(), () => void client.end().catch(() => {}));
+  await connectAbortably(
+    ctx.signal,
+    () => client.connect(),
+    () => void client.end().catch(() => {}),
+  );
   return client;
 }
 

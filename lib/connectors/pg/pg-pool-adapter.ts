@@ -9,7 +9,9 @@ export interface PgPoolAdapterOptions {
 }
 
 /** The part of pg.Pool the adapter builds on: an EventEmitter with pg-pool's plain fields. */
-type PoolBase = new (config?: pg.PoolConfig) => EventEmitter & { options: pg.PoolOptions; ending: boolean; ended: boolean };
+type PoolBase = new (
+  config?: pg.PoolConfig,
+) => EventEmitter & { options: pg.PoolOptions; ending: boolean; ended: boolean };
 
 type Callback = (err: Error | undefined, ...rest: unknown[]) => void;
 
@@ -53,7 +55,13 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
    * pool: the scope's own connection, and `release()` leaves it to the scope. Outside: a lease of
    * its own; `release()` gives it back (reset on return), `release(err)` retires it, as in pg.
    */
-  connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: Error | boolean) => void) => void): Promise<pg.PoolClient> | void {
+  connect(
+    callback?: (
+      err: Error | undefined,
+      client: pg.PoolClient | undefined,
+      done: (release?: Error | boolean) => void,
+    ) => void,
+  ): Promise<pg.PoolClient> | void {
     const checkout = this.#checkout();
     if (callback === undefined) return checkout;
     checkout.then(
@@ -67,7 +75,11 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     if (scope !== undefined) return lend(scope.lease.connection as pg.Client, () => {});
     if (this.ending) throw new Error('Cannot use a pool after calling end on the pool');
     const lease = await this.#pool.acquire();
-    return lend(lease.connection, (err) => (err === undefined || err === false ? lease.release() : lease.fail(err === true ? new Error('released with release(true)') : err)));
+    return lend(lease.connection, (err) =>
+      err === undefined || err === false
+        ? lease.release()
+        : lease.fail(err === true ? new Error('released with release(true)') : err),
+    );
   }
 
   /** One statement: on the scope's connection inside a scope, else on a connection of its own. */
@@ -76,7 +88,8 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     const callback = typeof last === 'function' ? (args.pop() as Callback) : undefined;
     const scope = findScope(this.#pool);
     const run = (client: pg.Client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
-    const result = scope !== undefined ? run(scope.lease.connection as pg.Client) : this.#pool.use(run, { propagation: 'none' });
+    const result =
+      scope !== undefined ? run(scope.lease.connection as pg.Client) : this.#pool.use(run, { propagation: 'none' });
     if (callback === undefined) return result;
     result.then(
       (value) => callback(undefined, value),
@@ -116,9 +129,15 @@ function lend(client: pg.Client, release: (err?: unknown) => void): pg.PoolClien
  * scope's connection (one transaction across the service's calls); outside, each on its own.
  */
 export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapterOptions = {}): pg.Pool {
-  const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(keysOf<PgPoolAdapterOptions>({ closeOnEnd: true }), "asPgPool()'s options");
+  const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(
+    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true }),
+    "asPgPool()'s options",
+  );
   if (typeof (pool as Partial<ConnectionPool<pg.Client>>)?.acquire !== 'function' || typeof pool.use !== 'function') {
-    read.fail('pool', `(the first argument) must be a ConnectionPool of pg clients (new ConnectionPool(pgConnector(url)) or @InjectPool('db')), got ${shown(pool)}`);
+    read.fail(
+      'pool',
+      `(the first argument) must be a ConnectionPool of pg clients (new ConnectionPool(pgConnector(url)) or @InjectPool('db')), got ${shown(pool)}`,
+    );
   }
   return new PgPoolAdapter(pool, read.get('closeOnEnd', is.boolean, true)) as unknown as pg.Pool;
 }

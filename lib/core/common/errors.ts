@@ -43,7 +43,8 @@ export class PoolError extends Error {
 
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    if (typeof value !== 'object' || value === null || (value as { [kPoolError]?: boolean })[kPoolError] !== true) return false;
+    if (typeof value !== 'object' || value === null || (value as { [kPoolError]?: boolean })[kPoolError] !== true)
+      return false;
     if (this === PoolError) return true;
     const code = codes.get(this);
     return code !== undefined && (value as PoolError).code === code;
@@ -137,7 +138,11 @@ export class QueueFullError extends PoolError {
     pool: string,
     readonly maxWaiting: number,
   ) {
-    super('QUEUE_FULL', pool, `pool "${pool}": ${maxWaiting} callers are already waiting (maxWaiting); try again later`);
+    super(
+      'QUEUE_FULL',
+      pool,
+      `pool "${pool}": ${maxWaiting} callers are already waiting (maxWaiting); try again later`,
+    );
   }
 }
 
@@ -232,7 +237,11 @@ export class LeaseLostError extends PoolError {
     readonly leaseId: string,
     why: string,
   ) {
-    super('LEASE_LOST', pool, `pool "${pool}": admission lease ${leaseId} was lost (${why}); stop its work, the slot may be given to another caller`);
+    super(
+      'LEASE_LOST',
+      pool,
+      `pool "${pool}": admission lease ${leaseId} was lost (${why}); stop its work, the slot may be given to another caller`,
+    );
   }
 }
 
@@ -243,7 +252,11 @@ export class LeaseHeldTooLongError extends PoolError {
     readonly heldMs: number,
     readonly maxHoldMs: number,
   ) {
-    super('LEASE_HELD_TOO_LONG', pool, `pool "${pool}": a lease held ${Math.round(heldMs)} ms passed maxHoldMs (${maxHoldMs} ms); stop its work and release it (its admission slot is no longer kept alive)`);
+    super(
+      'LEASE_HELD_TOO_LONG',
+      pool,
+      `pool "${pool}": a lease held ${Math.round(heldMs)} ms passed maxHoldMs (${maxHoldMs} ms); stop its work and release it (its admission slot is no longer kept alive)`,
+    );
   }
 }
 

@@ -1,6 +1,35 @@
 export { backoffMs, type Clock, EarliestTimer, ProcessHold, systemClock, type TimerHandle, Timers } from './clock.js';
-export { brandError, CapacityExceededError, type CapacityReason, type ConfigSubject, ConnectionFailedError, ConnectionsExhaustedError, type ExhaustedReason, KeyLimitError, LeaseHeldTooLongError, LeaseLostError, PoolClosedError, PoolConfigError, PoolContextError, PoolError, type PoolErrorCode, QueueFullError, SelfDeadlockError } from './errors.js';
+export {
+  brandError,
+  CapacityExceededError,
+  type CapacityReason,
+  type ConfigSubject,
+  ConnectionFailedError,
+  ConnectionsExhaustedError,
+  type ExhaustedReason,
+  KeyLimitError,
+  LeaseHeldTooLongError,
+  LeaseLostError,
+  PoolClosedError,
+  PoolConfigError,
+  PoolContextError,
+  PoolError,
+  type PoolErrorCode,
+  QueueFullError,
+  SelfDeadlockError,
+} from './errors.js';
 export { consoleLogger, type PoolLogger, scrubbingLogger } from './logger.js';
-export { closest, is, keysOf, optionError, OptionReader, type OptionScope, type Rule, shown, unknownKey, violation } from './option-rules.js';
+export {
+  closest,
+  is,
+  keysOf,
+  optionError,
+  OptionReader,
+  type OptionScope,
+  type Rule,
+  shown,
+  unknownKey,
+  violation,
+} from './option-rules.js';
 export { messageOf, scrub, scrubbed } from './scrub.js';
 export { TurnStamps } from './turn-stamps.js';

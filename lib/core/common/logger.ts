@@ -24,7 +24,8 @@ export function scrubbingLogger(logger: PoolLogger): PoolLogger {
   const wrapped: PoolLogger & { [kScrubbing]: true } = {
     [kScrubbing]: true,
     warn: (message) => logger.warn(scrub(message)),
-    error: (message, cause) => (cause === undefined ? logger.error(scrub(message)) : logger.error(scrub(message), scrubbedCause(cause))),
+    error: (message, cause) =>
+      cause === undefined ? logger.error(scrub(message)) : logger.error(scrub(message), scrubbedCause(cause)),
   };
   if (typeof logger.info === 'function') wrapped.info = (message) => logger.info!(scrub(message));
   if (typeof logger.debug === 'function') wrapped.debug = (message) => logger.debug!(scrub(message));

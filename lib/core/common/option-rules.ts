@@ -16,26 +16,44 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.i
 /** The rules options use. Numbers never accept NaN; only the `finite` ones refuse Infinity. */
 export const is = {
   /** An integer of `min` or more, and a safe one (never Infinity, never 1e308). */
-  whole: (min: number): Rule => ({ says: `a whole number of ${min} or more`, ok: (v) => Number.isSafeInteger(v) && (v as number) >= min }),
+  whole: (min: number): Rule => ({
+    says: `a whole number of ${min} or more`,
+    ok: (v) => Number.isSafeInteger(v) && (v as number) >= min,
+  }),
   /** An integer from `min` to `max`. */
-  count: (min: number, max: number, why: string): Rule => ({ says: `a whole number from ${min} to ${max.toLocaleString('en-US')} (${why})`, ok: (v) => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max }),
+  count: (min: number, max: number, why: string): Rule => ({
+    says: `a whole number from ${min} to ${max.toLocaleString('en-US')} (${why})`,
+    ok: (v) => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max,
+  }),
   /** A number of `min` or more, Infinity included. */
   atLeast: (min: number): Rule => ({ says: `a number of ${min} or more`, ok: (v) => isNumber(v) && v >= min }),
   /** A number above `min`, Infinity included. */
   above: (min: number): Rule => ({ says: `a number above ${min}`, ok: (v) => isNumber(v) && v > min }),
   /** A finite number of `min` or more. */
-  finiteAtLeast: (min: number): Rule => ({ says: `a finite number of ${min} or more`, ok: (v) => Number.isFinite(v) && (v as number) >= min }),
+  finiteAtLeast: (min: number): Rule => ({
+    says: `a finite number of ${min} or more`,
+    ok: (v) => Number.isFinite(v) && (v as number) >= min,
+  }),
   /** A finite number above `min`. */
-  finiteAbove: (min: number): Rule => ({ says: `a finite number above ${min}`, ok: (v) => Number.isFinite(v) && (v as number) > min }),
+  finiteAbove: (min: number): Rule => ({
+    says: `a finite number above ${min}`,
+    ok: (v) => Number.isFinite(v) && (v as number) > min,
+  }),
   /** A number from `min` up to, not including, `end`. */
-  from: (min: number, end: number): Rule => ({ says: `a number from ${min} to below ${end}`, ok: (v) => isNumber(v) && v >= min && v < end }),
+  from: (min: number, end: number): Rule => ({
+    says: `a number from ${min} to below ${end}`,
+    ok: (v) => isNumber(v) && v >= min && v < end,
+  }),
   fraction: { says: 'a fraction in (0, 1]', ok: (v) => isNumber(v) && v > 0 && v <= 1 } as Rule,
   boolean: { says: 'true or false', ok: (v) => typeof v === 'boolean' } as Rule,
   text: { says: 'a non-empty string', ok: (v) => typeof v === 'string' && v.length > 0 } as Rule,
   function: { says: 'a function', ok: (v) => typeof v === 'function' } as Rule,
   object: { says: 'an object', ok: (v) => typeof v === 'object' && v !== null } as Rule,
   /** One of the given strings. */
-  oneOf: (...values: readonly string[]): Rule => ({ says: values.map((v) => `'${v}'`).join(' or '), ok: (v) => values.includes(v as string) }),
+  oneOf: (...values: readonly string[]): Rule => ({
+    says: values.map((v) => `'${v}'`).join(' or '),
+    ok: (v) => values.includes(v as string),
+  }),
   /** `rule`, with a note on what a value means ("Infinity: wait for every lease"). */
   noted: (rule: Rule, note: string): Rule => ({ says: `${rule.says} (${note})`, ok: (v) => rule.ok(v) }),
 };
@@ -76,7 +94,12 @@ export function keysOf<O>(keys: Record<keyof O & string, true>): readonly string
  * or misplaced option (`maxsize`, in JavaScript or through `as any`) would otherwise be ignored.
  * `about` says whose options they are ("a pool's options").
  */
-export function unknownKey(scope: OptionScope, options: object, known: readonly string[], about: string): PoolConfigError | undefined {
+export function unknownKey(
+  scope: OptionScope,
+  options: object,
+  known: readonly string[],
+  about: string,
+): PoolConfigError | undefined {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;
     const near = closest(key, known);
@@ -122,7 +145,10 @@ export class OptionReader<O extends object> {
   /** A reader of the object at `field` (an empty one when absent), its errors prefixed with the field. */
   nested<K extends keyof O & string>(field: K): OptionReader<Exclude<O[K], undefined> & object> {
     const value = this.get(field, is.object) ?? {};
-    return new OptionReader({ ...this.scope, path: `${this.scope.path ?? ''}${field}.` }, value as Exclude<O[K], undefined> & object);
+    return new OptionReader(
+      { ...this.scope, path: `${this.scope.path ?? ''}${field}.` },
+      value as Exclude<O[K], undefined> & object,
+    );
   }
 
   /** Throws the error for a field whose problem is said in full. */

@@ -24,13 +24,17 @@ const VALUE = [
   String.raw`(?:(?:Bearer|Basic|Digest|Negotiate|Token)\s+)?[^\s,;&}\]]+`,
 ].join('|');
 /** A credential key, quoted or not, its separator, its value. */
-const KEYED = new RegExp(String.raw`(?<open>\\?["'${'`'}]|)(?<key>${KEY})(?<close>\\?["'${'`'}]|)(?<separator>\s*(?:=>|[:=])\s*)(?<value>${VALUE})`, 'gi');
+const KEYED = new RegExp(
+  String.raw`(?<open>\\?["'${'`'}]|)(?<key>${KEY})(?<close>\\?["'${'`'}]|)(?<separator>\s*(?:=>|[:=])\s*)(?<value>${VALUE})`,
+  'gi',
+);
 const SCHEME_WORD = /^(?:Bearer|Basic|Digest|Negotiate|Token)\s+/i;
 /** `scheme://` and the rest of the address, taken whole (an atomic group: no way back into it). */
 const ADDRESS = /(?<![a-z0-9+.-])(?=(?<scheme>[a-z][a-z0-9+.-]*:\/\/))\k<scheme>(?=(?<rest>[^\s'"`<>]*))\k<rest>/gi;
 const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Negotiate)\s+[^\s,;'"`)}\]]+/g;
 /** ioredis prints the command it failed on: `{ name: 'auth', args: [ 'user', 'password' ] }`. */
-const AUTH_COMMAND = /(name['"]?\s*:\s*['"](?:auth|hello|migrate)['"]\s*,\s*['"]?args['"]?\s*:\s*)\[(?:'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|`[^`]*`?|[^\]'"`])*\]?/gi;
+const AUTH_COMMAND =
+  /(name['"]?\s*:\s*['"](?:auth|hello|migrate)['"]\s*,\s*['"]?args['"]?\s*:\s*)\[(?:'(?:[^'\\]|\\.)*'?|"(?:[^"\\]|\\.)*"?|`[^`]*`?|[^\]'"`])*\]?/gi;
 
 interface Keyed {
   open: string;
@@ -67,7 +71,8 @@ export function scrub(text: string): string {
 /** A credential's value hidden, its quotes and its auth scheme (`Bearer`) kept. */
 function hiddenValue(value: string): string {
   const quote = /^\\?["'`]/.exec(value)?.[0];
-  if (quote !== undefined) return `${quote}${HIDDEN}${value.length > quote.length && value.endsWith(quote) ? quote : ''}`;
+  if (quote !== undefined)
+    return `${quote}${HIDDEN}${value.length > quote.length && value.endsWith(quote) ? quote : ''}`;
   const scheme = SCHEME_WORD.exec(value)?.[0] ?? '';
   return `${scheme}${HIDDEN}`;
 }
@@ -95,7 +100,7 @@ export function scrubbedCause(cause: unknown, depth = 0): unknown {
 
 function safeString(value: unknown): string {
   try {
-    return typeof value === 'object' ? JSON.stringify(value) ?? String(value) : String(value);
+    return typeof value === 'object' ? (JSON.stringify(value) ?? String(value)) : String(value);
   } catch {
     return Object.prototype.toString.call(value);
   }

@@ -23,7 +23,10 @@ export function validateWithin<T>(
     timers.clear(timer);
     report.done(failure);
   };
-  const timer = timers.set(() => end(new Error(`validate() did not settle within validateTimeoutMs (${timeoutMs} ms)`)), timeoutMs);
+  const timer = timers.set(
+    () => end(new Error(`validate() did not settle within validateTimeoutMs (${timeoutMs} ms)`)),
+    timeoutMs,
+  );
   const settled = (failure: unknown): void => {
     if (cut && failure !== undefined) {
       cut = false;
@@ -57,7 +60,9 @@ export function closeWithin<T>(
 ): Promise<void> {
   return new Promise<void>((resolve) => {
     const timer = timers.set(() => {
-      logger.warn(`pool "${pool}": a connection's close() did not settle within closeTimeoutMs (${timeoutMs} ms); no longer waiting for it`);
+      logger.warn(
+        `pool "${pool}": a connection's close() did not settle within closeTimeoutMs (${timeoutMs} ms); no longer waiting for it`,
+      );
       resolve();
     }, timeoutMs);
     new Promise<void>((closed) => closed(close(value) as void))

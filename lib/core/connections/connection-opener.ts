@@ -66,7 +66,9 @@ export class ConnectionOpener<T> {
           reject(err);
         } else {
           const failure =
-            err instanceof ConnectionFailedError ? err : new ConnectionFailedError(o.name, `create failed: ${messageOf(err)}`, err);
+            err instanceof ConnectionFailedError
+              ? err
+              : new ConnectionFailedError(o.name, `create failed: ${messageOf(err)}`, err);
           this.host.failed(conn, failure);
           reject(failure);
         }
@@ -79,7 +81,10 @@ export class ConnectionOpener<T> {
       finish(closed);
     };
     const timer = this.host.timers.set(() => {
-      const err = new ConnectionFailedError(o.name, `create + ready took longer than createTimeoutMs (${o.createTimeoutMs} ms)`);
+      const err = new ConnectionFailedError(
+        o.name,
+        `create + ready took longer than createTimeoutMs (${o.createTimeoutMs} ms)`,
+      );
       conn.abort?.abort(err);
       finish(err);
     }, o.createTimeoutMs);
@@ -97,7 +102,10 @@ export class ConnectionOpener<T> {
       if (value === undefined || value === null) {
         createEnded();
         if (settled) return;
-        throw new ConnectionFailedError(o.name, `create() resolved to ${String(value)}; it must resolve to the connection`);
+        throw new ConnectionFailedError(
+          o.name,
+          `create() resolved to ${String(value)}; it must resolve to the connection`,
+        );
       }
       if (isObject(value) ? this.#seen.has(value) : this.#openValues.has(value)) {
         // Never close it: it is another connection's, or closed already. Failing this create is all we may do.

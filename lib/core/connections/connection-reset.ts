@@ -61,7 +61,10 @@ export class ConnectionReset<T> {
       if (failure !== undefined) this.#unclean(conn, failure);
       this.host.done(conn);
     };
-    const timer = timers.set(() => end(new Error(`reset() did not settle within resetTimeoutMs (${resetTimeoutMs} ms)`)), resetTimeoutMs);
+    const timer = timers.set(
+      () => end(new Error(`reset() did not settle within resetTimeoutMs (${resetTimeoutMs} ms)`)),
+      resetTimeoutMs,
+    );
     // The pool is closing: the connection closes anyway, whatever the reset would have said.
     conn.endReset = () => end(undefined);
     Promise.resolve(answer).then(

@@ -28,7 +28,11 @@ export class ConnectionSet<T> {
   readonly idleStamps: TurnStamps<SharedConnection<T>>;
   #nextId = 1;
 
-  constructor(readonly clientLimit: number, strategy: SelectionStrategy, timers: Timers) {
+  constructor(
+    readonly clientLimit: number,
+    strategy: SelectionStrategy,
+    timers: Timers,
+  ) {
     this.index = new ConnectionIndex(clientLimit, strategy);
     this.idleStamps = new TurnStamps(timers, (conns, now) => {
       // One taken again since is dated too: its idleSince is read only while it has no client.

@@ -84,17 +84,27 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       closeValue: (value) => this.closer.closeValue(value),
     });
     this.backoff = new CreateBackoff(timers, o, () => this.fill());
-    this.validation = new IdleValidation(connector, o, timers, this.set, (conn, failure) => this.#validated(conn, failure), () => {
-      // A check close() cut short found the connection dead after all: it still counts.
-      this.counters.validationFailures++;
-    });
+    this.validation = new IdleValidation(
+      connector,
+      o,
+      timers,
+      this.set,
+      (conn, failure) => this.#validated(conn, failure),
+      () => {
+        // A check close() cut short found the connection dead after all: it still counts.
+        this.counters.validationFailures++;
+      },
+    );
     this.keeper = new HouseKeeper<T>({
       options: o,
       timers,
       isClosed: () => host.isClosed(),
       connections: () => this.set.all,
       readyCount: () => this.set.ready,
-      mayOpen: () => this.set.opening < o.maxConcurrentCreates && this.backoff.mayStart(this.set.opening) && this.budget?.mayOpen(this.member) !== false,
+      mayOpen: () =>
+        this.set.opening < o.maxConcurrentCreates &&
+        this.backoff.mayStart(this.set.opening) &&
+        this.budget?.mayOpen(this.member) !== false,
       retire: (conn, reason) => this.retire(conn, reason),
       rotate: (conn) => void this.#create(conn).catch(noop),
       fill: () => this.fill(),
@@ -157,7 +167,13 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
 
   /** Opens one more connection ahead of demand, so callers do not queue behind a cold connect. */
   grow(): void {
-    if (this.set.opening === 0 && this.#canCreate() && this.backoff.mayStart(0) && this.budget?.mayOpen(this.member) !== false) void this.#create(null).catch(noop);
+    if (
+      this.set.opening === 0 &&
+      this.#canCreate() &&
+      this.backoff.mayStart(0) &&
+      this.budget?.mayOpen(this.member) !== false
+    )
+      void this.#create(null).catch(noop);
   }
 
   /** Opens connections until `minSize` are ready; rejects with the first create failure. */
@@ -187,19 +203,23 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     if (events.createStart.hasSubscribers) events.createStart.publish({ pool: this.name, connectionId: conn.id });
     conn.ctx = new ConnectionContext(this, conn);
     this.counters.createsStarted++;
-    this.debug(replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`);
+    this.debug(
+      replaces === null ? `opening connection ${conn.id}` : `opening connection ${conn.id} to replace ${replaces.id}`,
+    );
     return this.opener.open(conn);
   }
 
   #opened(conn: SharedConnection<T>): void {
     const o = this.options;
     this.counters.opened++;
-    if (this.backoff.succeeded()) o.logger.info?.(`pool "${this.name}": a create succeeded; the breaker closed and callers are served again`);
+    if (this.backoff.succeeded())
+      o.logger.info?.(`pool "${this.name}": a create succeeded; the breaker closed and callers are served again`);
     const now = this.timers.now();
     const took = now - conn.createdAt;
     this.connectMs = this.connectMs === 0 ? took : 0.8 * this.connectMs + 0.2 * took;
     this.budget?.connected(this.member);
-    if (events.createEnd.hasSubscribers) events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
+    if (events.createEnd.hasSubscribers)
+      events.createEnd.publish({ pool: this.name, connectionId: conn.id, durationMs: took });
     this.metrics?.created(took);
     const old = this.set.opened(conn, now, now + o.maxLifetimeMs * (1 + o.lifetimeJitter * (2 * Math.random() - 1)));
     this.debug(`connection ${conn.id} ready`);
@@ -213,13 +233,21 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
     this.counters.createFailures++;
     this.lastError = err;
     if (events.createFailure.hasSubscribers) {
-      events.createFailure.publish({ pool: this.name, connectionId: conn.id, error: err, durationMs: this.timers.now() - conn.createdAt });
+      events.createFailure.publish({
+        pool: this.name,
+        connectionId: conn.id,
+        error: err,
+        durationMs: this.timers.now() - conn.createdAt,
+      });
     }
     const backoff = this.backoff;
     const { delay, opened } = backoff.failed(err, conn.createdAt);
     if (!this.host.isClosed()) {
       this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
-      if (opened) this.options.logger.warn(`pool "${this.name}": ${backoff.streak} creates failed in a row: the breaker opened; callers fail fast until a probe succeeds`);
+      if (opened)
+        this.options.logger.warn(
+          `pool "${this.name}": ${backoff.streak} creates failed in a row: the breaker opened; callers fail fast until a probe succeeds`,
+        );
     }
     this.#dropOpening(conn);
     // With the breaker open, nothing can serve the queue until a probe succeeds: route the connect error to it.
@@ -248,7 +276,8 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
   [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
     if ('retire' in change) {
       const detail = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
-      if (conn.state === 'opening' || conn.state === 'establishing') conn.retireOnReady = { reason: 'connector', detail };
+      if (conn.state === 'opening' || conn.state === 'establishing')
+        conn.retireOnReady = { reason: 'connector', detail };
       else this.retire(conn, 'connector', detail, change.retire);
       return;
     }

@@ -52,7 +52,8 @@ export class CreateBackoff {
     const now = this.timers.now();
     const delay = backoffMs(this.streak, o.createBackoffMs, o.maxCreateBackoffMs);
     this.#until = now + delay;
-    const opened = !this.open && o.blockingPeriod && this.streak >= o.breakerFailures && now - this.#since >= o.breakerAfterMs;
+    const opened =
+      !this.open && o.blockingPeriod && this.streak >= o.breakerFailures && now - this.#since >= o.breakerAfterMs;
     if (opened) this.open = true;
     return { delay, opened };
   }

@@ -41,7 +41,14 @@ export class SupplyMember<T> implements MemberSide {
     const now = this.#supply.timers.now();
     let oldest: SharedConnection<T> | undefined;
     for (const conn of this.#supply.set.all) {
-      if (conn.state !== 'ready' || conn.clients > 0 || conn.validating || conn.rotating || now - conn.createdAt < minHeldMs) continue;
+      if (
+        conn.state !== 'ready' ||
+        conn.clients > 0 ||
+        conn.validating ||
+        conn.rotating ||
+        now - conn.createdAt < minHeldMs
+      )
+        continue;
       if (oldest === undefined || conn.createdAt < oldest.createdAt) oldest = conn;
     }
     if (oldest === undefined) return false;
@@ -56,11 +63,14 @@ export class SupplyMember<T> implements MemberSide {
    */
   shrinkTo(keep: number, idleMs: number): number {
     const now = this.#supply.timers.now();
-    const idle = [...this.#supply.set.all].filter((c) => c.state === 'ready' && c.clients === 0 && !c.validating && !c.rotating && now - c.idleSince >= idleMs);
+    const idle = [...this.#supply.set.all].filter(
+      (c) => c.state === 'ready' && c.clients === 0 && !c.validating && !c.rotating && now - c.idleSince >= idleMs,
+    );
     const excess = Math.min(idle.length, this.#supply.set.ready - keep);
     if (excess <= 0) return 0;
     idle.sort((a, b) => a.idleSince - b.idleSince);
-    for (const conn of idle.slice(0, excess)) this.#supply.retire(conn, 'idle', `idle ${now - conn.idleSince} ms after a burst: the group gives it back`);
+    for (const conn of idle.slice(0, excess))
+      this.#supply.retire(conn, 'idle', `idle ${now - conn.idleSince} ms after a burst: the group gives it back`);
     return excess;
   }
 

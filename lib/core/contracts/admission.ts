@@ -16,7 +16,8 @@ export interface AdmissionRequest {
 }
 
 /** How a call made under an admission ended: the value it returned, or what it threw. */
-export type CallResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+export type CallResult =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
 
 /** One admitted lease of a limiter. */
 export interface Admission {

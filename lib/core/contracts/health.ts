@@ -16,7 +16,10 @@ export const DEFAULT_HEALTH_THRESHOLDS: Readonly<Required<HealthThresholds>> = {
 export type PoolHealth = 'healthy' | 'degraded' | 'critical' | 'exhausted' | 'failing';
 
 /** The health a utilization alone gives: `exhausted` at 1 or more, then the thresholds. */
-export function utilizationHealth(utilization: number, thresholds: Required<HealthThresholds> = DEFAULT_HEALTH_THRESHOLDS): PoolHealth {
+export function utilizationHealth(
+  utilization: number,
+  thresholds: Required<HealthThresholds> = DEFAULT_HEALTH_THRESHOLDS,
+): PoolHealth {
   if (utilization >= 1) return 'exhausted';
   if (utilization >= thresholds.critical) return 'critical';
   if (utilization >= thresholds.degraded) return 'degraded';

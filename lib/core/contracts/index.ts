@@ -1,5 +1,12 @@
 export type * from './admission.js';
-export { type BudgetMember, type ConnectionBudget, kBudget, kMember, type MemberLoadFigures, type MemberSide } from './connection-budget.js';
+export {
+  type BudgetMember,
+  type ConnectionBudget,
+  kBudget,
+  kMember,
+  type MemberLoadFigures,
+  type MemberSide,
+} from './connection-budget.js';
 export type { Connector, CreateContext, ResetContext } from './connector.js';
 export { DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds, type PoolHealth, utilizationHealth } from './health.js';
 export type * from './stats.js';

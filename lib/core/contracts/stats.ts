@@ -30,7 +30,8 @@ export interface ConnectionStats {
  * validation, not made clean by its connector's `reset()`, `refresh()`, the pool closing, or its
  * place given to another member of a pool group.
  */
-export type RetireReason = 'idle' | 'lifetime' | 'failed' | 'connector' | 'validation' | 'reset' | 'refresh' | 'closed' | 'group';
+export type RetireReason =
+  'idle' | 'lifetime' | 'failed' | 'connector' | 'validation' | 'reset' | 'refresh' | 'closed' | 'group';
 
 /** Running totals since the pool was made. */
 export interface PoolCounters {

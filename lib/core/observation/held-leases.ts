@@ -70,7 +70,10 @@ export class HeldLeases {
   /** The lease is back; `now` says how late, if it was warned of. */
   remove(hold: Hold, now: number): void {
     this.#held.remove(hold);
-    if (hold.warned) this.logger.warn(`pool "${this.pool}": the lease of connection ${hold.connectionId} reported as a possible leak came back after ${Math.round(now - hold.at)} ms`);
+    if (hold.warned)
+      this.logger.warn(
+        `pool "${this.pool}": the lease of connection ${hold.connectionId} reported as a possible leak came back after ${Math.round(now - hold.at)} ms`,
+      );
   }
 
   /** Age of the lease held longest, ms; undefined with none. */
@@ -87,7 +90,9 @@ export class HeldLeases {
         h.warned = true;
         this.counters.leaks++;
         const where = (h.stack ?? '').replace(/^Error: acquired here\n/, '');
-        this.logger.warn(`pool "${this.pool}": a lease of connection ${h.connectionId} has been held for ${Math.round(age)} ms (leakDetectionMs ${this.leakDetectionMs}), a possible leak; acquired:\n${where}`);
+        this.logger.warn(
+          `pool "${this.pool}": a lease of connection ${h.connectionId} has been held for ${Math.round(age)} ms (leakDetectionMs ${this.leakDetectionMs}), a possible leak; acquired:\n${where}`,
+        );
       }
       if (!h.expired && age >= this.maxHoldMs) {
         h.expired = true;

@@ -6,7 +6,14 @@
 import { createRequire } from 'node:module';
 import type { PoolHealth, PoolStats, RetireReason } from '../contracts/index.js';
 import type { Rule } from '../common/index.js';
-import { DURATION_BUCKETS, TIMING_INSTRUMENTS, TimingHistogram, timingSeries, timingsProduced, type PoolTimingSeries } from './pool-timings.js';
+import {
+  DURATION_BUCKETS,
+  TIMING_INSTRUMENTS,
+  TimingHistogram,
+  timingSeries,
+  timingsProduced,
+  type PoolTimingSeries,
+} from './pool-timings.js';
 
 /** Attributes of a measurement. */
 export type MetricsAttributes = Record<string, string | number | boolean>;
@@ -24,7 +31,10 @@ export interface MetricsInstrumentOptions {
  * OpenTelemetry package installed.
  */
 export interface MetricsMeter {
-  createHistogram(name: string, options?: MetricsInstrumentOptions): { record(value: number, attributes?: MetricsAttributes): void };
+  createHistogram(
+    name: string,
+    options?: MetricsInstrumentOptions,
+  ): { record(value: number, attributes?: MetricsAttributes): void };
   createObservableGauge(name: string, options?: MetricsInstrumentOptions): object;
   createObservableCounter(name: string, options?: MetricsInstrumentOptions): object;
   createObservableUpDownCounter(name: string, options?: MetricsInstrumentOptions): object;
@@ -33,7 +43,17 @@ export interface MetricsMeter {
 }
 
 const HEALTH_STATES: readonly PoolHealth[] = ['healthy', 'degraded', 'critical', 'exhausted', 'failing'];
-const REASONS: readonly RetireReason[] = ['idle', 'lifetime', 'failed', 'connector', 'validation', 'reset', 'refresh', 'closed', 'group'];
+const REASONS: readonly RetireReason[] = [
+  'idle',
+  'lifetime',
+  'failed',
+  'connector',
+  'validation',
+  'reset',
+  'refresh',
+  'closed',
+  'group',
+];
 const MODES = ['local', 'redis', 'quarantine', 'unreachable', 'fallback', 'fail-closed'] as const;
 const POOL = 'db.client.connection.pool.name';
 
@@ -47,7 +67,9 @@ let globalMeter: MetricsMeter | null | undefined;
 function appMeter(): MetricsMeter | null {
   if (globalMeter !== undefined) return globalMeter;
   try {
-    const api = createRequire(import.meta.url)('@opentelemetry/api') as { metrics: { getMeterProvider(): { constructor: { name: string }; getMeter(name: string): MetricsMeter } } };
+    const api = createRequire(import.meta.url)('@opentelemetry/api') as {
+      metrics: { getMeterProvider(): { constructor: { name: string }; getMeter(name: string): MetricsMeter } };
+    };
     const provider = api.metrics.getMeterProvider();
     globalMeter = provider.constructor.name === 'NoopMeterProvider' ? null : provider.getMeter('nestjs-shared-pool');
   } catch {
@@ -59,7 +81,12 @@ function appMeter(): MetricsMeter | null {
 /** @internal The rule of every `metrics` option (a pool's, a group's): a boolean, or a Meter. */
 export const meterRule: Rule = {
   says: 'true (the global MeterProvider), false, or a Meter of @opentelemetry/api',
-  ok: (v) => typeof v === 'boolean' || (typeof v === 'object' && v !== null && typeof (v as MetricsMeter).createHistogram === 'function' && typeof (v as MetricsMeter).addBatchObservableCallback === 'function'),
+  ok: (v) =>
+    typeof v === 'boolean' ||
+    (typeof v === 'object' &&
+      v !== null &&
+      typeof (v as MetricsMeter).createHistogram === 'function' &&
+      typeof (v as MetricsMeter).addBatchObservableCallback === 'function'),
 };
 
 /** What a batch callback is handed: it observes each instrument's value. */
@@ -69,7 +96,11 @@ export type MetricsObserver = { observe(observable: object, value: number, attri
  * @internal Registers `collect` to observe `observables` whenever a reader collects; returns what
  * unregisters it (a closed pool or group stops reporting).
  */
-export function observeEach(meter: MetricsMeter, observables: object[], collect: (observer: MetricsObserver) => void): () => void {
+export function observeEach(
+  meter: MetricsMeter,
+  observables: object[],
+  collect: (observer: MetricsObserver) => void,
+): () => void {
   meter.addBatchObservableCallback(collect, observables);
   return () => meter.removeBatchObservableCallback(collect, observables);
 }
@@ -108,7 +139,12 @@ export class PoolMetrics {
   readonly stop: () => void;
 
   /** The pool's metrics per its `metrics` option, or undefined when there is nowhere to record them. */
-  static of(option: boolean | MetricsMeter, timings: boolean, name: string, pool: MeasuredPool): PoolMetrics | undefined {
+  static of(
+    option: boolean | MetricsMeter,
+    timings: boolean,
+    name: string,
+    pool: MeasuredPool,
+  ): PoolMetrics | undefined {
     const meter = meterOf(option);
     return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool);
   }
@@ -122,33 +158,101 @@ export class PoolMetrics {
     // Seconds, as the conventions record durations; from sub-millisecond waits of a warm pool to a slow connect.
     const histogram = (kind: keyof typeof TIMING_INSTRUMENTS) => {
       const { name: instrument, description } = TIMING_INSTRUMENTS[kind];
-      return meter.createHistogram(instrument, { description, unit: 's', advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] } });
+      return meter.createHistogram(instrument, {
+        description,
+        unit: 's',
+        advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
+      });
     };
     this.#wait = histogram('wait');
     this.#use = histogram('use');
     this.#create = histogram('create');
-    this.#series = { attributes: { [POOL]: name }, histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() } };
+    this.#series = {
+      attributes: { [POOL]: name },
+      histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() },
+    };
     ({ wait: this.#waited, use: this.#used, create: this.#created } = this.#series.histograms);
     if (timings) timingSeries(this.#series, true);
-    const connections = (unit: string, description: string) => meter.createObservableUpDownCounter(`db.client.connection.${unit}`, { unit: '{connection}', description });
-    const count = connections('count', 'The number of connections that are currently in the state described by the state attribute');
+    const connections = (unit: string, description: string) =>
+      meter.createObservableUpDownCounter(`db.client.connection.${unit}`, { unit: '{connection}', description });
+    const count = connections(
+      'count',
+      'The number of connections that are currently in the state described by the state attribute',
+    );
     const idleMax = connections('idle.max', 'The maximum number of idle open connections allowed');
     const idleMin = connections('idle.min', 'The minimum number of idle open connections allowed');
     const max = connections('max', 'The maximum number of open connections allowed');
-    const pending = meter.createObservableUpDownCounter('db.client.connection.pending_requests', { unit: '{request}', description: 'The number of current pending requests for an open connection' });
-    const timeouts = meter.createObservableCounter('db.client.connection.timeouts', { unit: '{timeout}', description: 'The number of connection timeouts that have occurred trying to obtain a connection from the pool' });
-    const clients = meter.createObservableUpDownCounter('nestjs_shared_pool.clients', { unit: '{caller}', description: 'Callers holding a lease: a shared connection serves up to client_limit at once' });
-    const clientLimit = meter.createObservableGauge('nestjs_shared_pool.client_limit', { unit: '{caller}', description: 'Callers one connection serves at once' });
-    const utilization = meter.createObservableGauge('nestjs_shared_pool.utilization', { unit: '1', description: 'Callers over max × client_limit, or the admission limiter’s share if higher' });
-    const health = meter.createObservableGauge('nestjs_shared_pool.health', { unit: '1', description: 'The pool’s health: 1 for the state it is in, 0 for the others' });
-    const retirements = meter.createObservableCounter('nestjs_shared_pool.retirements', { unit: '{connection}', description: 'Connections taken out of service, by reason (lifetime: rotations)' });
-    const admitted = meter.createObservableCounter('nestjs_shared_pool.limiter.admitted', { unit: '{lease}', description: 'Leases the admission limiter admitted' });
-    const refused = meter.createObservableCounter('nestjs_shared_pool.limiter.refused', { unit: '{lease}', description: 'Leases the admission limiter refused, by the limit that refused them' });
-    const lost = meter.createObservableCounter('nestjs_shared_pool.limiter.lost', { unit: '{lease}', description: 'Held leases the limiter lost (a Redis TTL lapsed)' });
-    const used = meter.createObservableUpDownCounter('nestjs_shared_pool.limiter.used', { unit: '{lease}', description: 'Leases held against the global limit, across instances' });
-    const mode = meter.createObservableGauge('nestjs_shared_pool.limiter.mode', { unit: '1', description: 'The limiter’s mode: 1 for the one it is in, 0 for the others' });
-    const limit = meter.createObservableGauge('nestjs_shared_pool.limit', { unit: '{lease}', description: 'The admission limiter’s global limit now (an adaptive one moves it)' });
-    const observables = [count, idleMax, idleMin, max, pending, timeouts, clients, clientLimit, utilization, health, retirements, admitted, refused, lost, used, mode, limit];
+    const pending = meter.createObservableUpDownCounter('db.client.connection.pending_requests', {
+      unit: '{request}',
+      description: 'The number of current pending requests for an open connection',
+    });
+    const timeouts = meter.createObservableCounter('db.client.connection.timeouts', {
+      unit: '{timeout}',
+      description: 'The number of connection timeouts that have occurred trying to obtain a connection from the pool',
+    });
+    const clients = meter.createObservableUpDownCounter('nestjs_shared_pool.clients', {
+      unit: '{caller}',
+      description: 'Callers holding a lease: a shared connection serves up to client_limit at once',
+    });
+    const clientLimit = meter.createObservableGauge('nestjs_shared_pool.client_limit', {
+      unit: '{caller}',
+      description: 'Callers one connection serves at once',
+    });
+    const utilization = meter.createObservableGauge('nestjs_shared_pool.utilization', {
+      unit: '1',
+      description: 'Callers over max × client_limit, or the admission limiter’s share if higher',
+    });
+    const health = meter.createObservableGauge('nestjs_shared_pool.health', {
+      unit: '1',
+      description: 'The pool’s health: 1 for the state it is in, 0 for the others',
+    });
+    const retirements = meter.createObservableCounter('nestjs_shared_pool.retirements', {
+      unit: '{connection}',
+      description: 'Connections taken out of service, by reason (lifetime: rotations)',
+    });
+    const admitted = meter.createObservableCounter('nestjs_shared_pool.limiter.admitted', {
+      unit: '{lease}',
+      description: 'Leases the admission limiter admitted',
+    });
+    const refused = meter.createObservableCounter('nestjs_shared_pool.limiter.refused', {
+      unit: '{lease}',
+      description: 'Leases the admission limiter refused, by the limit that refused them',
+    });
+    const lost = meter.createObservableCounter('nestjs_shared_pool.limiter.lost', {
+      unit: '{lease}',
+      description: 'Held leases the limiter lost (a Redis TTL lapsed)',
+    });
+    const used = meter.createObservableUpDownCounter('nestjs_shared_pool.limiter.used', {
+      unit: '{lease}',
+      description: 'Leases held against the global limit, across instances',
+    });
+    const mode = meter.createObservableGauge('nestjs_shared_pool.limiter.mode', {
+      unit: '1',
+      description: 'The limiter’s mode: 1 for the one it is in, 0 for the others',
+    });
+    const limit = meter.createObservableGauge('nestjs_shared_pool.limit', {
+      unit: '{lease}',
+      description: 'The admission limiter’s global limit now (an adaptive one moves it)',
+    });
+    const observables = [
+      count,
+      idleMax,
+      idleMin,
+      max,
+      pending,
+      timeouts,
+      clients,
+      clientLimit,
+      utilization,
+      health,
+      retirements,
+      admitted,
+      refused,
+      lost,
+      used,
+      mode,
+      limit,
+    ];
     const a = this.#attributes;
     const idle = { ...a, 'db.client.connection.state': 'idle' };
     const busy = { ...a, 'db.client.connection.state': 'used' };
@@ -204,7 +308,11 @@ export class PoolMetrics {
   }
 
   /** Seconds into the pool's own histogram for a producer, if one exists; else through the Meter's. */
-  #time(own: TimingHistogram, instrument: { record(value: number, attributes?: MetricsAttributes): void }, ms: number): void {
+  #time(
+    own: TimingHistogram,
+    instrument: { record(value: number, attributes?: MetricsAttributes): void },
+    ms: number,
+  ): void {
     if (timingsProduced()) own.record(ms / 1000);
     else instrument.record(ms / 1000, this.#attributes);
   }

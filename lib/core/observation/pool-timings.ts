@@ -18,7 +18,9 @@ export interface HistogramValue {
 }
 
 /** Explicit bucket boundaries of the timings, in seconds (inclusive upper bounds). */
-export const DURATION_BUCKETS: readonly number[] = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const DURATION_BUCKETS: readonly number[] = [
+  0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 
 /** Values recorded into fixed buckets: what a collection reads. */
 export class TimingHistogram {
@@ -54,8 +56,14 @@ export class TimingHistogram {
 
 /** The instruments of the timings: name, description, unit. */
 export const TIMING_INSTRUMENTS = {
-  wait: { name: 'db.client.connection.wait_time', description: 'The time it took to obtain a connection from the pool' },
-  use: { name: 'db.client.connection.use_time', description: 'The time between borrowing a connection and returning it to the pool' },
+  wait: {
+    name: 'db.client.connection.wait_time',
+    description: 'The time it took to obtain a connection from the pool',
+  },
+  use: {
+    name: 'db.client.connection.use_time',
+    description: 'The time between borrowing a connection and returning it to the pool',
+  },
   create: { name: 'db.client.connection.create_time', description: 'The time it took to create a new connection' },
 } as const;
 
@@ -147,23 +155,53 @@ export function poolMetricProducer(options: PoolMetricProducerOptions = {}): Poo
           const h = s.histograms[kind];
           if (h.start === undefined) continue;
           if (temporality === 'cumulative') {
-            dataPoints.push({ startTime: h.start, endTime: end, attributes: s.attributes, value: valueOf(h.counts, h.sum, h.count, h.min, h.max) });
+            dataPoints.push({
+              startTime: h.start,
+              endTime: end,
+              attributes: s.attributes,
+              value: valueOf(h.counts, h.sum, h.count, h.min, h.max),
+            });
             continue;
           }
           const before = last.get(h);
           const counts = before === undefined ? h.counts.slice() : h.counts.map((c, i) => c - before.counts[i]!);
-          const value = valueOf(counts, h.sum - (before?.sum ?? 0), h.count - (before?.count ?? 0), undefined, undefined);
+          const value = valueOf(
+            counts,
+            h.sum - (before?.sum ?? 0),
+            h.count - (before?.count ?? 0),
+            undefined,
+            undefined,
+          );
           dataPoints.push({ startTime: before?.at ?? h.start, endTime: end, attributes: s.attributes, value });
           last.set(h, { counts: h.counts.slice(), sum: h.sum, count: h.count, at: end });
         }
-        return { descriptor: { name, description, unit: 's', valueType: DOUBLE }, aggregationTemporality: TEMPORALITY[temporality], dataPointType: HISTOGRAM, dataPoints };
+        return {
+          descriptor: { name, description, unit: 's', valueType: DOUBLE },
+          aggregationTemporality: TEMPORALITY[temporality],
+          dataPointType: HISTOGRAM,
+          dataPoints,
+        };
       });
-      return Promise.resolve({ resourceMetrics: { resource: {}, scopeMetrics: [{ scope: { name: 'nestjs-shared-pool' }, metrics: metrics.filter((m) => m.dataPoints.length > 0) }] }, errors: [] });
+      return Promise.resolve({
+        resourceMetrics: {
+          resource: {},
+          scopeMetrics: [
+            { scope: { name: 'nestjs-shared-pool' }, metrics: metrics.filter((m) => m.dataPoints.length > 0) },
+          ],
+        },
+        errors: [],
+      });
     },
   };
 }
 
-function valueOf(counts: Float64Array, sum: number, count: number, min: number | undefined, max: number | undefined): HistogramValue {
+function valueOf(
+  counts: Float64Array,
+  sum: number,
+  count: number,
+  min: number | undefined,
+  max: number | undefined,
+): HistogramValue {
   const value: HistogramValue = { buckets: { boundaries: [...DURATION_BUCKETS], counts: [...counts] }, sum, count };
   if (min !== undefined && count > 0) {
     value.min = min;

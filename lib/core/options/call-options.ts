@@ -1,4 +1,13 @@
-import { is, optionError, type OptionScope, type PoolConfigError, type Rule, shown, unknownKey, violation } from '../common/index.js';
+import {
+  is,
+  optionError,
+  type OptionScope,
+  type PoolConfigError,
+  type Rule,
+  shown,
+  unknownKey,
+  violation,
+} from '../common/index.js';
 
 /** Options of one `acquire()`. */
 export interface AcquireOptions {
@@ -64,12 +73,17 @@ const keyRule: Rule = { says: 'a non-empty string, or null for no key', ok: (v) 
 
 /** The error for a call's options that are not an object (`null`, a number): named after the call. */
 function notAnObject(scope: OptionScope, call: string, options: unknown): PoolConfigError {
-  return optionError({ subject: scope.subject, name: scope.name }, call, `options must be an object, got ${shown(options)}`);
+  return optionError(
+    { subject: scope.subject, name: scope.name },
+    call,
+    `options must be an object, got ${shown(options)}`,
+  );
 }
 
 /** The first problem with the options of `close()`, if any. */
 export function checkCloseOptions(pool: string, options: CloseOptions): PoolConfigError | undefined {
-  if (typeof options !== 'object' || options === null) return notAnObject({ subject: 'pool', name: pool }, 'close', options);
+  if (typeof options !== 'object' || options === null)
+    return notAnObject({ subject: 'pool', name: pool }, 'close', options);
   return violation(poolCalls(pool)('close'), 'graceMs', options.graceMs, graceRule);
 }
 
@@ -79,16 +93,25 @@ const timeoutRule = is.above(0);
 function validAcquire(options: AcquireOptions): boolean {
   if (typeof options !== 'object' || options === null) return false;
   const { timeoutMs, signal, key } = options;
-  return (signal === undefined || signal instanceof AbortSignal) && (timeoutMs === undefined || timeoutRule.ok(timeoutMs)) && (key === undefined || keyRule.ok(key));
+  return (
+    (signal === undefined || signal instanceof AbortSignal) &&
+    (timeoutMs === undefined || timeoutRule.ok(timeoutMs)) &&
+    (key === undefined || keyRule.ok(key))
+  );
 }
 
 /** The first problem with the options of one acquire, if any. */
-export function checkAcquireOptions(pool: string, options: AcquireOptions, scopeOf?: CallScope): PoolConfigError | undefined {
+export function checkAcquireOptions(
+  pool: string,
+  options: AcquireOptions,
+  scopeOf?: CallScope,
+): PoolConfigError | undefined {
   if (validAcquire(options)) return undefined;
   const scope = (scopeOf ?? poolCalls(pool))('acquire');
   if (typeof options !== 'object' || options === null) return notAnObject(scope, 'acquire', options);
   const { timeoutMs, signal, key } = options;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
   return violation(scope, 'timeoutMs', timeoutMs, timeoutRule) ?? violation(scope, 'key', key, keyRule);
 }
 
@@ -104,7 +127,12 @@ const propagationRule = is.oneOf('reuse', 'new', 'none');
 /** The first problem with the options of one use(), if any: its acquire options, retry and propagation. */
 export function checkUseOptions(pool: string, options: UseOptions, callScope?: CallScope): PoolConfigError | undefined {
   // Checked on every call: the common case (no retry) makes nothing.
-  if (validAcquire(options) && options.retry === undefined && (options.propagation === undefined || propagationRule.ok(options.propagation))) return undefined;
+  if (
+    validAcquire(options) &&
+    options.retry === undefined &&
+    (options.propagation === undefined || propagationRule.ok(options.propagation))
+  )
+    return undefined;
   const scopeOf = callScope ?? poolCalls(pool);
   if (typeof options !== 'object' || options === null) return notAnObject(scopeOf('use'), 'use', options);
   const invalid = checkAcquireOptions(pool, options, scopeOf);
@@ -112,7 +140,8 @@ export function checkUseOptions(pool: string, options: UseOptions, callScope?: C
   // Named as in the options (`retry.attempts`): use() and @UsePooled share them.
   const scope = scopeOf('use');
   const { retry, propagation } = options;
-  const wrong = violation(scope, 'propagation', propagation, propagationRule) ?? violation(scope, 'retry', retry, is.object);
+  const wrong =
+    violation(scope, 'propagation', propagation, propagationRule) ?? violation(scope, 'retry', retry, is.object);
   if (wrong !== undefined || retry === undefined) return wrong;
   const retryScope = scopeOf('retry');
   const unknown = unknownKey(retryScope, retry, RETRY_KEYS, 'the retry options');

@@ -1,2 +1,18 @@
-export { type AcquireOptions, checkAcquireOptions, checkCloseOptions, checkedOnce, checkUseOptions, type CloseOptions, isCheckedOnce, type RetryOptions, type UseOptions } from './call-options.js';
-export { CONNECTIONS, type PoolOptions, type ResolvedOptions, resolveOptions, type SelectionStrategy } from './pool-options.js';
+export {
+  type AcquireOptions,
+  checkAcquireOptions,
+  checkCloseOptions,
+  checkedOnce,
+  checkUseOptions,
+  type CloseOptions,
+  isCheckedOnce,
+  type RetryOptions,
+  type UseOptions,
+} from './call-options.js';
+export {
+  CONNECTIONS,
+  type PoolOptions,
+  type ResolvedOptions,
+  resolveOptions,
+  type SelectionStrategy,
+} from './pool-options.js';

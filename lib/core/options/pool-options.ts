@@ -1,5 +1,23 @@
-import { type Clock, consoleLogger, is, keysOf, optionError, OptionReader, PoolConfigError, type PoolLogger, scrubbingLogger, shown, systemClock, violation } from '../common/index.js';
-import { type AdmissionLimiter, type Connector, DEFAULT_HEALTH_THRESHOLDS, type HealthThresholds } from '../contracts/index.js';
+import {
+  type Clock,
+  consoleLogger,
+  is,
+  keysOf,
+  optionError,
+  OptionReader,
+  PoolConfigError,
+  type PoolLogger,
+  scrubbingLogger,
+  shown,
+  systemClock,
+  violation,
+} from '../common/index.js';
+import {
+  type AdmissionLimiter,
+  type Connector,
+  DEFAULT_HEALTH_THRESHOLDS,
+  type HealthThresholds,
+} from '../contracts/index.js';
 import { meterRule, type MetricsMeter } from '../observation/index.js';
 
 /** How an acquire picks among ready connections that have room. */
@@ -163,7 +181,11 @@ export interface ResolvedOptions {
 
 /** Connections one process may hold: past it (the ports of one host run out near 64 000) a value means "unbounded", which a pool must not be. */
 export const MAX_CONNECTIONS = 100_000;
-export const CONNECTIONS = is.count(1, MAX_CONNECTIONS, 'a pool of more connections than one process can open is no bound');
+export const CONNECTIONS = is.count(
+  1,
+  MAX_CONNECTIONS,
+  'a pool of more connections than one process can open is no bound',
+);
 /** Callers of one connection: the pool keeps a slot per client count, so the bound keeps its index small. */
 const CLIENT_LIMIT = is.count(1, 1_000_000, 'callers one connection serves at once; a slot is kept for each count');
 
@@ -178,7 +200,11 @@ export function validateConnector(pool: string, connector: unknown): void {
   const scope = { subject: 'pool', name: pool, path: 'connector.' } as const;
   if (c.create === undefined && c.connector !== undefined) {
     // new ConnectionPool({ name, connector }): one object where the constructor takes two.
-    throw new PoolConfigError(pool, 'connector', 'must be the first argument, and the options the second: new ConnectionPool(connector, { name, maxSize }); the first argument given has a "connector" key, as if it were the options');
+    throw new PoolConfigError(
+      pool,
+      'connector',
+      'must be the first argument, and the options the second: new ConnectionPool(connector, { name, maxSize }); the first argument given has a "connector" key, as if it were the options',
+    );
   }
   if (c.create === undefined) throw optionError(scope, 'create', 'must be a function');
   for (const method of ['create', ...CONNECTOR_METHODS]) {
@@ -190,7 +216,40 @@ export function validateConnector(pool: string, connector: unknown): void {
 }
 
 /** Every key of {@link PoolOptions}: any other is refused. */
-export const POOL_OPTION_KEYS = keysOf<PoolOptions>({ name: true, maxSize: true, growMaxSizeTo: true, minSize: true, clientLimit: true, maxIdleMs: true, maxLifetimeMs: true, createTimeoutMs: true, acquireTimeoutMs: true, maxWaiting: true, strategy: true, maxConcurrentCreates: true, growAt: true, validateAfterIdleMs: true, validateTimeoutMs: true, resetTimeoutMs: true, closeTimeoutMs: true, blockingPeriod: true, breakerFailures: true, breakerAfterMs: true, reapIntervalMs: true, createBackoffMs: true, maxCreateBackoffMs: true, lifetimeJitter: true, health: true, clock: true, logger: true, limiter: true, metrics: true, metricTimings: true, leakDetectionMs: true, maxHoldMs: true });
+export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
+  name: true,
+  maxSize: true,
+  growMaxSizeTo: true,
+  minSize: true,
+  clientLimit: true,
+  maxIdleMs: true,
+  maxLifetimeMs: true,
+  createTimeoutMs: true,
+  acquireTimeoutMs: true,
+  maxWaiting: true,
+  strategy: true,
+  maxConcurrentCreates: true,
+  growAt: true,
+  validateAfterIdleMs: true,
+  validateTimeoutMs: true,
+  resetTimeoutMs: true,
+  closeTimeoutMs: true,
+  blockingPeriod: true,
+  breakerFailures: true,
+  breakerAfterMs: true,
+  reapIntervalMs: true,
+  createBackoffMs: true,
+  maxCreateBackoffMs: true,
+  lifetimeJitter: true,
+  health: true,
+  clock: true,
+  logger: true,
+  limiter: true,
+  metrics: true,
+  metricTimings: true,
+  leakDetectionMs: true,
+  maxHoldMs: true,
+});
 
 /** Applies defaults and validates every field; throws {@link PoolConfigError} naming the first bad one. */
 export function resolveOptions(options: PoolOptions = {}, connector?: Connector<unknown>): ResolvedOptions {
@@ -207,7 +266,11 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   const minSize = read.get('minSize', is.whole(0), 0);
   if (minSize > maxSize) read.fail('minSize', `(${minSize}) must not exceed maxSize (${maxSize})`);
   const growMaxSizeTo = read.get('growMaxSizeTo', CONNECTIONS, maxSize);
-  if (growMaxSizeTo < maxSize) read.fail('growMaxSizeTo', `(${growMaxSizeTo}) must be at least maxSize (${maxSize}): it is how far maxSize may grow`);
+  if (growMaxSizeTo < maxSize)
+    read.fail(
+      'growMaxSizeTo',
+      `(${growMaxSizeTo}) must be at least maxSize (${maxSize}): it is how far maxSize may grow`,
+    );
   const createBackoffMs = read.get('createBackoffMs', is.finiteAbove(0), 10);
   const maxCreateBackoffMs = read.get('maxCreateBackoffMs', is.finiteAbove(0), 5_000);
   if (maxCreateBackoffMs < createBackoffMs) {
@@ -218,11 +281,16 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   const critical = health.get('critical', is.fraction, DEFAULT_HEALTH_THRESHOLDS.critical);
   if (critical < degraded) health.fail('critical', `(${critical}) must not be below health.degraded (${degraded})`);
   const clock = options.clock ?? systemClock;
-  if (typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+  if (
+    typeof clock.now !== 'function' ||
+    typeof clock.setTimeout !== 'function' ||
+    typeof clock.clearTimeout !== 'function'
+  ) {
     read.fail('clock', 'must have now(), setTimeout() and clearTimeout()');
   }
   const given = options.logger ?? consoleLogger;
-  if (typeof given.warn !== 'function' || typeof given.error !== 'function') read.fail('logger', 'must have warn() and error()');
+  if (typeof given.warn !== 'function' || typeof given.error !== 'function')
+    read.fail('logger', 'must have warn() and error()');
   const logger = scrubbingLogger(given);
   const limiter = options.limiter;
   if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
@@ -231,7 +299,10 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
 
   const clientLimit = read.get('clientLimit', CLIENT_LIMIT, connector?.clientLimit ?? 1);
   if (clientLimit > 1 && connector?.reset !== undefined) {
-    read.fail('clientLimit', `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or make the connector without its reset (the pg connector: pgConnector(url, { reset: false }))`);
+    read.fail(
+      'clientLimit',
+      `(${clientLimit}) must be 1 for a connector with reset(): it cleans a connection its one caller gave back, and a shared connection carries no caller's state of its own. Set clientLimit: 1, or make the connector without its reset (the pg connector: pgConnector(url, { reset: false }))`,
+    );
   }
 
   return {

@@ -56,7 +56,9 @@ export class AdmissionGate<T> {
     let admission: Admission;
     try {
       // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
-      admission = (tryFirst ? limiter.tryAdmit?.(request) : undefined) ?? (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
+      admission =
+        (tryFirst ? limiter.tryAdmit?.(request) : undefined) ??
+        (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
     } catch (err) {
       if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
       throw err;
@@ -67,7 +69,12 @@ export class AdmissionGate<T> {
   }
 
   /** A connection for an admitted caller, within what is left of its deadline; the admission goes back if none comes. */
-  #connectionFor(admission: Admission, signal: AbortSignal | undefined, timeoutMs: number, started: number): Promise<Lease<T>> {
+  #connectionFor(
+    admission: Admission,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+    started: number,
+  ): Promise<Lease<T>> {
     const pool = this.pool;
     // Admitted while the pool closed or the caller gave up: never join the queue.
     if (pool.isClosed()) {

@@ -59,16 +59,19 @@ export class Checkouts<T> implements LeaseOwner<T> {
     this.measures = observers.measures;
     this.#growLoad = o.growAt < 1 ? o.growAt : Infinity;
     this.#mayRefuse = o.maxWaiting !== Infinity;
-    this.#reset = connector.reset === undefined ? undefined : new ConnectionReset(connector.reset.bind(connector), {
-      timers,
-      counters,
-      resetTimeoutMs: o.resetTimeoutMs,
-      retire: (conn, detail, cause) => {
-        o.logger.warn(`pool "${o.name}": connection ${conn.id} retired, ${detail}`);
-        supply.retire(conn, 'reset', detail, cause);
-      },
-      done: (conn) => this.#checkin(conn),
-    });
+    this.#reset =
+      connector.reset === undefined
+        ? undefined
+        : new ConnectionReset(connector.reset.bind(connector), {
+            timers,
+            counters,
+            resetTimeoutMs: o.resetTimeoutMs,
+            retire: (conn, detail, cause) => {
+              o.logger.warn(`pool "${o.name}": connection ${conn.id} retired, ${detail}`);
+              supply.retire(conn, 'reset', detail, cause);
+            },
+            done: (conn) => this.#checkin(conn),
+          });
     this.#plainCheckin = this.#reset === undefined && supply.budget === undefined;
   }
 
@@ -150,7 +153,8 @@ export class Checkouts<T> implements LeaseOwner<T> {
 
   /** The lease of a checkout (published to listeners; timed or tracked when asked). */
   #leaseOf(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
-    if (events.acquire.hasSubscribers) events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
+    if (events.acquire.hasSubscribers)
+      events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
     const lease = this.measures ? this.observers.lease(this, conn, waiter) : new Lease(this, conn);
     const admission = waiter?.admission;
     if (admission !== undefined) {
@@ -171,7 +175,13 @@ export class Checkouts<T> implements LeaseOwner<T> {
     this.#givenBack(conn, watch, false);
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
-    if (budget !== undefined && conn.clients === 1 && conn.state === 'ready' && budget.yields(this.#supply.member, this.timers.now() - conn.createdAt)) this.#supply.retire(conn, 'group', 'its place went to another member of the group');
+    if (
+      budget !== undefined &&
+      conn.clients === 1 &&
+      conn.state === 'ready' &&
+      budget.yields(this.#supply.member, this.timers.now() - conn.createdAt)
+    )
+      this.#supply.retire(conn, 'group', 'its place went to another member of the group');
     // A connection that stays in service is cleaned before anyone else gets it; a retired one just closes.
     if (this.#reset !== undefined && conn.state === 'ready') this.#reset.run(conn, thrown);
     else this.#checkin(conn);
@@ -242,7 +252,12 @@ export class Checkouts<T> implements LeaseOwner<T> {
 
   /** Queues a caller nothing refuses, and opens what the queue needs. */
   #join(options: AcquireOptions | undefined, admission: Admission | undefined): Promise<Lease<T>> {
-    const promise = this.waiters.join(options?.timeoutMs ?? this.pool.options.acquireTimeoutMs, options?.signal, this.measures ? this.observers.stackOfWaiter() : undefined, admission);
+    const promise = this.waiters.join(
+      options?.timeoutMs ?? this.pool.options.acquireTimeoutMs,
+      options?.signal,
+      this.measures ? this.observers.stackOfWaiter() : undefined,
+      admission,
+    );
     this.#supply.demand();
     return promise;
   }
@@ -269,7 +284,8 @@ function queueRefusal(pool: QueuedPool, scopesLive: number, signal: AbortSignal 
   // Callers may also wait for the slots that connections opening or still to open will bring.
   const maxSize = pool.supply.maxSizeNow;
   const slotsToCome = (set.opening + Math.max(0, maxSize - set.size)) * pool.supply.perConnection;
-  if (o.maxWaiting !== Infinity && pool.waiting() >= o.maxWaiting + slotsToCome) return new QueueFullError(o.name, o.maxWaiting);
+  if (o.maxWaiting !== Infinity && pool.waiting() >= o.maxWaiting + slotsToCome)
+    return new QueueFullError(o.name, o.maxWaiting);
   if (scopesLive > 0 && set.clients > 0 && set.opening === 0 && set.validating === 0 && set.size >= maxSize) {
     const own = scopeLeases(pool.pool);
     if (own > 0 && own >= set.clients) return new SelfDeadlockError(o.name, own, maxSize, o.clientLimit);

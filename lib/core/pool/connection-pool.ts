@@ -1,7 +1,35 @@
 import { setMaxListeners } from 'node:events';
-import { type AcquireOptions, checkAcquireOptions, checkCloseOptions, checkUseOptions, type CloseOptions, isCheckedOnce, type PoolOptions, type ResolvedOptions, resolveOptions, type UseOptions } from '../options/index.js';
-import { ConnectionsExhaustedError, PoolClosedError, PoolContextError, ProcessHold, shown, type TimerHandle, Timers } from '../common/index.js';
-import { type AdmissionLimiter, type ConnectionBudget, type Connector, kBudget, kMember, type MemberSide, type PoolHealth, type PoolStats } from '../contracts/index.js';
+import {
+  type AcquireOptions,
+  checkAcquireOptions,
+  checkCloseOptions,
+  checkUseOptions,
+  type CloseOptions,
+  isCheckedOnce,
+  type PoolOptions,
+  type ResolvedOptions,
+  resolveOptions,
+  type UseOptions,
+} from '../options/index.js';
+import {
+  ConnectionsExhaustedError,
+  PoolClosedError,
+  PoolContextError,
+  ProcessHold,
+  shown,
+  type TimerHandle,
+  Timers,
+} from '../common/index.js';
+import {
+  type AdmissionLimiter,
+  type ConnectionBudget,
+  type Connector,
+  kBudget,
+  kMember,
+  type MemberSide,
+  type PoolHealth,
+  type PoolStats,
+} from '../contracts/index.js';
 import { ConnectionSupply, SupplyMember } from '../connections/index.js';
 import { events, type TimingWatch } from '../observation/index.js';
 import { PoolObservers } from './pool-observers.js';
@@ -54,24 +82,43 @@ export class ConnectionPool<T> implements MethodPool {
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
     const budget = (options as { [kBudget]?: ConnectionBudget })[kBudget];
-    this.#waiters = new PoolQueue(timers, this.#holds, this.#counters, () => this.#timedOut(), budget && (() => budget.quiet(this.#supply.member)));
+    this.#waiters = new PoolQueue(
+      timers,
+      this.#holds,
+      this.#counters,
+      () => this.#timedOut(),
+      budget && (() => budget.quiet(this.#supply.member)),
+    );
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
-    this.#supply = new ConnectionSupply(connector, o, timers, this.#counters, {
-      isClosed: () => this.#closed,
-      waiting: () => this.#waiters.length,
-      waitedSince: () => this.#waiters.head?.since,
-      dispatch: () => this.#checkouts.dispatch(),
-      swept: () => this.#observers.swept(healthFigures(this.#inside)),
-      failQueue: (error) => {
-        for (let w = this.#waiters.next(); w !== null; w = this.#waiters.next()) {
-          this.#counters.failedFast++;
-          w.fail(error());
-        }
+    this.#supply = new ConnectionSupply(
+      connector,
+      o,
+      timers,
+      this.#counters,
+      {
+        isClosed: () => this.#closed,
+        waiting: () => this.#waiters.length,
+        waitedSince: () => this.#waiters.head?.since,
+        dispatch: () => this.#checkouts.dispatch(),
+        swept: () => this.#observers.swept(healthFigures(this.#inside)),
+        failQueue: (error) => {
+          for (let w = this.#waiters.next(); w !== null; w = this.#waiters.next()) {
+            this.#counters.failedFast++;
+            w.fail(error());
+          }
+        },
       },
-    }, budget);
+      budget,
+    );
     this.#supply.member = new SupplyMember(this.#supply);
-    this.#observers = new PoolObservers(o, this.#counters, this, timers, () => (this.#checkouts.measures = this.#observers.measures));
+    this.#observers = new PoolObservers(
+      o,
+      this.#counters,
+      this,
+      timers,
+      () => (this.#checkouts.measures = this.#observers.measures),
+    );
     this.#supply.metrics = this.#observers.timed;
     this.#inside = {
       pool: this,
@@ -95,7 +142,17 @@ export class ConnectionPool<T> implements MethodPool {
       acquireConnection: (options, admission) => this.#checkouts.acquire(options, admission),
       scopes: (delta) => void (this.#checkouts.scopesLive += delta),
     };
-    this.#checkouts = new Checkouts(o.name, o, connector, this.#supply, this.#waiters, this.#counters, timers, this.#observers, this.#inside);
+    this.#checkouts = new Checkouts(
+      o.name,
+      o,
+      connector,
+      this.#supply,
+      this.#waiters,
+      this.#counters,
+      timers,
+      this.#observers,
+      this.#inside,
+    );
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
     this.#supply.keeper.start();
   }
@@ -139,7 +196,14 @@ export class ConnectionPool<T> implements MethodPool {
   /** Checks out a connection. Release the lease when done (or `await using` it). */
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
     // The common case in one step: no options, no limiter, nothing timed or traced (see Checkouts.now).
-    if (options === undefined && this.#gate === undefined && !this.#checkouts.measures && !this.#closed && !events.acquireTrace.hasSubscribers && !events.acquire.hasSubscribers) {
+    if (
+      options === undefined &&
+      this.#gate === undefined &&
+      !this.#checkouts.measures &&
+      !this.#closed &&
+      !events.acquireTrace.hasSubscribers &&
+      !events.acquire.hasSubscribers
+    ) {
       const now = this.#checkouts.now();
       if (now !== undefined) return now;
     }
@@ -174,7 +238,10 @@ export class ConnectionPool<T> implements MethodPool {
    * (or `'none'`: no scope at all, the connection is only `fn`'s argument).
    */
   use<R>(fn: (conn: T) => R | Promise<R>, options?: UseOptions): Promise<R> {
-    if (typeof fn !== 'function') return Promise.reject(new TypeError(`pool "${this.name}": use() takes the function to run with a connection first, got ${shown(fn)}`));
+    if (typeof fn !== 'function')
+      return Promise.reject(
+        new TypeError(`pool "${this.name}": use() takes the function to run with a connection first, got ${shown(fn)}`),
+      );
     const invalid = this.#invalidUse(options);
     if (invalid !== undefined) return Promise.reject(invalid);
     // runUse's own promise, not another one around it (an async method returning it adds one, and two turns).
@@ -187,7 +254,12 @@ export class ConnectionPool<T> implements MethodPool {
   }
 
   /** @internal `use()` of a decorated method: see {@link kUseOn}. */
-  [kUseOn]<R>(body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R> {
+  [kUseOn]<R>(
+    body: MethodBody<unknown, R>,
+    self: unknown,
+    args: unknown[],
+    options: UseOptions | undefined,
+  ): Promise<R> {
     const invalid = this.#invalidUse(options);
     if (invalid !== undefined) return Promise.reject(invalid);
     return runUse(this.#inside, body as MethodBody<T, R>, options, self, args);

@@ -43,7 +43,8 @@ export class HealthWatch {
     const line = `pool "${this.pool}": health ${from} → ${to} (${figures})`;
     if (RANK[to] > RANK[from]) this.logger.warn(line);
     else (this.logger.info ?? this.logger.warn).call(this.logger, line);
-    if (events.health.hasSubscribers) events.health.publish({ pool: this.pool, from, to, utilization: stats.utilization, waiting: stats.waiting });
+    if (events.health.hasSubscribers)
+      events.health.publish({ pool: this.pool, from, to, utilization: stats.utilization, waiting: stats.waiting });
   }
 }
 
@@ -76,7 +77,14 @@ export class PoolObservers {
     this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool);
     this.timed = this.metrics?.timings === true ? this.metrics : undefined;
     if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
-      this.held = new HeldLeases(o.name, counters, o.leakDetectionMs, o.maxHoldMs, o.logger, (heldMs) => new LeaseHeldTooLongError(o.name, heldMs, o.maxHoldMs));
+      this.held = new HeldLeases(
+        o.name,
+        counters,
+        o.leakDetectionMs,
+        o.maxHoldMs,
+        o.logger,
+        (heldMs) => new LeaseHeldTooLongError(o.name, heldMs, o.maxHoldMs),
+      );
     }
     this.watches = new PoolTimingWatches(() => {
       this.measures = this.#measuresAlways || this.watches.counts !== undefined;

@@ -1,4 +1,11 @@
-import { type AdmissionLimiter, type AdmissionStats, type PoolCounters, type PoolHealth, type PoolStats, utilizationHealth } from '../contracts/index.js';
+import {
+  type AdmissionLimiter,
+  type AdmissionStats,
+  type PoolCounters,
+  type PoolHealth,
+  type PoolStats,
+  utilizationHealth,
+} from '../contracts/index.js';
 import type { ConnectionSupply } from '../connections/index.js';
 import { type ExhaustedReason, messageOf } from '../common/index.js';
 import type { ResolvedOptions } from '../options/index.js';
@@ -12,7 +19,17 @@ export function newCounters(): PoolCounters {
     createsAbandoned: 0,
     closed: 0,
     retired: 0,
-    retiredBy: { idle: 0, lifetime: 0, failed: 0, connector: 0, validation: 0, reset: 0, refresh: 0, closed: 0, group: 0 },
+    retiredBy: {
+      idle: 0,
+      lifetime: 0,
+      failed: 0,
+      connector: 0,
+      validation: 0,
+      reset: 0,
+      refresh: 0,
+      closed: 0,
+      group: 0,
+    },
     acquired: 0,
     released: 0,
     timeouts: 0,
@@ -58,7 +75,10 @@ function utilizationOf(pool: ReportedPool, admission: AdmissionStats | undefined
 }
 
 /** What a health change is told with: the figures of `stats()` it needs, without a row per connection. */
-export type HealthFigures = Pick<PoolStats, 'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError'>;
+export type HealthFigures = Pick<
+  PoolStats,
+  'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError'
+>;
 
 /** The pool's health and the figures behind it, as the house-keeper samples them every sweep. */
 export function healthFigures(pool: ReportedPool): HealthFigures {

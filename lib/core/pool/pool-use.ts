@@ -44,11 +44,22 @@ interface UsePool {
 
 /** A pool that runs method bodies (see {@link kUseOn}). */
 export interface MethodPool {
-  [kUseOn]<R>(body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R>;
+  [kUseOn]<R>(
+    body: MethodBody<unknown, R>,
+    self: unknown,
+    args: unknown[],
+    options: UseOptions | undefined,
+  ): Promise<R>;
 }
 
 /** Runs `body` on `self` in `pool.use()`; a pool without {@link kUseOn} (a test's stand-in) gets a closure. */
-export function useOn<R>(pool: UsePool & Partial<MethodPool>, body: MethodBody<unknown, R>, self: unknown, args: unknown[], options: UseOptions | undefined): Promise<R> {
+export function useOn<R>(
+  pool: UsePool & Partial<MethodPool>,
+  body: MethodBody<unknown, R>,
+  self: unknown,
+  args: unknown[],
+  options: UseOptions | undefined,
+): Promise<R> {
   if (pool[kUseOn] !== undefined) return pool[kUseOn](body, self, args, options);
   return pool.use<R>((conn) => body(conn, self, args), options);
 }
@@ -65,10 +76,26 @@ function invoke<T, R>(fn: MethodBody<T, R>, conn: T, self: unknown, args: unknow
  * AsyncLocalStorage at all). With `retry`, an error the connector calls fatal (or `retry.retryOn`
  * accepts) fails the lease and tries again on another connection after a backoff.
  */
-export async function runUse<T, R>(host: UsingPool<T>, fn: (conn: T) => R | Promise<R>, options: UseOptions | undefined): Promise<R>;
+export async function runUse<T, R>(
+  host: UsingPool<T>,
+  fn: (conn: T) => R | Promise<R>,
+  options: UseOptions | undefined,
+): Promise<R>;
 /** A decorated method's call: `body(connection, self, args)`. */
-export async function runUse<T, R>(host: UsingPool<T>, body: MethodBody<T, R>, options: UseOptions | undefined, self: unknown, args: unknown[]): Promise<R>;
-export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, options: UseOptions | undefined, self?: unknown, args?: unknown[]): Promise<R> {
+export async function runUse<T, R>(
+  host: UsingPool<T>,
+  body: MethodBody<T, R>,
+  options: UseOptions | undefined,
+  self: unknown,
+  args: unknown[],
+): Promise<R>;
+export async function runUse<T, R>(
+  host: UsingPool<T>,
+  fn: MethodBody<T, R>,
+  options: UseOptions | undefined,
+  self?: unknown,
+  args?: unknown[],
+): Promise<R> {
   const propagation = options?.propagation;
   const scoped = propagation !== 'none';
   const outer = propagation === 'new' || !scoped ? undefined : findScope(host.pool);
@@ -86,7 +113,10 @@ export async function runUse<T, R>(host: UsingPool<T>, fn: MethodBody<T, R>, opt
       else {
         const frame = { pool: host.pool, lease, parent: scopes.getStore() };
         // use()'s own function runs with its one argument; a method body with its three.
-        running = args === undefined ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn) : scopes.run(frame, fn, conn, self, args);
+        running =
+          args === undefined
+            ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn)
+            : scopes.run(frame, fn, conn, self, args);
       }
       const result = await running;
       host.scopes(-1);
@@ -129,7 +159,10 @@ function isFatal(host: UsingPool<unknown>, err: unknown): boolean {
   try {
     return host.connector.isFatal?.(err) === true;
   } catch (thrown) {
-    host.logger.error(`pool "${host.name}": connector.isFatal() threw (${messageOf(thrown)}); the error counts as not fatal`, thrown);
+    host.logger.error(
+      `pool "${host.name}": connector.isFatal() threw (${messageOf(thrown)}); the error counts as not fatal`,
+      thrown,
+    );
     return false;
   }
 }

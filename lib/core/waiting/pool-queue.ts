@@ -46,7 +46,12 @@ export class PoolQueue<L> {
    * Queues a caller until `timeoutMs` from now, or until `signal` aborts (the caller gets its
    * reason). `admission`: the limiter's, given back if the caller fails.
    */
-  join(timeoutMs: number, signal: AbortSignal | undefined, stack: string | undefined, admission: Admission | undefined): Promise<L> {
+  join(
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    stack: string | undefined,
+    admission: Admission | undefined,
+  ): Promise<L> {
     const w = new Waiter<L>(timeoutMs);
     w.admission = admission;
     const promise = w.promise();

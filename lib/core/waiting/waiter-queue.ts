@@ -22,7 +22,9 @@ const unsettled = (): void => {};
  * was settled already (then it is never adopted, and nothing happens, as with a second `reject`).
  */
 function rejection(err: unknown): PromiseLike<never> {
-  return { then: (_: unknown, reject?: (reason: unknown) => unknown) => reject?.(err) } as unknown as PromiseLike<never>;
+  return {
+    then: (_: unknown, reject?: (reason: unknown) => unknown) => reject?.(err),
+  } as unknown as PromiseLike<never>;
 }
 /**
  * A caller queued for a connection. It carries no links: its queue keeps it in a ring of slots.
@@ -224,4 +226,3 @@ export class LinkedQueue<N extends QueueNode<N>> {
     this.#length--;
   }
 }
-

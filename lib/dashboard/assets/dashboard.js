@@ -7,10 +7,24 @@
   const ICON = { healthy: '✓', degraded: '!', critical: '‼', exhausted: '■', failing: '✕', closed: '–' };
   const MEMBER_PAGE = 50;
   // pressed: a pointer is down; `held` is the snapshot that came meanwhile, rendered on release.
-  const view = { search: '', troubleOnly: false, paused: false, pressed: false, held: null, open: new Map(), memberRows: new Map(), last: null };
+  const view = {
+    search: '',
+    troubleOnly: false,
+    paused: false,
+    pressed: false,
+    held: null,
+    open: new Map(),
+    memberRows: new Map(),
+    last: null,
+  };
 
   const esc = (v) => String(v).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
-  const num = (v) => (v === null || v === undefined ? '–' : Number.isInteger(v) ? v.toLocaleString('en') : v.toLocaleString('en', { maximumFractionDigits: 2 }));
+  const num = (v) =>
+    v === null || v === undefined
+      ? '–'
+      : Number.isInteger(v)
+        ? v.toLocaleString('en')
+        : v.toLocaleString('en', { maximumFractionDigits: 2 });
   const pct = (v) => Math.round(Math.min(v, 9.99) * 100) + ' %';
   function ms(v) {
     if (v === null || v === undefined) return '–';
@@ -23,7 +37,8 @@
   }
   const ago = (at, now) => ms(Math.max(0, now - at)) + ' ago';
   const healthOf = (p) => (p.closed ? 'closed' : p.health);
-  const badge = (h) => `<span class="health h-${esc(h)}" data-health="${esc(h)}"><span aria-hidden="true">${ICON[h] || '?'}</span> ${esc(h)}</span>`;
+  const badge = (h) =>
+    `<span class="health h-${esc(h)}" data-health="${esc(h)}"><span aria-hidden="true">${ICON[h] || '?'}</span> ${esc(h)}</span>`;
   const stat = (label, value, attr) => `<div><dt>${esc(label)}</dt><dd${attr ? ' ' + attr : ''}>${value}</dd></div>`;
   function bar(used, limit, label) {
     const share = limit > 0 ? Math.min(used / limit, 1) : 0;
@@ -42,7 +57,10 @@
     const waiting = s.pools.reduce((n, p) => n + p.waiting, 0) + s.groups.reduce((n, g) => n + g.waiting, 0);
     const order = ['failing', 'exhausted', 'critical', 'degraded', 'healthy', 'closed'];
     $('summary').innerHTML =
-      order.filter((h) => counts[h]).map((h) => `<span class="chip h-${h}" data-summary="${h}">${badge(h)} <b>${counts[h]}</b></span>`).join('') +
+      order
+        .filter((h) => counts[h])
+        .map((h) => `<span class="chip h-${h}" data-summary="${h}">${badge(h)} <b>${counts[h]}</b></span>`)
+        .join('') +
       `<span class="chip" data-summary="waiting">waiting <b>${num(waiting)}</b></span>` +
       `<span class="chip">pages open <b>${num(s.viewers)}</b></span>`;
   }
@@ -50,16 +68,29 @@
   function rates(p) {
     const moved = [];
     const r = p.rates;
-    for (const [key, label] of [['timeouts', 'timeouts'], ['failedFast', 'failed fast'], ['leaks', 'leaks'], ['expiredHolds', 'expired holds'], ['createFailures', 'create failures']]) {
+    for (const [key, label] of [
+      ['timeouts', 'timeouts'],
+      ['failedFast', 'failed fast'],
+      ['leaks', 'leaks'],
+      ['expiredHolds', 'expired holds'],
+      ['createFailures', 'create failures'],
+    ]) {
       if (r[key] > 0) moved.push(`<span class="chip" data-rate="${key}">${label} <b>${num(r[key])}/s</b></span>`);
     }
-    for (const [reason, v] of Object.entries(r.retiredBy)) if (v > 0) moved.push(`<span class="chip" data-rate="retired-${esc(reason)}">retired (${esc(reason)}) <b>${num(v)}/s</b></span>`);
-    return moved.length === 0 ? '<p class="quiet">No timeouts, failures, leaks or retirements in the last minute.</p>' : `<div class="moved">${moved.join('')}</div>`;
+    for (const [reason, v] of Object.entries(r.retiredBy))
+      if (v > 0)
+        moved.push(
+          `<span class="chip" data-rate="retired-${esc(reason)}">retired (${esc(reason)}) <b>${num(v)}/s</b></span>`,
+        );
+    return moved.length === 0
+      ? '<p class="quiet">No timeouts, failures, leaks or retirements in the last minute.</p>'
+      : `<div class="moved">${moved.join('')}</div>`;
   }
 
   function timings(p) {
     if (p.waitMs === null) return '';
-    const row = (label, q) => `<tr><td>${label}</td><td>${num(q.count)}</td><td>${ms(q.p50)}</td><td>${ms(q.p90)}</td><td>${ms(q.p99)}</td></tr>`;
+    const row = (label, q) =>
+      `<tr><td>${label}</td><td>${num(q.count)}</td><td>${ms(q.p50)}</td><td>${ms(q.p90)}</td><td>${ms(q.p99)}</td></tr>`;
     return `<h3>Last minute</h3><table class="timings"><thead><tr><th>timing</th><th>count</th><th>p50</th><th>p90</th><th>p99</th></tr></thead><tbody>${row('wait for a connection', p.waitMs)}${row('hold', p.holdMs)}</tbody></table>`;
   }
 
@@ -67,17 +98,36 @@
     if (items.length === 0) return '';
     return `<h3>Health changes</h3><div class="timeline">${items
       .slice(-12)
-      .map((t) => `<span class="h-${esc(t.health)}" title="${esc(new Date(t.at).toLocaleTimeString())}">${ICON[t.health] || ''} ${esc(t.health)} · ${esc(ago(t.at, now))}</span>`)
+      .map(
+        (t) =>
+          `<span class="h-${esc(t.health)}" title="${esc(new Date(t.at).toLocaleTimeString())}">${ICON[t.health] || ''} ${esc(t.health)} · ${esc(ago(t.at, now))}</span>`,
+      )
       .join('')}</div>`;
   }
 
   function limiter(l, now) {
     if (l === null) return '';
-    const modes = l.modes.length > 1 ? `<p class="quiet">mode changes: ${l.modes.slice(-6).map((m) => `${esc(m.mode)} (${esc(ago(m.at, now))})`).join(' → ')}</p>` : '';
-    const keys = l.topKeys.length === 0 ? '' : `<table class="keys"><thead><tr><th>key</th><th>leases</th></tr></thead><tbody>${l.topKeys.map((k) => `<tr data-key="${esc(k.key)}"><td>${esc(k.key)}</td><td>${num(k.leases)}</td></tr>`).join('')}</tbody></table>`;
+    const modes =
+      l.modes.length > 1
+        ? `<p class="quiet">mode changes: ${l.modes
+            .slice(-6)
+            .map((m) => `${esc(m.mode)} (${esc(ago(m.at, now))})`)
+            .join(' → ')}</p>`
+        : '';
+    const keys =
+      l.topKeys.length === 0
+        ? ''
+        : `<table class="keys"><thead><tr><th>key</th><th>leases</th></tr></thead><tbody>${l.topKeys.map((k) => `<tr data-key="${esc(k.key)}"><td>${esc(k.key)}</td><td>${num(k.leases)}</td></tr>`).join('')}</tbody></table>`;
     const a = l.adaptive;
     const adaptive = a
-      ? `<p class="quiet" data-adaptive="${esc(a.algorithm)}" data-adaptive-limit="${a.limit}">adaptive (${esc(a.algorithm)}${a.shared ? ', one limit for every instance' : ''}): limit <b>${num(a.limit)}</b> within ${num(a.min)}–${num(a.max)} · ${num(a.successes)} successes, ${num(a.overloads)} overloads, ${num(a.ignored)} ignored${a.pausedMs > 0 ? ` · <b>paused ${esc(ms(a.pausedMs))}</b> (Retry-After)` : ''}${a.changes.length > 0 ? ` · last changes: ${a.changes.slice(-5).map((c) => `${num(c.from)}→${num(c.to)} (${esc(c.reason)})`).join(', ')}` : ''}</p>`
+      ? `<p class="quiet" data-adaptive="${esc(a.algorithm)}" data-adaptive-limit="${a.limit}">adaptive (${esc(a.algorithm)}${a.shared ? ', one limit for every instance' : ''}): limit <b>${num(a.limit)}</b> within ${num(a.min)}–${num(a.max)} · ${num(a.successes)} successes, ${num(a.overloads)} overloads, ${num(a.ignored)} ignored${a.pausedMs > 0 ? ` · <b>paused ${esc(ms(a.pausedMs))}</b> (Retry-After)` : ''}${
+          a.changes.length > 0
+            ? ` · last changes: ${a.changes
+                .slice(-5)
+                .map((c) => `${num(c.from)}→${num(c.to)} (${esc(c.reason)})`)
+                .join(', ')}`
+            : ''
+        }</p>`
       : '';
     return `<h3>Admission limiter</h3>${adaptive}<div class="limiter" data-limiter-mode="${esc(l.mode)}"><dl class="grid">${stat('mode', `<span data-field="mode">${esc(l.mode)}</span>`)}${stat('health', badge(l.health))}${stat('used / limit', l.limit === null ? `${num(l.used)} / none` : bar(l.used, l.limit, `${l.used} of ${l.limit} global leases used`))}${stat('per key', l.perKey === null ? 'none' : num(l.perKey))}${stat('held here', num(l.held))}${stat('waiting', num(l.waiting))}${stat('refused: global', `${num(l.refused.global)} <small>(${num(l.refusedPerSec.global)}/s)</small>`, 'data-refused="global"')}${stat('refused: per key', `${num(l.refused.key)} <small>(${num(l.refusedPerSec.key)}/s)</small>`, `data-refused="key" data-value="${l.refused.key}"`)}${stat('lost', num(l.lost))}</dl>${l.lastError ? `<p class="error">${esc(l.lastError)}</p>` : ''}${modes}${keys}</div>`;
   }
@@ -85,7 +135,10 @@
   function connections(p) {
     if (p.connections.length === 0) return '<h3>Connections</h3><p class="quiet">None open.</p>';
     const rows = p.connections
-      .map((c) => `<div class="conn ${esc(c.state)}" data-conn="${c.id}" data-clients="${c.clients}" data-state="${esc(c.state)}">${bar(c.clients, p.clientLimit, `connection ${c.id}: ${c.clients} of ${p.clientLimit} callers`)}#${c.id} ${esc(c.state)} · ${esc(ms(c.ageMs))} old · ${num(c.uses)} uses${c.clients === 0 && c.state === 'ready' ? ' · idle ' + esc(ms(c.idleMs)) : ''}</div>`)
+      .map(
+        (c) =>
+          `<div class="conn ${esc(c.state)}" data-conn="${c.id}" data-clients="${c.clients}" data-state="${esc(c.state)}">${bar(c.clients, p.clientLimit, `connection ${c.id}: ${c.clients} of ${p.clientLimit} callers`)}#${c.id} ${esc(c.state)} · ${esc(ms(c.ageMs))} old · ${num(c.uses)} uses${c.clients === 0 && c.state === 'ready' ? ' · idle ' + esc(ms(c.idleMs)) : ''}</div>`,
+      )
       .join('');
     const more = p.moreConnections > 0 ? `<p class="quiet">and ${num(p.moreConnections)} more connections</p>` : '';
     return `<h3>Connections · callers over clientLimit ${num(p.clientLimit)}</h3><div class="conns">${rows}</div>${more}`;
@@ -93,7 +146,9 @@
 
   function poolCard(p, now, many) {
     const h = healthOf(p);
-    const open = view.open.has('pool:' + p.name) ? view.open.get('pool:' + p.name) : !many || p.trouble >= 2000000 || p.waiting > 0;
+    const open = view.open.has('pool:' + p.name)
+      ? view.open.get('pool:' + p.name)
+      : !many || p.trouble >= 2000000 || p.waiting > 0;
     const brief = `${num(p.clients)} callers on ${num(p.size)}/${num(p.maxSize)} connections · ${pct(p.utilization)} used${p.waiting > 0 ? ` · <b>${num(p.waiting)} waiting</b> (oldest ${esc(ms(p.oldestWaitMs))})` : ''}`;
     return `<details class="card h-${esc(h)}" data-pool="${esc(p.name)}" data-key="pool:${esc(p.name)}" data-drawn="${open ? 'open' : 'closed'}"${open ? ' open' : ''}><summary><span class="name">${esc(p.name)}</span> ${badge(h)} <span class="brief">${brief}</span></summary><div class="body">
 <dl class="grid">${stat('size / max', `${num(p.size)} / ${num(p.maxSize)}`, 'data-field="size"')}${stat('ready', num(p.ready), 'data-field="ready"')}${stat('opening', num(p.opening))}${stat('draining', num(p.draining))}${stat('idle', num(p.idle), 'data-field="idle"')}${stat('callers', num(p.clients), 'data-field="clients"')}${stat('waiting', num(p.waiting), 'data-field="waiting"')}${stat('oldest wait', ms(p.oldestWaitMs))}${stat('acquired', `${num(p.rates.acquired)}/s`)}${stat('breaker', esc(p.breaker))}</dl>
@@ -107,10 +162,17 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
     const shown = view.memberRows.get(g.name) || MEMBER_PAGE;
     const rows = members
       .slice(0, shown)
-      .map((m) => `<tr data-member="${esc(m.key)}" data-quota="${m.quota}" data-hunger="${esc(m.hunger)}"><td class="key" title="${esc(m.key)}">${esc(m.key)}</td><td>${num(m.quota)}</td><td>${num(m.connections)}</td><td>${num(m.clients)}</td><td>${num(m.waiting)}</td><td>${esc(m.hunger)}</td><td class="wide">${badge(m.health)}</td><td class="wide">${ms(m.holdMs)}</td></tr>`)
+      .map(
+        (m) =>
+          `<tr data-member="${esc(m.key)}" data-quota="${m.quota}" data-hunger="${esc(m.hunger)}"><td class="key" title="${esc(m.key)}">${esc(m.key)}</td><td>${num(m.quota)}</td><td>${num(m.connections)}</td><td>${num(m.clients)}</td><td>${num(m.waiting)}</td><td>${esc(m.hunger)}</td><td class="wide">${badge(m.health)}</td><td class="wide">${ms(m.holdMs)}</td></tr>`,
+      )
       .join('');
-    const hidden = members.length - Math.min(shown, members.length) + (search === '' ? g.memberCount - g.members.length : 0);
-    const more = hidden > 0 ? `<button type="button" class="more" data-more="${esc(g.name)}">Show ${Math.min(MEMBER_PAGE, hidden)} more of ${num(hidden)}</button>` : '';
+    const hidden =
+      members.length - Math.min(shown, members.length) + (search === '' ? g.memberCount - g.members.length : 0);
+    const more =
+      hidden > 0
+        ? `<button type="button" class="more" data-more="${esc(g.name)}">Show ${Math.min(MEMBER_PAGE, hidden)} more of ${num(hidden)}</button>`
+        : '';
     return `<section class="group card h-${esc(g.health)}" data-group="${esc(g.name)}"><div><span class="name">${esc(g.name)}</span> ${badge(g.health)}</div>
 <dl class="grid">${stat('budget', bar(g.total, g.maxTotal, `${g.total} of ${g.maxTotal} connections of the budget`), 'data-field="budget"')}${stat('members', num(g.memberCount))}${stat('hungry', num(g.hungry))}${stat('waiting', num(g.waiting))}${stat('used', pct(g.utilization))}${stat('transfers', `${num(g.transfers)} <small>(${num(g.transfersPerSec)}/s)</small>`)}${stat('given back', num(g.givenBack))}${stat('forgotten', num(g.forgotten))}</dl>
 <h3>Members · most trouble first</h3><div class="scroll"><table class="members"><thead><tr><th>member</th><th>share</th><th>connections</th><th>callers</th><th>waiting</th><th>hunger</th><th class="wide">health</th><th class="wide">mean hold</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="quiet">No member matches.</td></tr>'}</tbody></table></div>${more}${timeline(g.timeline, now)}</section>`;
@@ -120,7 +182,8 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
   function focused() {
     const active = document.activeElement;
     if (!active || active === document.body) return null;
-    if (active.tagName === 'SUMMARY' && active.parentElement.dataset.key) return `[data-key="${CSS.escape(active.parentElement.dataset.key)}"] > summary`;
+    if (active.tagName === 'SUMMARY' && active.parentElement.dataset.key)
+      return `[data-key="${CSS.escape(active.parentElement.dataset.key)}"] > summary`;
     if (active.dataset && active.dataset.more) return `[data-more="${CSS.escape(active.dataset.more)}"]`;
     return null;
   }
@@ -128,14 +191,23 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
   function render(s) {
     const focus = focused();
     // A card the user opened or closed since it was drawn keeps that state, though its toggle event has not come yet.
-    for (const d of document.querySelectorAll('details[data-drawn]')) if (d.open !== (d.dataset.drawn === 'open')) view.open.set(d.dataset.key, d.open);
+    for (const d of document.querySelectorAll('details[data-drawn]'))
+      if (d.open !== (d.dataset.drawn === 'open')) view.open.set(d.dataset.key, d.open);
     view.last = s;
     renderSummary(s);
     const many = s.pools.length > 8;
-    const pools = s.pools.filter((p) => matches(p.name) && (!view.troubleOnly || p.trouble >= 1000000 || p.waiting > 0));
-    $('pool-count').textContent = pools.length === s.pools.length ? `(${s.pools.length})` : `(${pools.length} of ${s.pools.length})`;
-    $('pools').innerHTML = pools.length === 0 ? '<p class="quiet">No pool matches.</p>' : pools.map((p) => poolCard(p, s.at, many)).join('');
-    const groups = s.groups.filter((g) => (matches(g.name) || g.members.some((m) => matches(m.key))) && (!view.troubleOnly || g.trouble >= 1000000 || g.waiting > 0));
+    const pools = s.pools.filter(
+      (p) => matches(p.name) && (!view.troubleOnly || p.trouble >= 1000000 || p.waiting > 0),
+    );
+    $('pool-count').textContent =
+      pools.length === s.pools.length ? `(${s.pools.length})` : `(${pools.length} of ${s.pools.length})`;
+    $('pools').innerHTML =
+      pools.length === 0 ? '<p class="quiet">No pool matches.</p>' : pools.map((p) => poolCard(p, s.at, many)).join('');
+    const groups = s.groups.filter(
+      (g) =>
+        (matches(g.name) || g.members.some((m) => matches(m.key))) &&
+        (!view.troubleOnly || g.trouble >= 1000000 || g.waiting > 0),
+    );
     $('groups-section').hidden = s.groups.length === 0;
     $('group-count').textContent = `(${s.groups.length})`;
     $('groups').innerHTML = groups.map((g) => groupBlock(g, s.at)).join('');
@@ -145,10 +217,14 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
   }
 
   // The user's choices survive re-renders: which cards are open, how many members are shown.
-  document.addEventListener('toggle', (e) => {
-    const key = e.target.dataset && e.target.dataset.key;
-    if (key) view.open.set(key, e.target.open);
-  }, true);
+  document.addEventListener(
+    'toggle',
+    (e) => {
+      const key = e.target.dataset && e.target.dataset.key;
+      if (key) view.open.set(key, e.target.open);
+    },
+    true,
+  );
   document.addEventListener('click', (e) => {
     const more = e.target.closest && e.target.closest('[data-more]');
     if (!more) return;

@@ -1,7 +1,38 @@
-import { type Admission, type AdmissionRequest, type CallResult, CapacityExceededError, type Clock, events, is, type LimitChange, OptionReader, type PoolLogger, scrubbingLogger, systemClock } from '../../core/index.js';
-import { CallTimer, type ConcurrencyLimiter, kLearner, kSetGlobal, kUsed, type Learner, type LimiterStats, type LimitOptions, LocalLimiter } from '../local/index.js';
+import {
+  type Admission,
+  type AdmissionRequest,
+  type CallResult,
+  CapacityExceededError,
+  type Clock,
+  events,
+  is,
+  type LimitChange,
+  OptionReader,
+  type PoolLogger,
+  scrubbingLogger,
+  systemClock,
+} from '../../core/index.js';
+import {
+  CallTimer,
+  type ConcurrencyLimiter,
+  kLearner,
+  kSetGlobal,
+  kUsed,
+  type Learner,
+  type LimiterStats,
+  type LimitOptions,
+  LocalLimiter,
+} from '../local/index.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
-import { kInstances, kProbe, kReport, kShare, kThroughRedis, RedisLimiter, type RedisLimitOptions } from '../redis/index.js';
+import {
+  kInstances,
+  kProbe,
+  kReport,
+  kShare,
+  kThroughRedis,
+  RedisLimiter,
+  type RedisLimitOptions,
+} from '../redis/index.js';
 import { SharedLimit } from './shared-limit.js';
 import { classifyCall, isOverload, type CallVerdict } from './call-verdict.js';
 import { ProbeAdmission, TrackedAdmission } from './adaptive-admissions.js';
@@ -81,18 +112,41 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   constructor(options: AdaptiveLimiterOptions = {}) {
     const { adaptive = DEFAULT_ADAPTIVE, classify, redis, maxPauseMs, pauseProbeMs, ...limits } = options;
     const name = limits.name ?? 'limits';
-    const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, { classify, maxPauseMs, pauseProbeMs } as Record<string, unknown>);
+    const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, {
+      classify,
+      maxPauseMs,
+      pauseProbeMs,
+    } as Record<string, unknown>);
     read.get('classify', is.function);
-    this.#maxPauseMs = read.get('maxPauseMs', is.noted(is.finiteAtLeast(0), 'a pause must end: 0 never pauses'), 30_000);
+    this.#maxPauseMs = read.get(
+      'maxPauseMs',
+      is.noted(is.finiteAtLeast(0), 'a pause must end: 0 never pauses'),
+      30_000,
+    );
     this.#probeEveryMs = read.get('pauseProbeMs', is.noted(is.above(0), 'Infinity: no probes'), 1_000);
-    if ((limits as LimitOptions).global !== undefined) read.fail('global', 'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead');
-    if ((limits as LimitOptions).wait !== undefined) read.fail('wait', 'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take');
+    if ((limits as LimitOptions).global !== undefined)
+      read.fail(
+        'global',
+        'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead',
+      );
+    if ((limits as LimitOptions).wait !== undefined)
+      read.fail(
+        'wait',
+        'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take',
+      );
     this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
     const perKey = (limits as LimitOptions).perKey;
-    if (typeof perKey === 'number' && perKey > this.#algorithm.max) read.fail('perKey', `(${perKey}) must not exceed limits.adaptive.max (${this.#algorithm.max}): no key could ever use more than the limit can reach`);
+    if (typeof perKey === 'number' && perKey > this.#algorithm.max)
+      read.fail(
+        'perKey',
+        `(${perKey}) must not exceed limits.adaptive.max (${this.#algorithm.max}): no key could ever use more than the limit can reach`,
+      );
     // Checked against the highest the limit may reach (a perKey above the first limit is fine), then set to the first.
     this.#clock = limits.clock ?? systemClock;
-    this.#learner = { timer: new CallTimer(this.#clock), learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence) };
+    this.#learner = {
+      timer: new CallTimer(this.#clock),
+      learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence),
+    };
     if (redis === undefined) {
       this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
       this.#local[kSetGlobal](this.#algorithm.limit);
@@ -100,7 +154,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       this.#local[kLearner] = this.#learner;
     } else {
       this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
-      this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) => this.#moved(from, to, to < from ? 'overload' : 'success'));
+      this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) =>
+        this.#moved(from, to, to < from ? 'overload' : 'success'),
+      );
       this.#redis[kShare](this.#shared, (ms) => this.#pause(ms, this.#clock.now()));
     }
     this.#classify = classify ?? classifyCall;
@@ -121,7 +177,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   admit(request: AdmissionRequest): Promise<Admission> {
     const paused = this.#paused();
-    if (paused > 0) return this.#mayProbe() ? this.#probe(request) : Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
+    if (paused > 0)
+      return this.#mayProbe()
+        ? this.#probe(request)
+        : Promise.reject(new CapacityExceededError(request.pool, this.limit, paused, 'paused'));
     if (this.#local !== undefined) return this.#local.admit(request);
     return this.#redis!.admit(request).then((admission) => this.#tracked(admission));
   }
@@ -173,7 +232,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #probe(request: AdmissionRequest): Promise<Admission> {
     this.#probing = true;
     this.#probedAt = this.#clock.now();
-    const admitted = this.#local !== undefined ? this.#local.admit(request) : this.#redis![kProbe](request).then((admission) => this.#tracked(admission));
+    const admitted =
+      this.#local !== undefined
+        ? this.#local.admit(request)
+        : this.#redis![kProbe](request).then((admission) => this.#tracked(admission));
     return admitted.then(
       (admission) => new ProbeAdmission(admission, (result) => this.#probed(result)),
       (err: unknown) => {
@@ -223,7 +285,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       this.#ignored++;
       if (!this.#classifierFailed) {
         this.#classifierFailed = true;
-        this.#logger?.error(`limiter: its classify() threw (${err instanceof Error ? err.message : String(err)}); such calls are not counted`, err);
+        this.#logger?.error(
+          `limiter: its classify() threw (${err instanceof Error ? err.message : String(err)}); such calls are not counted`,
+          err,
+        );
       }
       return;
     }
@@ -248,7 +313,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       // Capped however it was asked for (a classify() may return 10^15): see maxPauseMs.
       if (typeof asked === 'number' && asked > 0 && !Number.isNaN(asked)) pause = this.#pause(asked, now) || undefined;
     }
-    const sample = { startedAt, durationMs: now - startedAt, inflight, outcome: overload ? 'overload' : 'success' } as const;
+    const sample = {
+      startedAt,
+      durationMs: now - startedAt,
+      inflight,
+      outcome: overload ? 'overload' : 'success',
+    } as const;
     const shared = this.#shared;
     if (shared !== undefined) {
       if (overload) {

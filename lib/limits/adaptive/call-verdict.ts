@@ -26,8 +26,15 @@ export function classifyCall(result: CallResult): CallVerdict {
   if (result.ok) return 'success';
   const err = result.error as { name?: unknown; code?: unknown; cause?: unknown } | null;
   if (typeof err !== 'object' || err === null) return 'ignore';
-  if (err.code === 'CAPACITY_EXCEEDED' || err.code === 'ETIMEDOUT' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.name === 'TimeoutError') return { overload: true };
-  if (err.name === 'AbortError' && (err.cause as { name?: unknown } | undefined)?.name === 'TimeoutError') return { overload: true };
+  if (
+    err.code === 'CAPACITY_EXCEEDED' ||
+    err.code === 'ETIMEDOUT' ||
+    err.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    err.name === 'TimeoutError'
+  )
+    return { overload: true };
+  if (err.name === 'AbortError' && (err.cause as { name?: unknown } | undefined)?.name === 'TimeoutError')
+    return { overload: true };
   return 'ignore';
 }
 
@@ -47,7 +54,8 @@ function statusOf(subject: unknown): number | undefined {
 function retryAfterOf(subject: unknown): number | undefined {
   const headers = (subject as { headers?: unknown }).headers;
   let value: unknown;
-  if (headers instanceof Map || (typeof Headers !== 'undefined' && headers instanceof Headers)) value = (headers as Map<string, unknown>).get('retry-after');
+  if (headers instanceof Map || (typeof Headers !== 'undefined' && headers instanceof Headers))
+    value = (headers as Map<string, unknown>).get('retry-after');
   else if (typeof headers === 'object' && headers !== null) value = (headers as Record<string, unknown>)['retry-after'];
   if (Array.isArray(value)) value = value[0];
   if (typeof value !== 'string' && typeof value !== 'number') return undefined;

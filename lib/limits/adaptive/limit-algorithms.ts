@@ -103,13 +103,23 @@ export type AdaptiveAlgorithmOptions = AimdOptions | GradientOptions | VegasOpti
 const BOUNDS = { min: true, max: true, initial: true, backoff: true } as const;
 
 /** Makes the algorithm `options` name; a bad option throws a PoolConfigError that names it. */
-export function limitAlgorithm(options: AdaptiveAlgorithmOptions, scope: OptionScope = { subject: 'limiter', name: 'limits', path: 'adaptive.' }): LimitAlgorithm {
+export function limitAlgorithm(
+  options: AdaptiveAlgorithmOptions,
+  scope: OptionScope = { subject: 'limiter', name: 'limits', path: 'adaptive.' },
+): LimitAlgorithm {
   const read = new OptionReader(scope, options as object as Record<string, unknown>);
   const algorithm = read.get('algorithm', is.oneOf('aimd', 'gradient', 'vegas'));
   if (algorithm === undefined) read.fail('algorithm', "is needed: 'aimd', 'gradient' or 'vegas'");
   const known = {
     aimd: keysOf<AimdOptions>({ algorithm: true, ...BOUNDS }),
-    gradient: keysOf<GradientOptions>({ algorithm: true, ...BOUNDS, windowMs: true, tolerance: true, longWindow: true, smoothing: true }),
+    gradient: keysOf<GradientOptions>({
+      algorithm: true,
+      ...BOUNDS,
+      windowMs: true,
+      tolerance: true,
+      longWindow: true,
+      smoothing: true,
+    }),
     vegas: keysOf<VegasOptions>({ algorithm: true, ...BOUNDS, windowMs: true, probeEvery: true, smoothing: true }),
   }[algorithm as AdaptiveAlgorithmOptions['algorithm']];
   read.only(known, `the options of the ${String(algorithm)} algorithm`);
@@ -117,14 +127,26 @@ export function limitAlgorithm(options: AdaptiveAlgorithmOptions, scope: OptionS
   const max = read.get('max', is.whole(1), 1_000) as number;
   if (max < min) read.fail('max', `must be at least min (${min}), got ${max}`);
   const initial = read.get('initial', is.whole(1), Math.min(max, Math.max(min, 10))) as number;
-  if (initial < min || initial > max) read.fail('initial', `must be within min and max (${min}–${max}), got ${initial}`);
+  if (initial < min || initial > max)
+    read.fail('initial', `must be within min and max (${min}–${max}), got ${initial}`);
   const bounds: Bounds = { min, max, initial, backoff: read.get('backoff', is.from(0.1, 1), 0.7) as number };
   if (algorithm === 'aimd') return new AimdLimit(bounds);
   const windowMs = read.get('windowMs', is.finiteAbove(0), 250) as number;
   if (algorithm === 'gradient') {
-    return new GradientLimit(bounds, windowMs, read.get('tolerance', is.finiteAtLeast(1), 1.5) as number, read.get('longWindow', is.whole(1), 600) as number, read.get('smoothing', is.fraction, 0.2) as number);
+    return new GradientLimit(
+      bounds,
+      windowMs,
+      read.get('tolerance', is.finiteAtLeast(1), 1.5) as number,
+      read.get('longWindow', is.whole(1), 600) as number,
+      read.get('smoothing', is.fraction, 0.2) as number,
+    );
   }
-  return new VegasLimit(bounds, windowMs, read.get('probeEvery', is.whole(1), 30) as number, read.get('smoothing', is.fraction, 1) as number);
+  return new VegasLimit(
+    bounds,
+    windowMs,
+    read.get('probeEvery', is.whole(1), 30) as number,
+    read.get('smoothing', is.fraction, 1) as number,
+  );
 }
 
 interface Bounds {
@@ -169,7 +191,8 @@ abstract class BoundedLimit implements LimitAlgorithm {
 
   sample(s: LimitSample): number {
     const duration = s.durationMs;
-    if (!(duration >= 0) || duration === Infinity || !(s.inflight >= 0) || !Number.isFinite(s.startedAt)) return this.limit;
+    if (!(duration >= 0) || duration === Infinity || !(s.inflight >= 0) || !Number.isFinite(s.startedAt))
+      return this.limit;
     if (s.outcome === 'overload') {
       if (s.startedAt >= this.#cutAt) {
         this.#cutAt = s.startedAt + duration; // the call's end: calls admitted before it belong to this round
@@ -360,9 +383,11 @@ class VegasLimit extends WindowedLimit {
     const queue = limit * Math.max(0, 1 - this.#noLoad / Math.max(this.#noLoad, rtt - errorMs));
     const log = Math.max(1, Math.log10(limit));
     let target: number;
-    if (queue <= log) target = limit + 6 * log; // no queue: grow fast
+    if (queue <= log)
+      target = limit + 6 * log; // no queue: grow fast
     else if (queue < 3 * log) target = limit + log;
-    else if (queue > 12 * log) target = limit - queue + 3 * log; // far past the knee (capacity fell): straight back to a short queue
+    else if (queue > 12 * log)
+      target = limit - queue + 3 * log; // far past the knee (capacity fell): straight back to a short queue
     else if (queue > 6 * log) target = limit - log;
     else return this.estimate; // between α and β: hold
     return limit * (1 - this.smoothing) + target * this.smoothing;

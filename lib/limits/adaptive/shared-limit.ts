@@ -75,7 +75,8 @@ export class SharedLimit implements LimitShare {
   /** The spec of the next call (see redis-scripts' adapt()), and the report it carries. `probe`: the call is a probe through a pause. */
   take(probe = false): Taken {
     const pauseMs = this.#pauseMs > 0 ? Math.ceil(this.#pauseMs) : this.#resume ? -1 : 0;
-    const report = this.#delta === 0 && this.#cut === 0 && pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs };
+    const report =
+      this.#delta === 0 && this.#cut === 0 && pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs };
     this.#delta = 0;
     this.#cut = 0;
     this.#pauseMs = 0;
@@ -87,7 +88,11 @@ export class SharedLimit implements LimitShare {
     const sentAt = this.clock.now();
     // On Redis's clock, when this instance gives up on the call: later, Redis must not apply its growth.
     const deadline = Number.isNaN(this.#offset) ? 0 : Math.ceil(sentAt + this.#offset + this.commandTimeoutMs);
-    return { spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline}`, report, sentAt };
+    return {
+      spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline}`,
+      report,
+      sentAt,
+    };
   }
 
   /** Redis answered a call: the estimate (× 1000) after it, and its clock. Reports taken since still count. */

@@ -49,7 +49,8 @@ export class CallTimer {
     const now = this.read();
     if (this.#calls >= SPAN) {
       const gap = ((now - this.#from) / this.#calls) * this.#every; // ms between timed calls
-      if (!(gap >= 0) || gap > SPARSE_MS) this.#every = Math.max(1, this.#every / 2); // a clock that went back: time more
+      if (!(gap >= 0) || gap > SPARSE_MS)
+        this.#every = Math.max(1, this.#every / 2); // a clock that went back: time more
       else if (gap < DENSE_MS) this.#every = Math.min(MOST_EVERY, this.#every * 2);
       this.#calls = 0;
       this.#from = now;

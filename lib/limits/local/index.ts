@@ -1,5 +1,13 @@
 export { CallTimer } from './call-timer.js';
-export { type ConcurrencyLimiter, type LimiterCounters, type LimiterMode, type LimiterStats, type LimitOptions, type ResolvedLimits, resolveLimits } from './limits-options.js';
+export {
+  type ConcurrencyLimiter,
+  type LimiterCounters,
+  type LimiterMode,
+  type LimiterStats,
+  type LimitOptions,
+  type ResolvedLimits,
+  resolveLimits,
+} from './limits-options.js';
 export { kLearner, kSetGlobal, kUsed, type Learner, LocalLimiter } from './local-limiter.js';
 export { keyOf, refusalError } from './refusals.js';
 export { SlotCounts, TOP_KEYS } from './slot-counts.js';

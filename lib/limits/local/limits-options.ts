@@ -1,4 +1,15 @@
-import { type AdmissionLimiter, type AdmissionStats, type Clock, is, keysOf, OptionReader, PoolConfigError, type PoolLogger, shown, violation } from '../../core/index.js';
+import {
+  type AdmissionLimiter,
+  type AdmissionStats,
+  type Clock,
+  is,
+  keysOf,
+  OptionReader,
+  PoolConfigError,
+  type PoolLogger,
+  shown,
+  violation,
+} from '../../core/index.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -35,7 +46,16 @@ export interface ResolvedLimits {
 }
 
 /** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
-const LIMIT_KEYS = keysOf<LimitOptions>({ global: true, perKey: true, keyless: true, wait: true, retryAfterMs: true, name: true, clock: true, logger: true });
+const LIMIT_KEYS = keysOf<LimitOptions>({
+  global: true,
+  perKey: true,
+  keyless: true,
+  wait: true,
+  retryAfterMs: true,
+  name: true,
+  clock: true,
+  logger: true,
+});
 
 /** `also`: keys a limiter takes besides {@link LimitOptions} (the Redis limiter's `redis`). */
 export function resolveLimits(options: LimitOptions, also: readonly string[] = []): ResolvedLimits {
@@ -45,11 +65,17 @@ export function resolveLimits(options: LimitOptions, also: readonly string[] = [
   const name = options.name ?? 'limits';
   const badName = violation({ subject: 'limiter', name: String(name), path: 'limits.' }, 'name', name, is.text);
   if (badName !== undefined) throw badName;
-  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options).only([...LIMIT_KEYS, ...also], "a limiter's options");
+  const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, options).only(
+    [...LIMIT_KEYS, ...also],
+    "a limiter's options",
+  );
   const global = read.get('global', is.whole(1), Infinity);
   const perKey = read.get('perKey', is.whole(1), Infinity);
   if (perKey !== Infinity && perKey > global) {
-    read.fail('perKey', `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`);
+    read.fail(
+      'perKey',
+      `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`,
+    );
   }
   return {
     name,

@@ -1,6 +1,19 @@
-import { systemClock, utilizationHealth, type Admission, type AdmissionRequest, type CallResult } from '../../core/index.js';
+import {
+  systemClock,
+  utilizationHealth,
+  type Admission,
+  type AdmissionRequest,
+  type CallResult,
+} from '../../core/index.js';
 import type { CallTimer } from './call-timer.js';
-import { type ConcurrencyLimiter, type LimiterCounters, type LimiterStats, type LimitOptions, type ResolvedLimits, resolveLimits } from './limits-options.js';
+import {
+  type ConcurrencyLimiter,
+  type LimiterCounters,
+  type LimiterStats,
+  type LimitOptions,
+  type ResolvedLimits,
+  resolveLimits,
+} from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -147,7 +160,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
     if (refusal === null) return Promise.resolve(this.#admitted(key));
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
-    if (!this.#limits.wait || !(request.timeoutMs > 0)) return Promise.reject(refusalError(refusal, request, this.#limits));
+    if (!this.#limits.wait || !(request.timeoutMs > 0))
+      return Promise.reject(refusalError(refusal, request, this.#limits));
     return this.#waiters.wait(request, () => refusalError(refusal, request, this.#limits));
   }
 
@@ -176,7 +190,15 @@ export class LocalLimiter implements ConcurrencyLimiter {
     const learner = this[kLearner];
     if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted);
     const timed = learner.timer.admit();
-    return new LearningAdmission(this, key, ++this.#counters.admitted, learner, learner.timer.last, timed, this.#counts.used);
+    return new LearningAdmission(
+      this,
+      key,
+      ++this.#counters.admitted,
+      learner,
+      learner.timer.last,
+      timed,
+      this.#counts.used,
+    );
   }
 
   /** @internal Called once by each {@link LocalAdmission}'s release. */

@@ -19,13 +19,21 @@ export function keyOf(request: AdmissionRequest, limits: ResolvedLimits): string
     );
   }
   if (typeof key !== 'string' || key.length === 0) {
-    throw new PoolConfigError(pool, 'acquire.key', `must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);
+    throw new PoolConfigError(
+      pool,
+      'acquire.key',
+      `must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`,
+    );
   }
   return key;
 }
 
 /** The error for a refused admission. */
-export function refusalError(refusal: Exclude<Refusal, null>, request: AdmissionRequest, limits: ResolvedLimits): Error {
+export function refusalError(
+  refusal: Exclude<Refusal, null>,
+  request: AdmissionRequest,
+  limits: ResolvedLimits,
+): Error {
   return refusal === 'global'
     ? new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs)
     : new KeyLimitError(request.pool, request.key!, limits.perKey, limits.retryAfterMs);

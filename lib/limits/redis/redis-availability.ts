@@ -49,14 +49,17 @@ export class RedisAvailability {
   /** A failed call (`closed`: the limiter closed, only the cause is kept). Returns the warning to log when Redis just became unreachable. */
   down(err: unknown, limiter: string, closed: boolean): string | undefined {
     // ioredis follows a specific failure (WRONGPASS, a TLS error) with generic ones: keep the first.
-    const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(String((err as Error)?.message));
+    const generic = /Stream isn't writeable|Connection is closed|enableOfflineQueue/.test(
+      String((err as Error)?.message),
+    );
     if (!(generic && this.downSince !== undefined && this.lastCause !== undefined)) this.lastCause = err;
     if (this.downSince !== undefined || closed) return undefined;
     this.downSince = this.clock.now();
     let then = 'and after that too (fail-closed)';
     if (this.canShare()) then = 'then limited per instance until Redis is back';
     else if (this.settings.fallback === 'local') {
-      then = 'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
+      then =
+        'and after that too: it has never reached Redis, so it cannot know how many instances share the limits (set redis.instances to fall back to a share)';
     }
     const why = describeRedisError(this.lastCause);
     return `limiter "${limiter}": Redis is unreachable (${why}); admissions are refused for ${this.settings.fallbackAfterMs} ms, ${then}`;

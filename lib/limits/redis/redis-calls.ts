@@ -193,7 +193,14 @@ export class RedisCalls {
       const batch = helds.slice(from, from + HEARTBEAT_BATCH);
       const modes = batch.map((h) => (h.viaRedis ? 'h' : 'r')).join('');
       const spec = from === 0 ? (shared?.spec ?? '') : '';
-      const args = [...fixedArgs, from === 0 ? '1' : '0', keys.keySetPrefix, modes, spec, ...batch.map((h) => h.member)];
+      const args = [
+        ...fixedArgs,
+        from === 0 ? '1' : '0',
+        keys.keySetPrefix,
+        modes,
+        spec,
+        ...batch.map((h) => h.member),
+      ];
       calls.push(this.#bounded(heartbeatScript.run(redis, fixedKeys, args)));
     }
     let replies: (number | string)[][];
@@ -203,9 +210,15 @@ export class RedisCalls {
       if (shared !== undefined) this.host.shared!.failed(shared);
       throw err;
     }
-    if (shared !== undefined) this.#adapted(shared, Number(replies[0]![3]), Number(replies[0]![4]), Number(replies[0]![5]));
+    if (shared !== undefined)
+      this.#adapted(shared, Number(replies[0]![3]), Number(replies[0]![4]), Number(replies[0]![5]));
     const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
-    return { used: Number(used), instances: Number(instances), quietMs: Number(quietMs), lost: replies.flatMap((r) => r.slice(6).map(String)) };
+    return {
+      used: Number(used),
+      instances: Number(instances),
+      quietMs: Number(quietMs),
+      lost: replies.flatMap((r) => r.slice(6).map(String)),
+    };
   }
 
   /**
@@ -227,11 +240,21 @@ export class RedisCalls {
       const shared = this.host.shared?.take(probe);
       try {
         const run = this.#runId ?? (await this.#learnRun(redis));
-        const reply = (await this.#bounded(acquireScript.run(
-          redis,
-          [this.keys.global, this.keys.meta, ...batch.map((b) => b.held.keySet)],
-          [this.settings.ttlMs, global === Infinity ? -1 : global, perKey === Infinity ? -1 : perKey, this.settings.protect ? '1' : '0', run, shared?.spec ?? '', ...batch.map((b) => b.held.member)],
-        ))) as number[];
+        const reply = (await this.#bounded(
+          acquireScript.run(
+            redis,
+            [this.keys.global, this.keys.meta, ...batch.map((b) => b.held.keySet)],
+            [
+              this.settings.ttlMs,
+              global === Infinity ? -1 : global,
+              perKey === Infinity ? -1 : perKey,
+              this.settings.protect ? '1' : '0',
+              run,
+              shared?.spec ?? '',
+              ...batch.map((b) => b.held.member),
+            ],
+          ),
+        )) as number[];
         this.host.up();
         const [used, quietMs] = reply as [number, number];
         this.host.used(used);

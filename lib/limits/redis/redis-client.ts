@@ -24,7 +24,9 @@ export async function connectRedis(limiter: string, connection: RedisLimitOption
     // ioredis's ready check runs INFO, which a hardened ACL user may not (it then warns on every
     // connect); a loading server answers LOADING, which counts as unreachable. Behind Sentinel
     // the check also confirms the node's role, so it stays.
-    ...((client === undefined ? options : (client as Redis).options)?.sentinels === undefined ? { enableReadyCheck: false } : {}),
+    ...((client === undefined ? options : (client as Redis).options)?.sentinels === undefined
+      ? { enableReadyCheck: false }
+      : {}),
   };
   // A Cluster retries a command through redirections and failovers for as long as its own
   // settings allow: short waits here, and each call is bounded by commandTimeoutMs besides.
@@ -39,7 +41,12 @@ export async function connectRedis(limiter: string, connection: RedisLimitOption
     slotsRefreshTimeout: timeout,
     slotsRefreshInterval: 5_000,
     clusterRetryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
-    redisOptions: { ...given?.redisOptions, commandTimeout: timeout, maxRetriesPerRequest: 0, connectTimeout: timeout * 2 },
+    redisOptions: {
+      ...given?.redisOptions,
+      commandTimeout: timeout,
+      maxRetriesPerRequest: 0,
+      connectTimeout: timeout * 2,
+    },
   });
   if (client?.isCluster) {
     const given = client as Cluster;
@@ -53,7 +60,9 @@ export async function connectRedis(limiter: string, connection: RedisLimitOption
     throw new PoolConfigError(limiter, 'limits.redis', 'needs the ioredis package: npm install ioredis', 'limiter');
   }
   if (cluster !== undefined) return new ioredis.Cluster(cluster.nodes, clusterFailFast(cluster.options));
-  return url === undefined ? new ioredis.Redis({ ...options, ...failFast }) : new ioredis.Redis(url, { ...options, ...failFast });
+  return url === undefined
+    ? new ioredis.Redis({ ...options, ...failFast })
+    : new ioredis.Redis(url, { ...options, ...failFast });
 }
 
 /**
@@ -104,7 +113,8 @@ export async function hangUp(redis: Client): Promise<void> {
 /** Where a limiter's Redis is, to tell two limiters on one Redis apart. */
 export function whereOf({ url, client, options, cluster }: RedisLimitOptions): string {
   if (url !== undefined) return url;
-  const nodes = cluster?.nodes ?? (client?.isCluster ? (client as unknown as { startupNodes: unknown[] }).startupNodes : undefined);
+  const nodes =
+    cluster?.nodes ?? (client?.isCluster ? (client as unknown as { startupNodes: unknown[] }).startupNodes : undefined);
   if (nodes !== undefined) return `cluster ${JSON.stringify(nodes)}`;
   const o = client === undefined ? options : (client as Redis).options;
   if (o?.sentinels !== undefined) return `sentinel ${o.name ?? ''} ${JSON.stringify(o.sentinels)}/${o.db ?? 0}`;
@@ -118,15 +128,21 @@ export function describeRedisError(err: unknown): string {
   if (/^NOPERM/.test(text)) {
     return `the Redis user may not run a command the limiter needs (${text}); grant it +@scripting +@transaction +@sortedset +@hash +@pubsub +@connection, or use another user`;
   }
-  if (/^READONLY/.test(text)) return `the URL points at a read-only replica (${text}); point it at the primary, or use Sentinel`;
+  if (/^READONLY/.test(text))
+    return `the URL points at a read-only replica (${text}); point it at the primary, or use Sentinel`;
   if (/WRONGPASS|NOAUTH|invalid username-password|AUTH failed/i.test(text)) {
     return `Redis refused the credentials (${text}); check the user and password of the URL or options`;
   }
-  if (/^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) || /SSL routines|certificate|TLS/i.test(text)) {
+  if (
+    /^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_)/.test(code) ||
+    /SSL routines|certificate|TLS/i.test(text)
+  ) {
     return `the TLS connection to Redis failed (${code === '' ? text : `${code}: ${text}`}); check rediss:// and the certificates`;
   }
-  if (code === 'ECONNRESET') return `Redis closed the connection (${text}); if it takes TLS connections only, use rediss:// (or tls in the options)`;
-  if (/^MOVED/.test(text)) return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
+  if (code === 'ECONNRESET')
+    return `Redis closed the connection (${text}); if it takes TLS connections only, use rediss:// (or tls in the options)`;
+  if (/^MOVED/.test(text))
+    return `the URL points at a Redis Cluster node (${text}); pass the cluster as redis.cluster: { nodes: [...] } (or a Cluster client)`;
   if (/Failed to refresh slots cache|None of startup nodes is available/.test(text)) {
     return `no startup node of the Redis Cluster answered (${text}); check redis.cluster.nodes and that the cluster is up`;
   }

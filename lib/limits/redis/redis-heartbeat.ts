@@ -86,7 +86,11 @@ export class RedisHeartbeat {
       this.used = used;
       this.instances = Math.max(1, instances);
       this.availability.quietUntil = this.clock.now() + quietMs;
-      for (const member of lost) this.leases.lose(member.split('|')[0]!, 'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it');
+      for (const member of lost)
+        this.leases.lose(
+          member.split('|')[0]!,
+          'Redis no longer had it: its TTL lapsed before a heartbeat refreshed it',
+        );
       this.leases.confirmed(held, sentAt);
       if (this.calls.phantoms.size > 0) void this.calls.release(redis, [...this.calls.phantoms.values()]);
     } catch (err) {

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type Admission, type AdmissionRequest, type Clock, LeaseLostError, type PoolLogger, type Timers } from '../../core/index.js';
+import {
+  type Admission,
+  type AdmissionRequest,
+  type Clock,
+  LeaseLostError,
+  type PoolLogger,
+  type Timers,
+} from '../../core/index.js';
 import type { LimiterCounters } from '../local/index.js';
 import { LocalExpiry, LOCALLY_EXPIRED } from './local-expiry.js';
 import type { Held } from './redis-calls.js';
@@ -78,7 +85,8 @@ export class RedisLeases {
       },
       // Held past the pool's maxHoldMs: no longer refreshed, so it lapses at its TTL everywhere.
       expire: () => {
-        if (!released) this.lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL");
+        if (!released)
+          this.lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL");
       },
       release: () => {
         if (released) return;

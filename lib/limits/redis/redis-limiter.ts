@@ -1,5 +1,32 @@
-import { type Admission, type AdmissionRequest, CapacityExceededError, type Clock, consoleLogger, events, PoolClosedError, PoolConfigError, type PoolLogger, scrubbingLogger, systemClock, Timers, utilizationHealth } from '../../core/index.js';
-import { type ConcurrencyLimiter, keyOf, kUsed, type LimiterCounters, type LimiterMode, type LimiterStats, type LimitOptions, refusalError, type ResolvedLimits, resolveLimits, SlotCounts, TOP_KEYS } from '../local/index.js';
+import {
+  type Admission,
+  type AdmissionRequest,
+  CapacityExceededError,
+  type Clock,
+  consoleLogger,
+  events,
+  PoolClosedError,
+  PoolConfigError,
+  type PoolLogger,
+  scrubbingLogger,
+  systemClock,
+  Timers,
+  utilizationHealth,
+} from '../../core/index.js';
+import {
+  type ConcurrencyLimiter,
+  keyOf,
+  kUsed,
+  type LimiterCounters,
+  type LimiterMode,
+  type LimiterStats,
+  type LimitOptions,
+  refusalError,
+  type ResolvedLimits,
+  resolveLimits,
+  SlotCounts,
+  TOP_KEYS,
+} from '../local/index.js';
 import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
 import { RedisCalls, type LimitShare } from './redis-calls.js';
@@ -27,7 +54,8 @@ export interface RedisLimiterOptions extends LimitOptions {
 }
 
 /** Why an admission is refused whose answer came after its TTL twice in a row. */
-const LATE = 'two answers in a row came after the lease TTL had passed here: this event loop is blocked for longer than leaseTtlMs';
+const LATE =
+  'two answers in a row came after the lease TTL had passed here: this event loop is blocked for longer than leaseTtlMs';
 
 type Outcome = Admission | Error;
 
@@ -115,7 +143,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#waiting = new RedisWaiting(inside, this.#clock, this.#keys.channel, this.#settings.pollMs);
     this.#calls = new RedisCalls(inside, this.#keys, this.#settings, this.limits);
     const s = this.#settings;
-    this.#heartbeat = new RedisHeartbeat(inside, this.#clock, s.heartbeatMs, this.#leases, this.#calls, this.#availability);
+    this.#heartbeat = new RedisHeartbeat(
+      inside,
+      this.#clock,
+      s.heartbeatMs,
+      this.#leases,
+      this.#calls,
+      this.#availability,
+    );
   }
 
   /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
@@ -184,7 +219,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
   admit(request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
     if (this.#redis === undefined) {
-      return Promise.reject(new PoolConfigError(this.limits.name, 'limiter', 'is not started: call start() (PoolModule does) before admitting', 'limiter'));
+      return Promise.reject(
+        new PoolConfigError(
+          this.limits.name,
+          'limiter',
+          'is not started: call start() (PoolModule does) before admitting',
+          'limiter',
+        ),
+      );
     }
     return this.#admit(request);
   }
@@ -205,7 +247,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
       waiting: this.#waiting.length,
       counters: { ...this.#counters },
       topKeys: this.#local.top(TOP_KEYS),
-      ...(this.#availability.lastCause === undefined ? {} : { lastError: describeRedisError(this.#availability.lastCause) }),
+      ...(this.#availability.lastCause === undefined
+        ? {}
+        : { lastError: describeRedisError(this.#availability.lastCause) }),
     };
   }
 
@@ -221,7 +265,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#leases.close();
     const redis = this.#redis;
     if (redis !== undefined && this.#availability.reachable) {
-      await this.#calls.release(redis, [...this.#leases.held.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()]);
+      await this.#calls.release(redis, [
+        ...this.#leases.held.values(),
+        ...this.#calls.takeQueued(),
+        ...this.#calls.phantoms.values(),
+      ]);
     }
     await Promise.all([this.#waiting.subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unclaim?.();
@@ -268,7 +316,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
           this.#calls.forget(held); // released before the next admission call (see RedisCalls)
           if (!retried) return this.#try(request, key, true, probe);
           this.#counters.refusedGlobal++;
-          return new CapacityExceededError(request.pool, this.#global(), this.limits.retryAfterMs, 'unavailable', new Error(LATE));
+          return new CapacityExceededError(
+            request.pool,
+            this.#global(),
+            this.limits.retryAfterMs,
+            'unavailable',
+            new Error(LATE),
+          );
         }
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
         if (status === -3) return new CapacityExceededError(request.pool, this.#global(), quietMs, 'quarantine');
@@ -285,7 +339,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const mode = this.#availability.mode();
     if (mode !== 'fallback') {
       this.#counters.refusedGlobal++;
-      const left = mode === 'unreachable' ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now() : this.limits.retryAfterMs;
+      const left =
+        mode === 'unreachable'
+          ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now()
+          : this.limits.retryAfterMs;
       const last = this.#availability.lastCause;
       const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
       return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
@@ -310,7 +367,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const from = this.#modeSeen;
     if (mode === from) return mode;
     this.#modeSeen = mode;
-    if (from !== undefined && events.limiterMode.hasSubscribers) events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
+    if (from !== undefined && events.limiterMode.hasSubscribers)
+      events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
     return mode;
   }
 

@@ -1,4 +1,11 @@
-import { KeyLimitError, PoolClosedError, type Admission, type AdmissionRequest, type Clock, type TimerHandle } from '../../core/index.js';
+import {
+  KeyLimitError,
+  PoolClosedError,
+  type Admission,
+  type AdmissionRequest,
+  type Clock,
+  type TimerHandle,
+} from '../../core/index.js';
 import { subscriberOf, type Client } from './redis-client.js';
 import { SlotWaiters } from '../local/index.js';
 

@@ -23,7 +23,8 @@ const ROUNDS = 12;
 /** The same compiled module of this build and of the baseline's (`dist-bench/bench/<name>.js` under each). */
 function modulesOf(dir: string, name: string): (side: Side) => string {
   const theirs = join(resolve(dir), 'dist-bench/bench', name);
-  if (!existsSync(theirs)) throw new Error(`${theirs} is missing: run \`npx tsc -p bench/tsconfig.json\` in ${dir} first`);
+  if (!existsSync(theirs))
+    throw new Error(`${theirs} is missing: run \`npx tsc -p bench/tsconfig.json\` in ${dir} first`);
   const ours = new URL(`./${name}`, import.meta.url).href;
   return (side) => (side === 'this build' ? ours : pathToFileURL(theirs).href);
 }
@@ -34,12 +35,20 @@ export async function baselineBench(dir: string): Promise<string[][]> {
   const fresh = modulesOf(dir, 'fresh-cycles.js');
   for (const shape of Object.keys(SHAPES) as FreshShape[]) {
     const rounds = await alternating(fresh, SIDES, () => ['pool', shape], SETS, ROUNDS);
-    rows.push([shape, 'acquire and release, this build / baseline', describe(pairedRatio(rounds, (r) => r['this build'] / r.baseline))]);
+    rows.push([
+      shape,
+      'acquire and release, this build / baseline',
+      describe(pairedRatio(rounds, (r) => r['this build'] / r.baseline)),
+    ]);
   }
   const pg = modulesOf(dir, 'pg-cycles.js');
   for (const callers of [50, 200]) {
     const rounds = await alternating(pg, SIDES, () => ['use()', String(callers)], SETS * 2, ROUNDS);
-    rows.push([`PostgreSQL SELECT 1, ${callers} callers`, 'queries through use(), this build / baseline', describe(pairedRatio(rounds, (r) => r['this build'] / r.baseline))]);
+    rows.push([
+      `PostgreSQL SELECT 1, ${callers} callers`,
+      'queries through use(), this build / baseline',
+      describe(pairedRatio(rounds, (r) => r['this build'] / r.baseline)),
+    ]);
   }
   return rows;
 }
