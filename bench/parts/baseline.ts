@@ -9,9 +9,9 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { alternating } from './fresh-process.js';
-import { SHAPES, type FreshShape } from './fresh-cycles.js';
-import { describe, pairedRatio } from './paired.js';
+import { alternating } from '../fresh-process.js';
+import { SHAPES, type FreshShape } from '../fresh-cycles.js';
+import { describe, pairedRatio } from '../paired.js';
 
 type Side = 'this build' | 'baseline';
 const SIDES: readonly Side[] = ['this build', 'baseline'];
@@ -25,7 +25,7 @@ function modulesOf(dir: string, name: string): (side: Side) => string {
   const theirs = join(resolve(dir), 'dist-bench/bench', name);
   if (!existsSync(theirs))
     throw new Error(`${theirs} is missing: run \`npx tsc -p bench/tsconfig.json\` in ${dir} first`);
-  const ours = new URL(`./${name}`, import.meta.url).href;
+  const ours = new URL(`../${name}`, import.meta.url).href;
   return (side) => (side === 'this build' ? ours : pathToFileURL(theirs).href);
 }
 
