@@ -206,10 +206,24 @@ describe('latency-based limits', () => {
     expect(last.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(75);
   });
 
-  it('vegas: holds where it started when the backend was already queueing (it never saw the latency without a queue)', () => {
-    // The limitation of a latency-based limit on a backend that is never idle: it keeps the queue it found, and grows no further.
+  it('vegas: started past the knee of a backend that is never idle, finds its latency without a queue from a probe, and comes down to the knee', () => {
+    // Every window it sees holds a queue; the probe pins the limit low for a moment and measures the backend without one.
     const limits = saturated('vegas', 100, 600_000);
-    expect(limits.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(115);
+    const last = limits.slice(-100_000).filter((l) => l > 3); // probes left out
+    expect(last.reduce((a, b) => Math.min(a, b))).toBeGreaterThanOrEqual(50);
+    expect(last.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(75);
+    expect(limits.some((l) => l <= 3)).toBe(true); // the probes
+  });
+
+  it('vegas: does not ratchet under sustained load: the queue it keeps never becomes its floor', () => {
+    // Half an hour of calls at full load, a millisecond apart: probes come and go, the limit stays at the knee.
+    const limits = saturated('vegas', 10, 1_800_000);
+    const settled = limits.slice(300_000).filter((l) => l > 3); // past the first five minutes, probes left out
+    expect(settled.reduce((a, b) => Math.min(a, b))).toBeGreaterThanOrEqual(50);
+    expect(settled.reduce((a, b) => Math.max(a, b))).toBeLessThanOrEqual(75);
+    const quarter = settled.length >> 2;
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    expect(mean(settled.slice(-quarter))).toBeLessThanOrEqual(mean(settled.slice(0, quarter)) * 1.05);
   });
 
   it('gradient: cuts when latency jumps above its long-term level (the backend lost capacity), and moves once per window', () => {

@@ -1,0 +1,194 @@
+// What every algorithm of an adaptive limit is (LimitAlgorithm, fed LimitSamples) and shares: the
+// bounds, the estimate behind the limit, one cut per round of calls; and, for the latency-based
+// ones, the window of calls they move once per.
+
+/** One call that ended, as an algorithm reads it. */
+export interface LimitSample {
+  /** When the call was admitted, ms on the limit's clock. */
+  readonly startedAt: number;
+  /** How long it took, ms. NaN, a negative or an infinite value is ignored. */
+  readonly durationMs: number;
+  /** Calls in flight when it was admitted, itself included. */
+  readonly inflight: number;
+  /** `overload`: the backend said it was at capacity (429, 503, a timeout); `success`: it answered. */
+  readonly outcome: 'success' | 'overload';
+}
+
+/** An algorithm that moves a concurrency limit. */
+export interface LimitAlgorithm {
+  readonly name: string;
+  /** The limit now: a whole number within the bounds. */
+  readonly limit: number;
+  /** The bounds it keeps. */
+  readonly min: number;
+  readonly max: number;
+  /** The share of the limit an overload keeps (0.7: a cut by 30 %). */
+  readonly backoff: number;
+  /** The estimate behind the limit, fractional: the limit is its whole part. */
+  readonly estimate: number;
+  /**
+   * How growth adds up across instances sharing the limit: `call` (each success adds a little,
+   * so the fleet's successes add up to the growth of one instance seeing them all) or `window`
+   * (each instance's window proposes a step: shared, the step is split among the instances).
+   */
+  readonly growth: 'call' | 'window';
+  /** A call ended: the limit after it. */
+  sample(sample: LimitSample): number;
+  /**
+   * A success that was not timed (calls that come many a millisecond are timed in a sample), begun
+   * with `inflight` calls in flight: the limit after it. AIMD counts it as any success; a
+   * latency-based algorithm has nothing to learn from it.
+   */
+  untimedSuccess(inflight: number): number;
+  /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
+  follow(estimate: number): void;
+}
+
+export interface Bounds {
+  readonly min: number;
+  readonly max: number;
+  readonly initial: number;
+  readonly backoff: number;
+}
+
+/** What every algorithm shares: the bounds, the estimate behind the limit, one cut per round. */
+export abstract class BoundedLimit implements LimitAlgorithm {
+  abstract readonly name: string;
+  abstract readonly growth: 'call' | 'window';
+  /** The estimate, fractional; the limit is its whole part. */
+  estimate: number;
+  /** When the limit was last cut: overloads of calls admitted before it are of the same round. */
+  #cutAt = -Infinity;
+
+  constructor(protected readonly bounds: Bounds) {
+    this.estimate = bounds.initial;
+  }
+
+  get limit(): number {
+    return Math.floor(this.estimate);
+  }
+
+  get min(): number {
+    return this.bounds.min;
+  }
+
+  get max(): number {
+    return this.bounds.max;
+  }
+
+  get backoff(): number {
+    return this.bounds.backoff;
+  }
+
+  follow(estimate: number): void {
+    this.#set(estimate);
+  }
+
+  sample(s: LimitSample): number {
+    const duration = s.durationMs;
+    if (!(duration >= 0) || duration === Infinity || !(s.inflight >= 0) || !Number.isFinite(s.startedAt))
+      return this.limit;
+    if (s.outcome === 'overload') {
+      if (s.startedAt >= this.#cutAt) {
+        this.#cutAt = s.startedAt + duration; // the call's end: calls admitted before it belong to this round
+        this.#set(this.estimate * this.bounds.backoff);
+        this.cut();
+      }
+      return this.limit;
+    }
+    this.#set(this.next(duration, s.inflight, s.startedAt + duration));
+    return this.limit;
+  }
+
+  untimedSuccess(inflight: number): number {
+    if (inflight >= 0) this.#set(this.untimed(inflight));
+    return this.limit;
+  }
+
+  /** The estimate after a success that was not timed: by default, as it was (nothing to learn from). */
+  protected untimed(_inflight: number): number {
+    return this.estimate;
+  }
+
+  /** The estimate after a success that took `durationMs` with `inflight` calls in flight, ended at `endedAt`. */
+  protected abstract next(durationMs: number, inflight: number, endedAt: number): number;
+
+  /** The limit was cut for an overload (an algorithm may reset what it measured). */
+  protected cut(): void {}
+
+  /** Whether the calls in flight were too few to test the limit: no growth from them. */
+  protected appLimited(inflight: number): boolean {
+    return inflight * 2 < this.limit;
+  }
+
+  #set(estimate: number): void {
+    if (Number.isNaN(estimate)) return;
+    this.estimate = Math.min(this.bounds.max, Math.max(this.bounds.min, estimate));
+  }
+}
+
+/**
+ * A limit moved once per window of successes, on the window's mean latency and the most calls in
+ * flight in it: one slow call, or a burst of them, moves it no more than a window's worth.
+ */
+export abstract class WindowedLimit extends BoundedLimit {
+  readonly growth = 'window';
+  #start = NaN;
+  #count = 0;
+  #sum = 0;
+  #squares = 0;
+  #inflight = 0;
+
+  constructor(
+    bounds: Bounds,
+    protected readonly windowMs: number,
+  ) {
+    super(bounds);
+  }
+
+  protected next(durationMs: number, inflight: number, endedAt: number): number {
+    if (Number.isNaN(this.#start) || endedAt < this.#start) this.#start = endedAt; // a clock that went back starts a new window
+    this.#count++;
+    this.#sum += durationMs;
+    this.#squares += durationMs * durationMs;
+    if (inflight > this.#inflight) this.#inflight = inflight;
+    if (this.#count < 10 || endedAt - this.#start < this.windowMs) return this.estimate;
+    const mean = this.#sum / this.#count;
+    // The standard error of the mean: how far it may be off by chance alone.
+    const error = Math.sqrt(Math.max(0, this.#squares / this.#count - mean * mean) / this.#count);
+    const most = this.#inflight;
+    this.#start = endedAt;
+    this.#count = 0;
+    this.#sum = 0;
+    this.#squares = 0;
+    this.#inflight = 0;
+    return this.window(Math.max(mean, 0.001), most, error);
+  }
+
+  /** A window closed: the estimate after it. `errorMs`: the standard error of its mean latency. */
+  protected abstract window(meanMs: number, inflight: number, errorMs: number): number;
+
+  protected override cut(): void {
+    // What the window held was measured at the old limit.
+    this.resetWindow();
+  }
+
+  /** Starts the next window afresh. */
+  protected resetWindow(): void {
+    this.#start = NaN;
+    this.#count = 0;
+    this.#sum = 0;
+    this.#squares = 0;
+    this.#inflight = 0;
+  }
+}
+
+/** An exponential moving average over about `window` values. */
+export class Average {
+  value = NaN;
+  constructor(private readonly window: number) {}
+  add(x: number): number {
+    this.value = Number.isNaN(this.value) ? x : this.value + (x - this.value) * (2 / (this.window + 1));
+    return this.value;
+  }
+}

@@ -1,0 +1,260 @@
+// A backend with a hard knee, on virtual time: `capacity` calls are served at once, each in about
+// `serviceMs` (±10 %); calls past that wait in a FIFO queue; with `shedAt` × capacity calls in
+// flight (served and queued), a new call is answered 503 at once, as a server that sheds load does.
+// A call still queued at its timeout is given up. Callers arrive at random (Poisson) and pass a
+// gate first: admitted while fewer than its limit are in flight, refused otherwise. Unlike the
+// processor-sharing backend (adaptive-backend.ts), a call's latency here is its service time plus
+// the queue ahead of it, so a limit that keeps a queue shows in every call's latency, and one that
+// grows it for nothing (a ratchet) shows in the trend of the latency over a long run.
+import type { CallEnd, Gate } from './adaptive-backend.js';
+import { Random } from './random.js';
+
+/** One stretch of the run: until `untilMs`, this capacity and this arrival rate. */
+export interface KneePhase {
+  readonly untilMs: number;
+  readonly capacity: number;
+  /** Calls arriving per second (Poisson). */
+  readonly arrivalsPerSec: number;
+}
+
+export interface KneeScenario {
+  readonly name: string;
+  readonly seed: number;
+  /** Service time of a call, ms (uniform within ±10 %). */
+  readonly serviceMs: number;
+  /** Calls in flight, as a multiple of the capacity, at which a new call gets 503 at once. Default 3. */
+  readonly shedAt?: number;
+  /** A call still queued this long after it arrived is given up, ms. Default 2 000. */
+  readonly timeoutMs?: number;
+  readonly phases: readonly KneePhase[];
+  /** Width of the buckets of `buckets`, ms. Default 10 000. */
+  readonly bucketMs?: number;
+}
+
+/** What one stretch of time gave. */
+export interface KneeStretch {
+  readonly fromMs: number;
+  readonly untilMs: number;
+  /** Calls answered successfully per second. */
+  readonly goodput: number;
+  readonly meanMs: number;
+  readonly p99: number;
+  /** Calls the gate refused. */
+  readonly refused: number;
+  /** Calls answered 503 by the backend. */
+  readonly shed: number;
+  readonly timeouts: number;
+  /** Calls that arrived. */
+  readonly arrived: number;
+  /** The gate's limit, averaged over the stretch (sampled every 100 ms). */
+  readonly meanLimit: number;
+}
+
+export interface KneeRun {
+  readonly gate: string;
+  readonly phases: KneeStretch[];
+  /** The run in buckets of `bucketMs`: for trends over a long run. */
+  readonly buckets: KneeStretch[];
+  /** The first second of the run. */
+  readonly firstSecond: KneeStretch;
+  /** When each successful call ended and how long it took: [endedAt, ms]. */
+  readonly served: [number, number][];
+  /** The gate's limit, every 100 ms: [ms, limit]. */
+  readonly trace: [number, number][];
+}
+
+interface Call {
+  readonly startedAt: number;
+  readonly inflight: number;
+}
+
+/** A binary min-heap of calls in service by their end time. */
+class Serving {
+  readonly #ends: number[] = [];
+  readonly #calls: Call[] = [];
+
+  get size(): number {
+    return this.#ends.length;
+  }
+
+  get nextEnd(): number {
+    return this.#ends.length === 0 ? Infinity : this.#ends[0]!;
+  }
+
+  push(end: number, call: Call): void {
+    let i = this.#ends.length;
+    this.#ends.push(end);
+    this.#calls.push(call);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.#ends[parent]! <= end) break;
+      this.#swap(i, parent);
+      i = parent;
+    }
+  }
+
+  pop(): Call {
+    const top = this.#calls[0]!;
+    const lastEnd = this.#ends.pop()!;
+    const lastCall = this.#calls.pop()!;
+    if (this.#ends.length > 0) {
+      this.#ends[0] = lastEnd;
+      this.#calls[0] = lastCall;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < this.#ends.length && this.#ends[l]! < this.#ends[m]!) m = l;
+        if (r < this.#ends.length && this.#ends[r]! < this.#ends[m]!) m = r;
+        if (m === i) break;
+        this.#swap(i, m);
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  #swap(a: number, b: number): void {
+    [this.#ends[a], this.#ends[b]] = [this.#ends[b]!, this.#ends[a]!];
+    [this.#calls[a], this.#calls[b]] = [this.#calls[b]!, this.#calls[a]!];
+  }
+}
+
+/** Counts of one stretch while it runs. */
+class Tally {
+  latencies: number[] = [];
+  refused = 0;
+  shed = 0;
+  timeouts = 0;
+  arrived = 0;
+  limitSum = 0;
+  limitSamples = 0;
+
+  constructor(
+    readonly fromMs: number,
+    readonly untilMs: number,
+  ) {}
+
+  result(): KneeStretch {
+    const sorted = this.latencies.sort((a, b) => a - b);
+    const n = sorted.length;
+    return {
+      fromMs: this.fromMs,
+      untilMs: this.untilMs,
+      goodput: (n / (this.untilMs - this.fromMs)) * 1_000,
+      meanMs: n === 0 ? NaN : sorted.reduce((s, x) => s + x, 0) / n,
+      p99: n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(0.99 * n))]!,
+      refused: this.refused,
+      shed: this.shed,
+      timeouts: this.timeouts,
+      arrived: this.arrived,
+      meanLimit: this.limitSamples === 0 ? NaN : this.limitSum / this.limitSamples,
+    };
+  }
+}
+
+/** Runs `scenario` with `gate` in front of the backend. Deterministic for a seed. */
+export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
+  const rnd = new Random(scenario.seed);
+  const end = scenario.phases[scenario.phases.length - 1]!.untilMs;
+  const shedAt = scenario.shedAt ?? 3;
+  const timeoutMs = scenario.timeoutMs ?? 2_000;
+  const bucketMs = scenario.bucketMs ?? 10_000;
+  let from = 0;
+  const phaseTallies = scenario.phases.map((p) => {
+    const t = new Tally(from, p.untilMs);
+    from = p.untilMs;
+    return t;
+  });
+  const bucketTallies = Array.from(
+    { length: Math.ceil(end / bucketMs) },
+    (_, i) => new Tally(i * bucketMs, Math.min(end, (i + 1) * bucketMs)),
+  );
+  const first = new Tally(0, Math.min(1_000, end));
+  const tallies = (now: number) => {
+    const phase = phaseTallies.find((t) => now < t.untilMs) ?? phaseTallies[phaseTallies.length - 1]!;
+    const bucket = bucketTallies[Math.min(bucketTallies.length - 1, Math.floor(now / bucketMs))]!;
+    return now < 1_000 ? [phase, bucket, first] : [phase, bucket];
+  };
+  const serving = new Serving();
+  const queue: Call[] = [];
+  let head = 0;
+  const served: [number, number][] = [];
+  const trace: [number, number][] = [];
+  let phase = 0;
+  let now = 0;
+  let nextArrival = rnd.interval(scenario.phases[0]!.arrivalsPerSec);
+  let nextTrace = 0;
+
+  const inflight = () => serving.size + queue.length - head;
+  const tell = (call: Call, outcome: CallEnd['outcome']) =>
+    gate.ended?.(
+      { startedAt: call.startedAt, durationMs: now - call.startedAt, inflight: call.inflight, outcome },
+      now,
+    );
+  const startService = () => {
+    const p = scenario.phases[phase]!;
+    while (serving.size < p.capacity && head < queue.length) {
+      serving.push(now + rnd.around(scenario.serviceMs, 0.1), queue[head++]!);
+    }
+    if (head > 1_024 && head * 2 > queue.length) {
+      queue.splice(0, head);
+      head = 0;
+    }
+  };
+
+  while (now < end) {
+    const p = scenario.phases[phase]!;
+    const nextTimeout = head < queue.length ? queue[head]!.startedAt + timeoutMs : Infinity;
+    const next = Math.min(nextArrival, serving.nextEnd, nextTimeout, nextTrace, p.untilMs);
+    now = next;
+    if (now === nextTrace) {
+      const limit = gate.limit(now);
+      trace.push([now, limit]);
+      for (const t of tallies(now)) {
+        t.limitSum += limit;
+        t.limitSamples++;
+      }
+      nextTrace += 100;
+    } else if (now === p.untilMs) {
+      phase = Math.min(phase + 1, scenario.phases.length - 1);
+      startService(); // a capacity that grew serves the queue at once
+    } else if (now === serving.nextEnd) {
+      const call = serving.pop();
+      const ms = now - call.startedAt;
+      for (const t of tallies(now)) t.latencies.push(ms);
+      served.push([now, ms]);
+      tell(call, 'success');
+      startService();
+    } else if (now === nextTimeout) {
+      const call = queue[head++]!;
+      for (const t of tallies(now)) t.timeouts++;
+      tell(call, 'overload');
+    } else {
+      nextArrival = now + rnd.interval(p.arrivalsPerSec);
+      for (const t of tallies(now)) t.arrived++;
+      const n = inflight();
+      if (n >= gate.limit(now)) {
+        for (const t of tallies(now)) t.refused++;
+        continue;
+      }
+      const call = { startedAt: now, inflight: n + 1 };
+      if (n >= shedAt * p.capacity) {
+        for (const t of tallies(now)) t.shed++;
+        tell(call, 'overload'); // 503 at once
+        continue;
+      }
+      queue.push(call);
+      startService();
+    }
+  }
+  return {
+    gate: gate.name,
+    phases: phaseTallies.map((t) => t.result()),
+    buckets: bucketTallies.map((t) => t.result()),
+    firstSecond: first.result(),
+    served,
+    trace,
+  };
+}

@@ -1,0 +1,86 @@
+// Scenarios on the backend with a hard knee (knee-backend.ts), after issue 48: C calls at once at
+// L = 20 ms each, a FIFO queue past them, 503 at 3C in flight. Each says what an adaptive limit
+// must do there; `judge` tells whether a run does.
+import type { AdaptiveAlgorithmOptions } from '../../lib/limits/adaptive/limit-algorithms.js';
+import type { KneeRun, KneeScenario } from './knee-backend.js';
+
+/** The algorithms judged, with their defaults. */
+export const KNEE_ALGORITHMS: AdaptiveAlgorithmOptions[] = [
+  { algorithm: 'vegas' },
+  { algorithm: 'gradient' },
+  { algorithm: 'aimd' },
+];
+
+const C = 25;
+const L = 20;
+/** Calls a second at full capacity: C / L. */
+const FULL = (C / L) * 1_000;
+
+export interface Verdict {
+  readonly passes: boolean;
+  readonly why: string;
+}
+
+export interface JudgedScenario extends KneeScenario {
+  /** Fixed limits to run beside, for reference. */
+  readonly fixed?: number[];
+  readonly report?: 'phases' | 'buckets';
+  judge?(run: KneeRun): Verdict;
+}
+
+/** A least-squares slope of `ys` over their index, per step. */
+function slope(ys: number[]): number {
+  const n = ys.length;
+  const mx = (n - 1) / 2;
+  const my = ys.reduce((s, y) => s + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  ys.forEach((y, i) => {
+    num += (i - mx) * (y - my);
+    den += (i - mx) ** 2;
+  });
+  return num / den;
+}
+
+export const KNEE_SCENARIOS: JudgedScenario[] = [
+  {
+    // Twice the backend's capacity, for 30 minutes: goodput near the capacity, p99 within 2 L, and
+    // neither the limit nor the latency trending up (a ratchet) from the first 5 minutes to the end.
+    name: 'sustained 2x overload, 30 minutes',
+    seed: 11,
+    serviceMs: L,
+    phases: [{ untilMs: 1_800_000, capacity: C, arrivalsPerSec: 2 * FULL }],
+    bucketMs: 60_000,
+    report: 'buckets',
+    judge(run) {
+      const settled = run.buckets.slice(5);
+      const goodput = Math.min(...settled.map((b) => b.goodput)) / FULL;
+      const p99 = Math.max(...settled.map((b) => b.p99)) / L;
+      // Drift over the 25 minutes, as a share of the level: the slope times the span, over the mean.
+      const drift = (xs: number[]) => (slope(xs) * (xs.length - 1)) / (xs.reduce((s, x) => s + x, 0) / xs.length);
+      const limitDrift = drift(settled.map((b) => b.meanLimit));
+      const latencyDrift = drift(settled.map((b) => b.meanMs));
+      const passes = goodput >= 0.9 && p99 <= 2 && limitDrift < 0.1 && latencyDrift < 0.1;
+      return {
+        passes,
+        why: `goodput ≥ ${goodput.toFixed(2)} C/L, p99 ≤ ${p99.toFixed(2)} L, drift of the limit ${(limitDrift * 100).toFixed(0)} %, of the mean latency ${(latencyDrift * 100).toFixed(0)} %`,
+      };
+    },
+  },
+  {
+    // Half the capacity: almost nothing refused, the first second included.
+    name: 'half load',
+    seed: 12,
+    serviceMs: L,
+    phases: [{ untilMs: 60_000, capacity: C, arrivalsPerSec: 0.5 * FULL }],
+    judge(run) {
+      const p = run.phases[0]!;
+      const refused = (p.refused + p.shed) / p.arrived;
+      const first = (run.firstSecond.refused + run.firstSecond.shed) / run.firstSecond.arrived;
+      return {
+        passes: refused < 0.01 && first < 0.01,
+        why: `refused ${(refused * 100).toFixed(2)} %, ${(first * 100).toFixed(1)} % in the first second`,
+      };
+    },
+  },
+];
