@@ -116,7 +116,7 @@ describe('option rules', () => {
       'limiter',
       'limits',
       'limits.wait',
-      'limiter "limits": option "limits.wait" must be true or false, got "yes"',
+      `limiter "limits": option "limits.wait" must be true, false or 'global', got "yes"`,
     ],
     [
       'Redis option',

@@ -9,6 +9,7 @@ import {
   KeyLimitError,
   POOL_CHANNELS,
   type CallResult,
+  type Lease,
 } from '../../lib/index.js';
 import { AdaptiveLimiter, classifyCall } from '../../lib/limits/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
@@ -232,7 +233,7 @@ describe('AdaptiveLimiter', () => {
   });
 
   it('learns nothing from a lease taken by hand (nobody tells it how the call ended), and frees its slot', async () => {
-    const { pool, limiter } = setup({ adaptive: { algorithm: 'aimd', initial: 2 } });
+    const { pool, limiter } = setup({ wait: false, adaptive: { algorithm: 'aimd', initial: 2 } });
     const a = await pool.acquire();
     const b = await pool.acquire();
     await expect(pool.acquire({ timeoutMs: 1 })).rejects.toBeInstanceOf(CapacityExceededError);
@@ -242,6 +243,38 @@ describe('AdaptiveLimiter', () => {
     await pool.close();
   });
 
+  it('lets a caller over the global limit wait for a slot within its deadline by default, answers a key over its own limit at once, and refuses at once with wait: false', async () => {
+    const { pool, clock } = setup({ adaptive: { algorithm: 'aimd', initial: 1 } });
+    const first = await pool.acquire();
+    let second: Lease<unknown> | undefined;
+    const waiting = pool.acquire({ timeoutMs: 1_000 }).then((lease) => (second = lease));
+    await clock.advance(500);
+    expect(second).toBeUndefined(); // waiting, not refused
+    first.release();
+    await waiting;
+    expect(second).toBeDefined();
+    second!.release();
+    // Past its deadline, the waiter is refused with the limit's error.
+    const held = await pool.acquire();
+    const late = pool.acquire({ timeoutMs: 200 });
+    const seen = expect(late).rejects.toBeInstanceOf(CapacityExceededError);
+    await clock.advance(200);
+    await seen;
+    held.release();
+    await pool.close();
+    // A key over its own limit is answered at once (429), the global limit waiting or not.
+    const keyed = setup({ perKey: 1, adaptive: { algorithm: 'aimd', initial: 10 } });
+    const ann = await keyed.pool.acquire({ key: 'ann' });
+    await expect(keyed.pool.acquire({ key: 'ann', timeoutMs: 1_000 })).rejects.toBeInstanceOf(KeyLimitError);
+    ann.release();
+    await keyed.pool.close();
+    const fast = setup({ wait: false, adaptive: { algorithm: 'aimd', initial: 1 } });
+    const only = await fast.pool.acquire();
+    await expect(fast.pool.acquire({ timeoutMs: 1_000 })).rejects.toBeInstanceOf(CapacityExceededError);
+    only.release();
+    await fast.pool.close();
+  });
+
   it('keeps the per-key limit while the global one moves', async () => {
     expect(
       new AdaptiveLimiter({ perKey: 50, adaptive: { algorithm: 'aimd', initial: 10, max: 100 } }).stats(),
@@ -249,7 +282,7 @@ describe('AdaptiveLimiter', () => {
     expect(() => new AdaptiveLimiter({ perKey: 500, adaptive: { algorithm: 'aimd', max: 100 } })).toThrow(
       'limiter "limits": option "limits.perKey" (500) must not exceed limits.adaptive.max (100): no key could ever use more than the limit can reach',
     );
-    const { pool, limiter } = setup({ perKey: 1, adaptive: { algorithm: 'aimd', initial: 10 } });
+    const { pool, limiter } = setup({ wait: false, perKey: 1, adaptive: { algorithm: 'aimd', initial: 10 } });
     const held = await pool.acquire({ key: 'ann' });
     await expect(pool.acquire({ key: 'ann', timeoutMs: 1 })).rejects.toBeInstanceOf(KeyLimitError);
     await expect(pool.use(async () => 'bob is fine', { key: 'bob' })).resolves.toBe('bob is fine');
@@ -268,8 +301,8 @@ describe('AdaptiveLimiter', () => {
     expect(() => new AdaptiveLimiter({ global: 5 } as never)).toThrow(
       'limiter "limits": option "limits.global" is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead',
     );
-    expect(() => new AdaptiveLimiter({ wait: true } as never)).toThrow(
-      /option "limits.wait" is not for an adaptive limiter/,
+    expect(() => new AdaptiveLimiter({ wait: 'yes' } as never)).toThrow(
+      'limiter "limits": option "limits.wait" must be true, false or \'global\', got "yes"',
     );
     expect(() => new AdaptiveLimiter({ perKey: 0 })).toThrow(
       'limiter "limits": option "limits.perKey" must be a whole number of 1 or more, got 0',

@@ -208,13 +208,13 @@ describe('AdaptiveLimiter shared through Redis', () => {
     second.release();
   });
 
-  it('refuses a perKey above adaptive.max, and wait, naming the option', () => {
+  it('refuses a perKey above adaptive.max, and a wait that is not true or false, naming the option', () => {
     expect(
       () => new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', max: 5 }, perKey: 6, redis: { url: REDIS_URL } }),
     ).toThrow(/"limits.perKey" \(6\) must not exceed limits.adaptive.max \(5\)/);
-    expect(() => new AdaptiveLimiter({ redis: { url: REDIS_URL }, wait: true } as AdaptiveLimiterOptions)).toThrow(
-      /"limits.wait" is not for an adaptive limiter/,
-    );
+    expect(
+      () => new AdaptiveLimiter({ redis: { url: REDIS_URL }, wait: 1 } as never as AdaptiveLimiterOptions),
+    ).toThrow(/"limits.wait" must be true, false or 'global', got 1/);
     expect(() => new AdaptiveLimiter({ redis: { url: REDIS_URL, leaseTtlMs: -1 } })).toThrow(/leaseTtlMs/);
   });
 

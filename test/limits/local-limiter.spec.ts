@@ -109,6 +109,21 @@ describe('LocalLimiter', () => {
     expect(limiter.stats().waiting).toBe(0);
   });
 
+  it("with wait: 'global', waits for the global limit but answers a key over its own limit at once", async () => {
+    const clock = new VirtualClock();
+    const limiter = new LocalLimiter({ global: 2, perKey: 1, wait: 'global', clock });
+    const ann = await limiter.admit(ask('ann'));
+    await expect(limiter.admit(ask('ann', 1_000))).rejects.toBeInstanceOf(KeyLimitError); // at once, not at the deadline
+    const bob = await limiter.admit(ask('bob'));
+    const cy = track(limiter.admit(ask('cy', 1_000)));
+    await Promise.resolve();
+    expect(cy.settled).toBe(false); // the global limit is full: cy waits
+    bob.release();
+    await Promise.resolve();
+    expect(cy.settled).toBe(true);
+    ann.release();
+  });
+
   it('counts a call without a key against the global limit only, unless keyless is refuse', async () => {
     const limiter = new LocalLimiter({ global: 3, perKey: 1 });
     const held = [await limiter.admit(ask('ann')), await limiter.admit(ask()), await limiter.admit(ask())];
@@ -149,7 +164,9 @@ describe('LocalLimiter', () => {
     expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow(
       'option "limits.perKey" must be a whole number of 1 or more, got 2.5',
     );
-    expect(() => new LocalLimiter({ wait: 'yes' as never })).toThrow('option "limits.wait" must be true or false');
+    expect(() => new LocalLimiter({ wait: 'yes' as never })).toThrow(
+      `option "limits.wait" must be true, false or 'global'`,
+    );
   });
 });
 

@@ -60,6 +60,8 @@ export interface Gate {
   readonly name: string;
   /** Calls that may be in flight now. */
   limit(now: number): number;
+  /** A caller over the limit waits for room until its deadline (a limiter's `wait`) instead of being refused; only the knee backend models it. */
+  readonly wait?: boolean;
   ended?(end: CallEnd, now: number): void;
 }
 

@@ -54,12 +54,13 @@ export const ADAPTIVE_SCENARIOS: AdaptiveScenario[] = [
 
 export const FIXED_LIMITS = [5, 10, 20, 40, 80, 160, 320];
 
-/** An adaptive algorithm as a gate: its limit, paused for a 429's Retry-After. */
-export function adaptiveGate(options: AdaptiveAlgorithmOptions): Gate {
+/** An adaptive algorithm as a gate: its limit, paused for a 429's Retry-After; `wait`: callers over it wait (the knee backend models it). */
+export function adaptiveGate(options: AdaptiveAlgorithmOptions, { wait = false } = {}): Gate {
   const algorithm = limitAlgorithm(options);
   let pausedUntil = 0;
   return {
     name: `adaptive ${options.algorithm}`,
+    wait,
     limit: (now) => (now < pausedUntil ? 0 : algorithm.limit),
     ended: (end, now) => {
       if (end.retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, now + end.retryAfterMs);

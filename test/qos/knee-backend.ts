@@ -9,12 +9,14 @@
 import type { CallEnd, Gate } from './adaptive-backend.js';
 import { Random } from './random.js';
 
-/** One stretch of the run: until `untilMs`, this capacity and this arrival rate. */
+/** One stretch of the run: until `untilMs`, this capacity and these callers. */
 export interface KneePhase {
   readonly untilMs: number;
   readonly capacity: number;
   /** Calls arriving per second (Poisson). */
-  readonly arrivalsPerSec: number;
+  readonly arrivalsPerSec?: number;
+  /** Instead: this many clients, each calling again as soon as its call ends (a closed loop). */
+  readonly clients?: number;
 }
 
 export interface KneeScenario {
@@ -24,7 +26,7 @@ export interface KneeScenario {
   readonly serviceMs: number;
   /** Calls in flight, as a multiple of the capacity, at which a new call gets 503 at once. Default 3. */
   readonly shedAt?: number;
-  /** A call still queued this long after it arrived is given up, ms. Default 2 000. */
+  /** A call still queued at the backend this long after it was admitted is given up, ms; a caller waiting at a gate that waits gives up this long after it arrived. Default 2 000. */
   readonly timeoutMs?: number;
   readonly phases: readonly KneePhase[];
   /** Width of the buckets of `buckets`, ms. Default 10 000. */
@@ -39,8 +41,10 @@ export interface KneeStretch {
   readonly goodput: number;
   readonly meanMs: number;
   readonly p99: number;
-  /** Calls the gate refused. */
+  /** Calls the gate refused, at once or at their deadline. */
   readonly refused: number;
+  /** The 99th percentile of the time successful calls waited at the gate, ms. */
+  readonly waitP99: number;
   /** Calls answered 503 by the backend. */
   readonly shed: number;
   readonly timeouts: number;
@@ -66,6 +70,8 @@ export interface KneeRun {
 interface Call {
   readonly startedAt: number;
   readonly inflight: number;
+  /** When its caller arrived: before `startedAt` when it waited at the gate. */
+  readonly arrivedAt: number;
 }
 
 /** A binary min-heap of calls in service by their end time. */
@@ -124,6 +130,7 @@ class Serving {
 /** Counts of one stretch while it runs. */
 class Tally {
   latencies: number[] = [];
+  waits: number[] = [];
   refused = 0;
   shed = 0;
   timeouts = 0;
@@ -139,6 +146,7 @@ class Tally {
   result(): KneeStretch {
     const sorted = this.latencies.sort((a, b) => a - b);
     const n = sorted.length;
+    const waits = this.waits.sort((a, b) => a - b);
     return {
       fromMs: this.fromMs,
       untilMs: this.untilMs,
@@ -146,6 +154,7 @@ class Tally {
       meanMs: n === 0 ? NaN : sorted.reduce((s, x) => s + x, 0) / n,
       p99: n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(0.99 * n))]!,
       refused: this.refused,
+      waitP99: waits.length === 0 ? 0 : waits[Math.min(waits.length - 1, Math.floor(0.99 * waits.length))]!,
       shed: this.shed,
       timeouts: this.timeouts,
       arrived: this.arrived,
@@ -184,15 +193,32 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   const trace: [number, number][] = [];
   let phase = 0;
   let now = 0;
-  let nextArrival = rnd.interval(scenario.phases[0]!.arrivalsPerSec);
+  const poisson = (p: KneePhase) => (p.arrivalsPerSec === undefined ? Infinity : now + rnd.interval(p.arrivalsPerSec));
+  let nextArrival = poisson(scenario.phases[0]!);
   let nextTrace = 0;
+  /** Callers waiting at a gate that waits: when each arrived. */
+  const waiting: number[] = [];
+  let waitHead = 0;
+  /** Closed-loop clients ready to call now. */
+  let returning = scenario.phases[0]!.clients ?? 0;
+  /** Closed-loop clients that were refused call again at these times, a service time later (in order). */
+  const retries: number[] = [];
+  let retryHead = 0;
+  /** A caller's call ended: a closed-loop client calls again, at once, or after a pause if it was refused. */
+  const done = (refused = false) => {
+    if (scenario.phases[phase]!.clients === undefined) return;
+    if (refused) retries.push(now + scenario.serviceMs);
+    else returning++;
+  };
 
   const inflight = () => serving.size + queue.length - head;
-  const tell = (call: Call, outcome: CallEnd['outcome']) =>
+  const tell = (call: Call, outcome: CallEnd['outcome']) => {
     gate.ended?.(
       { startedAt: call.startedAt, durationMs: now - call.startedAt, inflight: call.inflight, outcome },
       now,
     );
+    done();
+  };
   const startService = () => {
     const p = scenario.phases[phase]!;
     while (serving.size < p.capacity && head < queue.length) {
@@ -203,13 +229,54 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
       head = 0;
     }
   };
+  /** A caller through the gate: to the backend, or a 503 at once past its shed point. */
+  const admit = (arrivedAt: number) => {
+    const n = inflight();
+    const call = { startedAt: now, inflight: n + 1, arrivedAt };
+    if (n >= shedAt * scenario.phases[phase]!.capacity) {
+      for (const t of tallies(now)) t.shed++;
+      tell(call, 'overload'); // 503 at once
+      return;
+    }
+    queue.push(call);
+    startService();
+  };
+  /** Waiting callers the limit has room for now, in order. */
+  const admitWaiting = () => {
+    while (waitHead < waiting.length && inflight() < gate.limit(now)) admit(waiting[waitHead++]!);
+    if (waitHead > 1_024 && waitHead * 2 > waiting.length) {
+      waiting.splice(0, waitHead);
+      waitHead = 0;
+    }
+  };
+  const arrive = () => {
+    for (const t of tallies(now)) t.arrived++;
+    if (waitHead === waiting.length && inflight() < gate.limit(now)) return admit(now);
+    if (gate.wait === true) return void waiting.push(now);
+    for (const t of tallies(now)) t.refused++;
+    done(true);
+  };
 
   while (now < end) {
+    if (returning > 0) {
+      returning--;
+      arrive();
+      continue;
+    }
     const p = scenario.phases[phase]!;
     const nextTimeout = head < queue.length ? queue[head]!.startedAt + timeoutMs : Infinity;
-    const next = Math.min(nextArrival, serving.nextEnd, nextTimeout, nextTrace, p.untilMs);
+    const nextGiveUp = waitHead < waiting.length ? waiting[waitHead]! + timeoutMs : Infinity;
+    const nextRetry = retryHead < retries.length ? retries[retryHead]! : Infinity;
+    const next = Math.min(nextArrival, serving.nextEnd, nextTimeout, nextGiveUp, nextRetry, nextTrace, p.untilMs);
     now = next;
-    if (now === nextTrace) {
+    if (now === nextRetry) {
+      retryHead++;
+      arrive();
+    } else if (now === nextGiveUp) {
+      waitHead++;
+      for (const t of tallies(now)) t.refused++; // its deadline passed at the gate
+      done(true);
+    } else if (now === nextTrace) {
       const limit = gate.limit(now);
       trace.push([now, limit]);
       for (const t of tallies(now)) {
@@ -219,11 +286,17 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
       nextTrace += 100;
     } else if (now === p.untilMs) {
       phase = Math.min(phase + 1, scenario.phases.length - 1);
+      const after = scenario.phases[phase]!;
+      returning += Math.max(0, (after.clients ?? 0) - (p.clients ?? 0));
+      nextArrival = poisson(after);
       startService(); // a capacity that grew serves the queue at once
     } else if (now === serving.nextEnd) {
       const call = serving.pop();
       const ms = now - call.startedAt;
-      for (const t of tallies(now)) t.latencies.push(ms);
+      for (const t of tallies(now)) {
+        t.latencies.push(ms);
+        t.waits.push(call.startedAt - call.arrivedAt);
+      }
       served.push([now, ms]);
       tell(call, 'success');
       startService();
@@ -232,22 +305,10 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
       for (const t of tallies(now)) t.timeouts++;
       tell(call, 'overload');
     } else {
-      nextArrival = now + rnd.interval(p.arrivalsPerSec);
-      for (const t of tallies(now)) t.arrived++;
-      const n = inflight();
-      if (n >= gate.limit(now)) {
-        for (const t of tallies(now)) t.refused++;
-        continue;
-      }
-      const call = { startedAt: now, inflight: n + 1 };
-      if (n >= shedAt * p.capacity) {
-        for (const t of tallies(now)) t.shed++;
-        tell(call, 'overload'); // 503 at once
-        continue;
-      }
-      queue.push(call);
-      startService();
+      nextArrival = poisson(p);
+      arrive();
     }
+    admitWaiting();
   }
   return {
     gate: gate.name,

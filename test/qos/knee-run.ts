@@ -10,7 +10,11 @@ const f = (x: number, d = 0) => (Number.isNaN(x) ? '-' : x.toFixed(d));
 const only = process.argv.indexOf('--scenario');
 for (const scenario of KNEE_SCENARIOS.filter((s) => only < 0 || s.name.includes(process.argv[only + 1]!))) {
   console.log(`\n${scenario.name}`);
-  const gates = [...(scenario.fixed ?? []).map(fixedGate), ...KNEE_ALGORITHMS.map((a) => adaptiveGate({ ...a }))];
+  const gates = [
+    ...(scenario.fixed ?? []).map(fixedGate),
+    ...KNEE_ALGORITHMS.map((a) => adaptiveGate({ ...a }, { wait: true })),
+    ...KNEE_ALGORITHMS.map((a) => ({ ...adaptiveGate({ ...a }), name: `adaptive ${a.algorithm}, wait: false` })),
+  ];
   for (const gate of gates) {
     const started = Date.now();
     const run = runKnee(scenario, gate);

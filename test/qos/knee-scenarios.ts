@@ -68,6 +68,23 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
     },
   },
   {
+    // 50 clients at once on a cold limit (10), each calling again as soon as its call ends: twice
+    // the backend's capacity. Callers over the limit wait for it (the default); few are refused in
+    // the first second.
+    name: 'cold start, 50 clients',
+    seed: 13,
+    serviceMs: L,
+    phases: [{ untilMs: 10_000, capacity: C, clients: 50 }],
+    judge(run) {
+      const first = run.firstSecond;
+      const refused = (first.refused + first.shed) / first.arrived;
+      return {
+        passes: refused < 0.1,
+        why: `refused ${(refused * 100).toFixed(1)} % in the first second, p99 wait ${first.waitP99.toFixed(0)} ms`,
+      };
+    },
+  },
+  {
     // Half the capacity: almost nothing refused, the first second included.
     name: 'half load',
     seed: 12,

@@ -22,6 +22,7 @@ import {
   type LimiterStats,
   type LimitOptions,
   LocalLimiter,
+  WAIT_RULE,
 } from '../local/index.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions, type LimitAlgorithm } from './limit-algorithms.js';
 import {
@@ -39,6 +40,14 @@ import { ProbeAdmission, TrackedAdmission } from './adaptive-admissions.js';
 
 /** Options of {@link AdaptiveLimiter}. */
 export interface AdaptiveLimiterOptions extends Omit<LimitOptions, 'global' | 'wait'> {
+  /**
+   * A caller over the global limit waits for a slot within its deadline (the acquire's timeout),
+   * as a pool's own queue does: a limit that starts low, or that was just cut, then delays
+   * callers rather than refusing them. A key over its own limit is answered at once (429).
+   * `false`: refused at once (fail fast, a 503 with Retry-After); `true`: a key's callers wait
+   * too. Default `'global'`.
+   */
+  wait?: boolean | 'global';
   /**
    * The algorithm and its bounds. Default `{ algorithm: 'vegas', min: 1, max: 1000, initial: 10 }`:
    * it cuts on overload (429, 503, a timeout) and pauses for a Retry-After as every algorithm
@@ -110,12 +119,13 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #learner: Learner;
 
   constructor(options: AdaptiveLimiterOptions = {}) {
-    const { adaptive = DEFAULT_ADAPTIVE, classify, redis, maxPauseMs, pauseProbeMs, ...limits } = options;
+    const { adaptive = DEFAULT_ADAPTIVE, classify, redis, maxPauseMs, pauseProbeMs, wait: waits, ...limits } = options;
     const name = limits.name ?? 'limits';
     const read = new OptionReader({ subject: 'limiter', name, path: 'limits.' }, {
       classify,
       maxPauseMs,
       pauseProbeMs,
+      wait: waits,
     } as Record<string, unknown>);
     read.get('classify', is.function);
     this.#maxPauseMs = read.get(
@@ -129,11 +139,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         'global',
         'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead',
       );
-    if ((limits as LimitOptions).wait !== undefined)
-      read.fail(
-        'wait',
-        'is not for an adaptive limiter: a refused call fails at once, so the limit learns from what the backend can take',
-      );
+    const wait = read.get('wait', WAIT_RULE, 'global');
     this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
     const perKey = (limits as LimitOptions).perKey;
     if (typeof perKey === 'number' && perKey > this.#algorithm.max)
@@ -148,12 +154,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence),
     };
     if (redis === undefined) {
-      this.#local = new LocalLimiter({ ...limits, global: this.#algorithm.max });
+      this.#local = new LocalLimiter({ ...limits, wait, global: this.#algorithm.max });
       this.#local[kSetGlobal](this.#algorithm.limit);
       // Its admissions learn by themselves: no wrapper, no promise of this limiter's own.
       this.#local[kLearner] = this.#learner;
     } else {
-      this.#redis = new RedisLimiter({ ...limits, global: this.#algorithm.max, redis });
+      this.#redis = new RedisLimiter({ ...limits, wait, global: this.#algorithm.max, redis });
       this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) =>
         this.#moved(from, to, to < from ? 'overload' : 'success'),
       );

@@ -7,6 +7,8 @@ export {
   type LimitOptions,
   type ResolvedLimits,
   resolveLimits,
+  WAIT_RULE,
+  waits,
 } from './limits-options.js';
 export { kLearner, kSetGlobal, kUsed, type Learner, LocalLimiter } from './local-limiter.js';
 export { keyOf, refusalError } from './refusals.js';

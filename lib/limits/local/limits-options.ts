@@ -7,6 +7,7 @@ import {
   OptionReader,
   PoolConfigError,
   type PoolLogger,
+  type Rule,
   shown,
   violation,
 } from '../../core/index.js';
@@ -23,10 +24,12 @@ export interface LimitOptions {
    */
   keyless?: 'global' | 'refuse';
   /**
-   * Let a refused caller wait for a slot until its deadline instead of failing at once.
-   * Default false: fail at once (the caller gets 429/503 and retries).
+   * Let a refused caller wait for a slot until its deadline instead of failing at once: `true`
+   * whichever limit refused it; `'global'` only when the global limit did (a key over its own
+   * limit is answered at once: 429). Default false: fail at once (the caller gets 429/503 and
+   * retries); an `AdaptiveLimiter`'s default is `'global'`.
    */
-  wait?: boolean;
+  wait?: boolean | 'global';
   /** `retryAfterMs` of the errors (the HTTP `Retry-After`). Default 1 000. */
   retryAfterMs?: number;
   /** Name in errors and logs. Default `'limits'`. */
@@ -41,9 +44,20 @@ export interface ResolvedLimits {
   readonly global: number;
   readonly perKey: number;
   readonly keyless: 'global' | 'refuse';
-  readonly wait: boolean;
+  readonly wait: boolean | 'global';
   readonly retryAfterMs: number;
 }
+
+/** Whether a caller refused by `refusal` waits for a slot under `limits` (and has time to). */
+export function waits(limits: ResolvedLimits, refusal: 'global' | 'key', timeoutMs: number): boolean {
+  return (limits.wait === true || (limits.wait === 'global' && refusal === 'global')) && timeoutMs > 0;
+}
+
+/** `wait`'s values. */
+export const WAIT_RULE: Rule = {
+  says: "true, false or 'global'",
+  ok: (v) => typeof v === 'boolean' || v === 'global',
+};
 
 /** Applies defaults and checks the limits; throws {@link PoolConfigError} naming the field. */
 const LIMIT_KEYS = keysOf<LimitOptions>({
@@ -82,7 +96,7 @@ export function resolveLimits(options: LimitOptions, also: readonly string[] = [
     global,
     perKey,
     keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
-    wait: read.get('wait', is.boolean, false),
+    wait: read.get('wait', WAIT_RULE, false),
     retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
   };
 }

@@ -13,6 +13,7 @@ import {
   type LimitOptions,
   type ResolvedLimits,
   resolveLimits,
+  waits,
 } from './limits-options.js';
 import { keyOf, neverLost, refusalError } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
@@ -160,7 +161,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
     if (refusal === null) return Promise.resolve(this.#admitted(key));
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
-    if (!this.#limits.wait || !(request.timeoutMs > 0))
+    if (!waits(this.#limits, refusal, request.timeoutMs))
       return Promise.reject(refusalError(refusal, request, this.#limits));
     return this.#waiters.wait(request, () => refusalError(refusal, request, this.#limits));
   }

@@ -5,6 +5,7 @@ import {
   type Clock,
   consoleLogger,
   events,
+  KeyLimitError,
   PoolClosedError,
   PoolConfigError,
   type PoolLogger,
@@ -26,6 +27,7 @@ import {
   resolveLimits,
   SlotCounts,
   TOP_KEYS,
+  waits,
 } from '../local/index.js';
 import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
@@ -289,7 +291,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const key = keyOf(request, this.limits);
     const outcome = await this.#try(request, key);
     if (!(outcome instanceof Error)) return outcome;
-    if (!this.limits.wait || !(request.timeoutMs > 0)) throw outcome;
+    if (!waits(this.limits, outcome instanceof KeyLimitError ? 'key' : 'global', request.timeoutMs)) throw outcome;
     return this.#waiting.wait(request, outcome);
   }
 
