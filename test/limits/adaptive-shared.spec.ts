@@ -208,7 +208,7 @@ describe('AdaptiveLimiter shared through Redis', () => {
     second.release();
   });
 
-  it('refuses a perKey above adaptive.max, and a wait that is not true or false, naming the option', () => {
+  it("refuses a perKey above adaptive.max, and a wait that is not true, false or 'global', naming the option", () => {
     expect(
       () => new AdaptiveLimiter({ adaptive: { algorithm: 'aimd', max: 5 }, perKey: 6, redis: { url: REDIS_URL } }),
     ).toThrow(/"limits.perKey" \(6\) must not exceed limits.adaptive.max \(5\)/);
