@@ -24,6 +24,13 @@ import { adaptiveFreshBench, freshBench } from './parts/production.js';
 type Rows = string[][];
 type Part = (results: Record<string, unknown>, rows: Rows, fmt: (n: number) => string) => Promise<void>;
 
+/** Parts run one after the other, as one. */
+function inTurn(...parts: Part[]): Part {
+  return async (results, rows, fmt) => {
+    for (const part of parts) await part(results, rows, fmt);
+  };
+}
+
 /** Every part, by its flag: whether `npm run bench` runs it, what it measures, and how. */
 const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
   peers: {
@@ -52,33 +59,27 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
   metrics: {
     reference: false,
     what: 'OpenTelemetry metrics against none, in one process and in fresh ones',
-    run: async (results, rows, fmt) => {
-      await metricsBench(results, rows, fmt);
-      await metricsFreshBench(results, rows, fmt);
-    },
+    run: inTurn(metricsBench, metricsFreshBench),
   },
   nest: {
     reference: false,
     what: "@UsePooled against pool.use(), and the promise hook's cost",
-    run: async (results, rows, fmt) => {
-      await decoratorBench(results, rows, fmt);
-      await hookBench(results, rows, fmt);
-    },
+    run: inTurn(decoratorBench, hookBench),
   },
   groups: {
     reference: false,
     what: "a pool group's release as its members grow",
-    run: (results, rows) => groupScaleBench(results, rows),
+    run: groupScaleBench,
   },
   dashboard: {
     reference: false,
     what: 'the sample app with and without dashboard pages open',
-    run: (results, rows) => dashboardBench(results, rows),
+    run: dashboardBench,
   },
   'dashboard-scale': {
     reference: false,
     what: 'the dashboard with 500 streams on a 10,000-member group',
-    run: (results, rows) => dashboardScale(results, rows),
+    run: dashboardScale,
   },
 };
 

@@ -1,4 +1,4 @@
-import type { AcquireOptions, ResolvedOptions } from '../options/index.js';
+import type { AcquireOptions } from '../options/index.js';
 import { type Admission, type Connector, type PoolCounters } from '../contracts/index.js';
 import { messageOf, PoolClosedError, QueueFullError, SelfDeadlockError, type Timers } from '../common/index.js';
 import { ConnectionReset, type ConnectionSupply, type SharedConnection } from '../connections/index.js';
@@ -39,20 +39,26 @@ export class Checkouts<T> implements LeaseOwner<T> {
   /** No reset and no group budget: a release without a watch or a listener is a bare checkin. */
   readonly #plainCheckin: boolean;
 
+  readonly name: string;
+  /** The pool's running counters (the same object as `pool.counters`, read here without a hop). */
+  readonly counters: PoolCounters;
+  readonly #acquireTimeoutMs: number;
+
   constructor(
-    readonly name: string,
-    o: ResolvedOptions,
     connector: Connector<T>,
-    supply: ConnectionSupply<T>,
     /** The callers waiting, with their deadlines and abort listeners. */
     readonly waiters: PoolQueue<Lease<T>>,
-    readonly counters: PoolCounters,
     readonly timers: Timers,
     /** Health over time, metrics and the leases out. */
     readonly observers: PoolObservers,
-    /** The pool as queueRefusal() sees it. */
+    /** The pool as queueRefusal() sees it: its options, supply and counters. */
     readonly pool: QueuedPool,
   ) {
+    const o = pool.options;
+    const supply = pool.supply as ConnectionSupply<T>;
+    this.name = o.name;
+    this.counters = pool.counters;
+    this.#acquireTimeoutMs = o.acquireTimeoutMs;
     this.#supply = supply;
     this.#set = supply.set;
     this.#backoff = supply.backoff;
@@ -64,7 +70,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
         ? undefined
         : new ConnectionReset(connector.reset.bind(connector), {
             timers,
-            counters,
+            counters: this.counters,
             resetTimeoutMs: o.resetTimeoutMs,
             retire: (conn, detail, cause) => {
               o.logger.warn(`pool "${o.name}": connection ${conn.id} retired, ${detail}`);
@@ -253,7 +259,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
   /** Queues a caller nothing refuses, and opens what the queue needs. */
   #join(options: AcquireOptions | undefined, admission: Admission | undefined): Promise<Lease<T>> {
     const promise = this.waiters.join(
-      options?.timeoutMs ?? this.pool.options.acquireTimeoutMs,
+      options?.timeoutMs ?? this.#acquireTimeoutMs,
       options?.signal,
       this.measures ? this.observers.stackOfWaiter() : undefined,
       admission,

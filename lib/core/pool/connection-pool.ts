@@ -142,17 +142,7 @@ export class ConnectionPool<T> implements MethodPool {
       acquireConnection: (options, admission) => this.#checkouts.acquire(options, admission),
       scopes: (delta) => void (this.#checkouts.scopesLive += delta),
     };
-    this.#checkouts = new Checkouts(
-      o.name,
-      o,
-      connector,
-      this.#supply,
-      this.#waiters,
-      this.#counters,
-      timers,
-      this.#observers,
-      this.#inside,
-    );
+    this.#checkouts = new Checkouts(connector, this.#waiters, timers, this.#observers, this.#inside);
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
     this.#supply.keeper.start();
   }
