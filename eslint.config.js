@@ -11,6 +11,7 @@ export default tseslint.config(
       'dist-sample/',
       'dist-test/',
       'dist-test-fleet/',
+      'dist-test-knee/',
       'dist-chaos/',
       'dist-qos/',
       'qos-report/',

@@ -53,11 +53,13 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
     );
   });
 
-  it('moves on an untimed success as AIMD does on the same success timed (it never reads latency), and not at all if latency-based', () => {
+  it('moves on an untimed success as AIMD blind to latency does on the same success timed, and not at all if latency-based', () => {
+    // AIMD reading latency (its default) grows on it the same, but a zero-length timed success would also lower its latency without a queue.
+    const blind = name === 'aimd' ? { tolerance: Infinity } : {};
     fc.assert(
       fc.property(fc.array(fc.tuple(sample, fc.boolean()), { maxLength: 300 }), (steps) => {
-        const bySample = make();
-        const direct = make();
+        const bySample = make(blind);
+        const direct = make(blind);
         for (const [s, untimed] of steps) {
           // Untimed successes (as a dense stream's) between ordinary samples: AIMD's as a zero-length timed success, the others' as nothing.
           const asSuccess = untimed && s.outcome === 'success';
@@ -245,10 +247,21 @@ describe('latency-based limits', () => {
     expect(at(40, 200 * 10)).toBeLessThan(before * 0.5); // ten more
   });
 
-  it('AIMD ignores latency: only overload signals cut it', () => {
-    const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 50, max: 60 });
-    steady(algorithm, 5_000, (i) => 10 + i); // latency climbing steadily
-    expect(algorithm.limit).toBe(60);
+  it('AIMD cuts when latency climbs past its tolerance over the latency without a queue (a queue building), and only on overloads with tolerance Infinity', () => {
+    const reading = limitAlgorithm({ algorithm: 'aimd', initial: 50, max: 60 });
+    const blind = limitAlgorithm({ algorithm: 'aimd', initial: 50, max: 60, tolerance: Infinity });
+    const climbing = (i: number) => 10 + i / 1_000; // latency climbing steadily: 10 ms, 1.5 × that after 5,000 calls
+    const limits = steady(reading, 10_000, climbing);
+    expect(limits[2_000]).toBe(60); // grown while latency stayed within 1.5 × 10 ms
+    expect(Math.min(...limits.slice(6_000))).toBeLessThanOrEqual(Math.floor(60 * 0.7)); // cut by the backoff once past it
+    steady(blind, 10_000, climbing);
+    expect(blind.limit).toBe(60);
+  });
+
+  it('AIMD holds its limit where one call in a hundred is slow: a tail is no queue', () => {
+    const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 30, max: 40 });
+    const limits = steady(algorithm, 20_000, (i) => (i % 100 === 99 ? 200 : 10));
+    expect(Math.min(...limits.slice(1_000).filter((l) => l > 3))).toBe(40); // probes left out
   });
 });
 
@@ -276,8 +289,12 @@ describe('the algorithms’ options', () => {
       'limiter "limits": option "adaptive.backoff" must be a number from 0.1 to below 1, got 1',
     ],
     [
-      { algorithm: 'aimd', tolerance: 2 },
-      'limiter "limits": option "adaptive.tolerance" is not one of the options of the aimd algorithm: they are algorithm, min, max, initial, backoff',
+      { algorithm: 'aimd', smoothing: 0.5 },
+      'limiter "limits": option "adaptive.smoothing" is not one of the options of the aimd algorithm: they are algorithm, min, max, initial, backoff, tolerance, windowMs, probeEvery',
+    ],
+    [
+      { algorithm: 'aimd', tolerance: 0.5 },
+      'limiter "limits": option "adaptive.tolerance" must be a number of 1 or more (Infinity: only overloads cut), got 0.5',
     ],
     [
       { algorithm: 'vegas', windowMs: 0 },

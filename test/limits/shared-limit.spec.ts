@@ -58,6 +58,7 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
               limit.success(
                 { startedAt: now - 5, durationMs: s.durationMs, inflight: s.inflight, outcome: 'success' },
                 3,
+                1,
               );
             else if (s.kind === 'overload') {
               limit.overload(
@@ -109,7 +110,8 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
     expect(taken.spec).toBe('10 1 100 0.7 0 0 0 0'); // the seed is the initial until Redis answered; no deadline before the offset is known
     limit.answered(taken, 31_500, 5_000);
     expect(limit.limit).toBe(31);
-    for (let i = 0; i < 31; i++) limit.success({ startedAt: now, durationMs: 1, inflight: 31, outcome: 'success' }, 1);
+    for (let i = 0; i < 31; i++)
+      limit.success({ startedAt: now, durationMs: 1, inflight: 31, outcome: 'success' }, 1, 1);
     expect(limit.limit).toBe(32); // +1 for a limit's worth of successes, not sent yet
     now = 100;
     const next = limit.take();

@@ -39,10 +39,14 @@ describe('the default adaptive limit against every fixed limit, on the simulated
     for (const ms of verdict.convergeMs) expect(ms).toBeLessThan(10_000);
   });
 
-  it('the gate has teeth: the loss-based AIMD, blind to latency, fails where the backend thrashes', () => {
+  it('the gate has teeth: AIMD blind to latency (tolerance Infinity, loss only) fails where the backend thrashes', () => {
     const scenario = ADAPTIVE_SCENARIOS.find((s) => s.overload?.contention !== undefined)!;
     const fixed = fixedOn(scenario);
-    const verdict = judge(scenario, runAdaptive(scenario, adaptiveGate({ algorithm: 'aimd', max: 1_000 })), fixed);
+    const verdict = judge(
+      scenario,
+      runAdaptive(scenario, adaptiveGate({ algorithm: 'aimd', max: 1_000, tolerance: Infinity })),
+      fixed,
+    );
     expect(verdict.passes).toBe(false);
     expect(Math.min(...verdict.goodput)).toBeLessThan(0.6);
   });

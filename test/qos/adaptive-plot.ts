@@ -1,34 +1,51 @@
-// `npm run qos:adaptive:plot`: the README's picture of the adaptive limit, as an SVG drawn from
-// the simulation ('capacity halves, then recovers'): above, the default algorithm's limit
-// following the backend's capacity, next to three fixed limits; below, the calls each serves
-// per second. Plain SVG, no dependency; the same run as the gate's, so the picture is what the
-// test checks.
+// `npm run qos:adaptive:plot`: the picture of the adaptive limit in the README and docs/limits.md,
+// as an SVG drawn from the knee simulation's 'capacity halves, then doubles' (knee-scenarios.ts):
+// above, the default algorithm's limit following the backend's capacity, beside a port of
+// Netflix's Vegas (netflix-vegas.ts) and three fixed limits; then the calls each serves per second,
+// and the p99 latency of each second's calls. Plain SVG, no dependency; the same runs as the
+// knee gates', so the picture is what the test checks.
 import { writeFileSync } from 'node:fs';
 import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive/adaptive-limiter.js';
-import { fixedGate, runAdaptive, type AdaptiveRun } from './adaptive-backend.js';
-import { ADAPTIVE_SCENARIOS, adaptiveGate } from './adaptive-scenarios.js';
+import { fixedGate } from './adaptive-backend.js';
+import { adaptiveGate } from './adaptive-scenarios.js';
+import { runKnee, type KneeRun } from './knee-backend.js';
+import { KNEE_SCENARIOS } from './knee-scenarios.js';
+import { netflixVegasGate } from './netflix-vegas.js';
+
+const FIXED = [12, 24, 48];
 
 /** The plot, as SVG text, and what it shows in numbers. */
 export function adaptivePlot(): { svg: string; summary: string } {
-  const scenario = ADAPTIVE_SCENARIOS[0]!;
+  const scenario = KNEE_SCENARIOS.find((s) => s.name === 'capacity halves, then doubles')!;
   const endMs = scenario.phases.at(-1)!.untilMs;
-  const adaptive = runAdaptive(scenario, adaptiveGate(DEFAULT_ADAPTIVE));
-  const fixed = [20, 40, 80].map((limit) => ({ limit, run: runAdaptive(scenario, fixedGate(limit)) }));
+  const L = scenario.serviceMs;
+  const adaptive = runKnee(scenario, adaptiveGate(DEFAULT_ADAPTIVE, { wait: true }));
+  const netflix = runKnee(scenario, netflixVegasGate({ wait: true }));
+  const fixed = FIXED.map((limit) => ({ limit, run: runKnee(scenario, { ...fixedGate(limit), wait: true }) }));
 
-  const W = 760;
+  const W = 800;
   const left = 56;
-  const right = 150;
+  const right = 210;
   const plotW = W - left - right;
   const x = (ms: number) => left + (ms / endMs) * plotW;
-  const colors = { adaptive: '#1b6ac9', capacity: '#222', fixed: ['#c2410c', '#7c3aed', '#0f766e'] };
+  const colors = {
+    adaptive: '#1b6ac9',
+    netflix: '#b45309',
+    capacity: '#222',
+    fixed: ['#9ca3af', '#7c3aed', '#0f766e'],
+  };
   const dashes = ['6 4', '2 3', '10 3 2 3'];
 
   /** Calls served in each second. */
-  function perSecond(run: AdaptiveRun): number[] {
-    const counts = new Array<number>(Math.ceil(endMs / 1_000)).fill(0);
-    for (const t of run.served) counts[Math.min(counts.length - 1, Math.floor(t / 1_000))]!++;
-    return counts;
+  function perSecond(run: KneeRun): number[][] {
+    const seconds = Array.from({ length: Math.ceil(endMs / 1_000) }, () => [] as number[]);
+    for (const [t, ms] of run.served) seconds[Math.min(seconds.length - 1, Math.floor(t / 1_000))]!.push(ms);
+    return seconds;
   }
+  const p99 = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))]!;
+  };
 
   function panel(
     top: number,
@@ -66,51 +83,95 @@ export function adaptivePlot(): { svg: string; summary: string } {
     capacity.push([from, p.capacity], [p.untilMs, p.capacity]);
     from = p.untilMs;
   }
-  const limits = panel(40, 200, 90, [0, 20, 40, 60, 80], 'calls in flight', (y) => {
+  const goodput = (run: KneeRun) => (run.served.length / endMs) * 1_000;
+  const runs = [
+    ...fixed.map((f, i) => ({ text: `fixed ${f.limit}`, run: f.run, color: colors.fixed[i]!, dash: dashes[i] })),
+    { text: 'Netflix-style vegas', run: netflix, color: colors.netflix, dash: undefined },
+    { text: `adaptive (${DEFAULT_ADAPTIVE.algorithm})`, run: adaptive, color: colors.adaptive, dash: undefined },
+  ];
+  const line = (points: [number, number][], color: string, dash?: string) =>
+    `<path d="${path(points)}" fill="none" stroke="${color}" stroke-width="${dash ? 1.5 : 2}"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`;
+
+  // Above: the limits, and the backend's capacity (its knee).
+  const limits = panel(40, 170, 80, [0, 20, 40, 60, 80], 'limit (calls in flight)', (y) => {
     const cap = `<path d="${path(capacity.map(([t, v]) => [x(t), y(v)]))}" fill="none" stroke="${colors.capacity}" stroke-width="6" stroke-opacity="0.18"/>`;
     const fixedLines = fixed
-      .map(
-        (f, i) =>
-          `<line x1="${x(0)}" x2="${x(endMs)}" y1="${y(f.limit)}" y2="${y(f.limit)}" stroke="${colors.fixed[i]}" stroke-width="1.5" stroke-dasharray="${dashes[i]}"/>`,
+      .map((f, i) =>
+        line(
+          [
+            [x(0), y(f.limit)],
+            [x(endMs), y(f.limit)],
+          ],
+          colors.fixed[i]!,
+          dashes[i],
+        ),
       )
       .join('');
-    const trace = `<path d="${path(adaptive.trace.map(([t, l]) => [x(t), y(Math.min(l, 90))]))}" fill="none" stroke="${colors.adaptive}" stroke-width="2"/>`;
-    return cap + fixedLines + trace;
+    const trace = (run: KneeRun, color: string) =>
+      line(
+        run.trace.map(([t, l]) => [x(t), y(Math.min(l, 80))]),
+        color,
+      );
+    return cap + fixedLines + trace(netflix, colors.netflix) + trace(adaptive, colors.adaptive);
   });
   const legendTop = legend(40, [
     { text: 'backend capacity', color: colors.capacity, width: 6 },
-    { text: `adaptive (${DEFAULT_ADAPTIVE.algorithm})`, color: colors.adaptive },
-    ...fixed.map((f, i) => ({ text: `fixed ${f.limit}`, color: colors.fixed[i]!, dash: dashes[i] })),
+    ...runs.map((r) => ({ text: r.text, color: r.color, dash: r.dash })).reverse(),
   ]);
 
-  // Below: calls served per second.
-  const served = panel(290, 170, 2_000, [0, 500, 1_000, 1_500, 2_000], 'calls served / s', (y) => {
-    const line = (run: AdaptiveRun, color: string, dash?: string) =>
-      `<path d="${path(perSecond(run).map((n, s) => [x(s * 1_000 + 500), y(n)]))}" fill="none" stroke="${color}" stroke-width="${dash ? 1.5 : 2}"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`;
-    return fixed.map((f, i) => line(f.run, colors.fixed[i]!, dashes[i])).join('') + line(adaptive, colors.adaptive);
-  });
-  const totals = [
-    { text: `adaptive: ${adaptive.goodput.toFixed(0)}/s`, color: colors.adaptive },
-    ...fixed.map((f, i) => ({
-      text: `fixed ${f.limit}: ${f.run.goodput.toFixed(0)}/s`,
-      color: colors.fixed[i]!,
-      dash: dashes[i],
-    })),
-  ];
-  const legendBottom = `<text x="${left + plotW + 12}" y="${300}">over the run</text>${legend(300, totals)}`;
+  // Then: calls served per second.
+  const served = panel(240, 120, 1_500, [0, 500, 1_000, 1_500], 'calls served / s', (y) =>
+    runs
+      .map((r) =>
+        line(
+          perSecond(r.run).map((ms, s) => [x(s * 1_000 + 500), y(ms.length)]),
+          r.color,
+          r.dash,
+        ),
+      )
+      .join(''),
+  );
+  const legendMiddle = `<text x="${left + plotW + 12}" y="${250}">served over the run</text>${legend(
+    250,
+    runs.map((r) => ({ text: `${r.text}: ${goodput(r.run).toFixed(0)}/s`, color: r.color, dash: r.dash })).reverse(),
+  )}`;
 
-  const seconds = [0, 15, 30, 45, 60, 75, 90]
-    .map((s) => `<text x="${x(s * 1_000)}" y="478" text-anchor="middle">${s}</text>`)
+  // Below: the p99 latency of each second's calls, in service times; 2 L is the line the gates hold.
+  const latency = panel(390, 120, 4, [0, 1, 2, 3, 4], 'p99 latency / L', (y) => {
+    const bound = `<line x1="${x(0)}" x2="${x(endMs)}" y1="${y(2)}" y2="${y(2)}" stroke="#dc2626" stroke-width="1" stroke-opacity="0.6"/>`;
+    return (
+      bound +
+      runs
+        .map((r) =>
+          line(
+            perSecond(r.run).map((ms, s) => [x(s * 1_000 + 500), y(Math.min(4, p99(ms) / L))]),
+            r.color,
+            r.dash,
+          ),
+        )
+        .join('')
+    );
+  });
+  const worst = (run: KneeRun) => Math.max(...perSecond(run).map((ms) => p99(ms))) / L;
+  const legendBottom = `<text x="${left + plotW + 12}" y="${400}">worst second's p99</text>${legend(
+    400,
+    runs.map((r) => ({ text: `${r.text}: ${worst(r.run).toFixed(1)} L`, color: r.color, dash: r.dash })).reverse(),
+  )}`;
+
+  const seconds = [0, 10, 20, 30, 40, 50, 60]
+    .map((s) => `<text x="${x(s * 1_000)}" y="528" text-anchor="middle">${s}</text>`)
     .join('');
-  const title = `<text x="${left}" y="22" font-size="14" font-weight="600">The limit follows the backend’s capacity as it halves and returns (simulation)</text>`;
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="500" viewBox="0 0 ${W} 500" font-family="system-ui, sans-serif" font-size="12" fill="#222">
+  const title = `<text x="${left}" y="22" font-size="14" font-weight="600">The backend’s capacity halves, then doubles, under twice its load (simulation, L = ${L} ms)</text>`;
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="550" viewBox="0 0 ${W} 550" font-family="system-ui, sans-serif" font-size="12" fill="#222">
 <rect width="100%" height="100%" fill="#fff"/>
-${title}${limits}${legendTop}${served}${legendBottom}${seconds}<text x="${left + plotW / 2}" y="495" text-anchor="middle">seconds</text>
+${title}${limits}${legendTop}${served}${legendMiddle}${latency}${legendBottom}${seconds}<text x="${left + plotW / 2}" y="545" text-anchor="middle">seconds</text>
 </svg>
 `;
   return {
     svg,
-    summary: `adaptive ${adaptive.goodput.toFixed(0)} calls/s over the run; ${fixed.map((f) => `fixed ${f.limit} ${f.run.goodput.toFixed(0)}`).join(', ')}`,
+    summary: runs
+      .map((r) => `${r.text} ${goodput(r.run).toFixed(0)} calls/s, worst p99 ${worst(r.run).toFixed(2)} L`)
+      .join('; '),
   };
 }
 

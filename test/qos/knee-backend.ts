@@ -144,9 +144,10 @@ class Tally {
   ) {}
 
   result(): KneeStretch {
-    const sorted = this.latencies.sort((a, b) => a - b);
+    // Typed arrays sort numbers without a comparator: many times faster over half an hour's calls.
+    const sorted = Float64Array.from(this.latencies).sort();
     const n = sorted.length;
-    const waits = this.waits.sort((a, b) => a - b);
+    const waits = Float64Array.from(this.waits).sort();
     return {
       fromMs: this.fromMs,
       untilMs: this.untilMs,

@@ -100,4 +100,35 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
       };
     },
   },
+  {
+    // Twice the capacity throughout, while the capacity halves (another tenant) and comes back:
+    // after the halving, p99 is back within 2 L within a second; after the doubling, the limit
+    // reaches 0.8 of the new capacity within 2 seconds.
+    name: 'capacity halves, then doubles',
+    seed: 14,
+    serviceMs: L,
+    phases: [
+      { untilMs: 20_000, capacity: 24, arrivalsPerSec: 2 * 1_200 },
+      { untilMs: 40_000, capacity: 12, arrivalsPerSec: 2 * 1_200 },
+      { untilMs: 60_000, capacity: 24, arrivalsPerSec: 2 * 1_200 },
+    ],
+    report: 'phases',
+    judge(run) {
+      // The end of the last quarter second after the halving whose calls had a p99 over 2 L.
+      const slot = 250;
+      let calmAfter = 0;
+      for (let t = 20_000; t < 40_000; t += slot) {
+        const ms = run.served.filter(([end]) => end >= t && end < t + slot).map(([, ms]) => ms);
+        ms.sort((a, b) => a - b);
+        const p99 = ms.length === 0 ? 0 : ms[Math.min(ms.length - 1, Math.floor(0.99 * ms.length))]!;
+        if (p99 > 2 * L) calmAfter = t + slot - 20_000;
+      }
+      const reached = run.trace.find(([at, limit]) => at >= 40_000 && limit >= 0.8 * 24);
+      const rise = reached === undefined ? Infinity : reached[0] - 40_000;
+      return {
+        passes: calmAfter <= 1_000 && rise <= 2_000,
+        why: `p99 within 2 L ${calmAfter} ms after the halving; the limit at 0.8 C ${rise} ms after the doubling`,
+      };
+    },
+  },
 ];

@@ -332,7 +332,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         this.#redis![kReport](); // the fleet should hear of it now, not with this instance's next admission
       }
       // Growth only from calls admitted through Redis while it answers: a fault never raises the limit.
-      else if (fence !== undefined && this.#redis![kThroughRedis]) shared.success(sample, this.#redis![kInstances]);
+      else if (fence !== undefined && this.#redis![kThroughRedis])
+        shared.success(sample, this.#redis![kInstances], fence);
       return;
     }
     const from = this.#algorithm.limit;

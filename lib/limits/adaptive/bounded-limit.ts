@@ -1,6 +1,8 @@
 // What every algorithm of an adaptive limit is (LimitAlgorithm, fed LimitSamples) and shares: the
 // bounds, the estimate behind the limit, one cut per round of calls; and, for the latency-based
 // ones, the window of calls they move once per.
+import { CallWindow, type ClosedWindow } from './call-window.js';
+import type { NoLoadProbe } from './no-load-latency.js';
 
 /** One call that ended, as an algorithm reads it. */
 export interface LimitSample {
@@ -64,8 +66,12 @@ export abstract class BoundedLimit implements LimitAlgorithm {
     this.estimate = bounds.initial;
   }
 
+  /** While a probe runs (no-load-latency.ts), the limit is pinned low: calls then meet no queue at the backend. */
+  protected probe: NoLoadProbe | undefined = undefined;
+
   get limit(): number {
-    return Math.floor(this.estimate);
+    const limit = Math.floor(this.estimate);
+    return this.probe?.running === true ? Math.min(limit, this.probe.pin) : limit;
   }
 
   get min(): number {
@@ -92,7 +98,7 @@ export abstract class BoundedLimit implements LimitAlgorithm {
       if (s.startedAt >= this.#cutAt) {
         this.#cutAt = s.startedAt + duration; // the call's end: calls admitted before it belong to this round
         this.#set(this.estimate * this.bounds.backoff);
-        this.cut();
+        this.cut(this.#cutAt);
       }
       return this.limit;
     }
@@ -113,8 +119,8 @@ export abstract class BoundedLimit implements LimitAlgorithm {
   /** The estimate after a success that took `durationMs` with `inflight` calls in flight, ended at `endedAt`. */
   protected abstract next(durationMs: number, inflight: number, endedAt: number): number;
 
-  /** The limit was cut for an overload (an algorithm may reset what it measured). */
-  protected cut(): void {}
+  /** The limit was cut for an overload of a call that ended `at` (an algorithm may reset what it measured). */
+  protected cut(_at: number): void {}
 
   /** Whether the calls in flight were too few to test the limit: no growth from them. */
   protected appLimited(inflight: number): boolean {
@@ -133,53 +139,28 @@ export abstract class BoundedLimit implements LimitAlgorithm {
  */
 export abstract class WindowedLimit extends BoundedLimit {
   readonly growth = 'window';
-  #start = NaN;
-  #count = 0;
-  #sum = 0;
-  #squares = 0;
-  #inflight = 0;
+  protected readonly calls: CallWindow;
 
-  constructor(
-    bounds: Bounds,
-    protected readonly windowMs: number,
-  ) {
+  constructor(bounds: Bounds, windowMs: number) {
     super(bounds);
+    this.calls = new CallWindow(windowMs);
+  }
+
+  protected get windowMs(): number {
+    return this.calls.windowMs;
   }
 
   protected next(durationMs: number, inflight: number, endedAt: number): number {
-    if (Number.isNaN(this.#start) || endedAt < this.#start) this.#start = endedAt; // a clock that went back starts a new window
-    this.#count++;
-    this.#sum += durationMs;
-    this.#squares += durationMs * durationMs;
-    if (inflight > this.#inflight) this.#inflight = inflight;
-    if (this.#count < 10 || endedAt - this.#start < this.windowMs) return this.estimate;
-    const mean = this.#sum / this.#count;
-    // The standard error of the mean: how far it may be off by chance alone.
-    const error = Math.sqrt(Math.max(0, this.#squares / this.#count - mean * mean) / this.#count);
-    const most = this.#inflight;
-    this.#start = endedAt;
-    this.#count = 0;
-    this.#sum = 0;
-    this.#squares = 0;
-    this.#inflight = 0;
-    return this.window(Math.max(mean, 0.001), most, error);
+    const closed = this.calls.add(durationMs, inflight, endedAt);
+    return closed === undefined ? this.estimate : this.window(closed);
   }
 
-  /** A window closed: the estimate after it. `errorMs`: the standard error of its mean latency. */
-  protected abstract window(meanMs: number, inflight: number, errorMs: number): number;
+  /** A window closed: the estimate after it. */
+  protected abstract window(closed: ClosedWindow): number;
 
   protected override cut(): void {
     // What the window held was measured at the old limit.
-    this.resetWindow();
-  }
-
-  /** Starts the next window afresh. */
-  protected resetWindow(): void {
-    this.#start = NaN;
-    this.#count = 0;
-    this.#sum = 0;
-    this.#squares = 0;
-    this.#inflight = 0;
+    this.calls.reset();
   }
 }
 

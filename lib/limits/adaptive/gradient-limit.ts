@@ -1,8 +1,12 @@
-import { Average, WindowedLimit, type Bounds } from './bounded-limit.js';
+import { WindowedLimit, type Bounds } from './bounded-limit.js';
+import type { ClosedWindow } from './call-window.js';
+import { BackendLatency, NoLoadProbe, PROBE_CONCURRENCY } from './no-load-latency.js';
 
 export class GradientLimit extends WindowedLimit {
   readonly name = 'gradient';
-  readonly #long: Average;
+  /** The long-term latency: over the last `longWindow` calls that met no queue (no-load-latency.ts). */
+  readonly #long: BackendLatency;
+  protected override readonly probe: NoLoadProbe;
 
   constructor(
     bounds: Bounds,
@@ -10,18 +14,37 @@ export class GradientLimit extends WindowedLimit {
     private readonly tolerance: number,
     longWindow: number,
     private readonly smoothing: number,
+    probeEvery: number,
   ) {
     super(bounds, windowMs);
-    this.#long = new Average(longWindow);
+    this.#long = new BackendLatency(longWindow);
+    this.probe = new NoLoadProbe(Math.max(bounds.min, PROBE_CONCURRENCY), probeEvery, windowMs);
   }
 
-  protected window(short: number, inflight: number): number {
-    const long = this.#long.add(short);
-    // Latency back to normal after a long overload: let the long-term average catch up now.
-    if (long / short > 2) this.#long.value *= 0.9;
-    if (this.appLimited(inflight)) return this.estimate;
-    const gradient = Math.max(0.5, Math.min(1, (this.tolerance * long) / short));
-    const target = this.estimate * gradient + Math.sqrt(this.estimate);
-    return this.estimate * (1 - this.smoothing) + target * this.smoothing;
+  protected override next(durationMs: number, inflight: number, endedAt: number): number {
+    if (this.probe.running) {
+      const measured = this.probe.call(durationMs, inflight, endedAt);
+      if (measured !== undefined) {
+        this.#long.probed(measured);
+        this.calls.reset();
+      }
+      return this.estimate;
+    }
+    if (this.#long.learning || this.appLimited(inflight)) this.#long.call(durationMs);
+    return super.next(durationMs, inflight, endedAt);
+  }
+
+  protected window(closed: ClosedWindow): number {
+    if (this.probe.due(this.limit, closed.endedAt)) return this.estimate;
+    this.#long.lower(closed.meanMs + closed.errorMs, closed.calls);
+    if (this.appLimited(closed.inflight)) return this.estimate;
+    const estimate = this.estimate;
+    // Latency above the long-term one by less than chance explains (its standard error) is no queue.
+    const short = Math.max(0.001, closed.meanMs - closed.errorMs);
+    const gradient = (this.tolerance * this.#long.value) / short;
+    // Within the tolerance: room to grow, smoothly. Past it: down at once, in proportion (a queue is
+    // building, and the limit that would bring latency back within it is this much lower).
+    if (gradient >= 1) return estimate + Math.sqrt(estimate) * this.smoothing;
+    return estimate * Math.max(0.5, gradient);
   }
 }

@@ -1,13 +1,13 @@
 // The algorithms of an adaptive concurrency limit, and the options that choose one: each reads how
 // calls end (their duration, the calls in flight when they began, whether the backend said it was
-// overloaded) and moves one limit between bounds. AIMD (aimd-limit.ts) reacts to overload signals
-// only (a 429, a timeout); the gradient (gradient-limit.ts) compares short-term latency with the
-// long-term one; Vegas (vegas-limit.ts) estimates the queue from the latency without one. After TCP
-// congestion control, as Netflix's concurrency-limits does. The latency-based two move once per
-// window of calls (windowMs) on its mean latency. Vegas measures the latency without a queue with
-// its limit pinned low now and then, so it finds it even when the backend is never idle; the
-// gradient creeps up as its long-term latency catches up with a steady load. Loss signals (429,
-// timeouts) are what every algorithm cuts on.
+// overloaded) and moves one limit between bounds. Loss signals (429, timeouts) are what every
+// algorithm cuts on. AIMD (aimd-limit.ts) grows by one per limit's worth of successes and also
+// cuts when the recent calls' mean latency shows a queue; the gradient (gradient-limit.ts) keeps
+// short-term latency within a tolerance of the long-term one; Vegas (vegas-limit.ts) estimates the
+// queue from the latency without one and keeps it short. After TCP congestion control, as
+// Netflix's concurrency-limits does. The latency they measure against is the backend's without a
+// queue (no-load-latency.ts): calls that tested the limit never raise it, so none ratchets, and a
+// probe at a pinned low concurrency measures it again now and then.
 import { is, keysOf, OptionReader, type OptionScope } from '../../core/index.js';
 import { AimdLimit } from './aimd-limit.js';
 import type { Bounds, LimitAlgorithm } from './bounded-limit.js';
@@ -31,23 +31,41 @@ export interface LimitBounds {
   backoff?: number;
 }
 
-/** AIMD: grows by one per limit's worth of successes, cuts by `backoff` on overload. */
-export interface AimdOptions extends LimitBounds {
-  algorithm: 'aimd';
-}
-
-/** What the latency-based algorithms share: they move once per window of calls, on its mean latency. */
+/** What the algorithms that read latency share: windows of calls, and probes of the latency without a queue (AIMD: the probes only). */
 export interface WindowOptions {
   /** A window closes once it is this long, ms, and holds at least 10 successes. Default 250. */
   windowMs?: number;
+  /**
+   * The latency without a queue is measured again, with the limit pinned at 3 (or `min`) for the
+   * 20 calls it takes, every this many limits' worth of windows; the first time after this many
+   * windows. Default 30.
+   */
+  probeEvery?: number;
+}
+
+/**
+ * AIMD: grows by one per limit's worth of successes, cuts by `backoff` on overload, and when the
+ * mean latency of the last limit's worth of calls (20 at least) is past `tolerance` × the latency
+ * without a queue by more than chance explains (a queue building).
+ */
+export interface AimdOptions extends LimitBounds, WindowOptions {
+  algorithm: 'aimd';
+  /** Recent calls' mean latency past this multiple of the latency without a queue cuts. `Infinity`: only overloads cut (Netflix's AIMD). Default 1.5. */
+  tolerance?: number;
 }
 
 /** Gradient: the limit follows long-term over short-term latency, plus room to probe. */
 export interface GradientOptions extends LimitBounds, WindowOptions {
   algorithm: 'gradient';
-  /** Short-term latency may exceed the long-term one by this factor before the limit shrinks. Default 1.5. */
+  /**
+   * Short-term latency (a window's mean) may exceed the long-term one by this factor: within it the
+   * limit grows by √limit × `smoothing` a window; past it, it shrinks at once in proportion. Default 1.5.
+   */
   tolerance?: number;
-  /** Windows the long-term latency averages over. Default 600. */
+  /**
+   * Calls the long-term latency averages over: calls that met no queue of the limit's making (under
+   * load, only a window with a lower mean, or a probe, moves it). Default 600.
+   */
   longWindow?: number;
   /** How much of each new estimate the limit takes (0–1]. Default 0.2. */
   smoothing?: number;
@@ -56,12 +74,6 @@ export interface GradientOptions extends LimitBounds, WindowOptions {
 /** Vegas: the queue at the backend, estimated from the latency without one, kept between α and β. */
 export interface VegasOptions extends LimitBounds, WindowOptions {
   algorithm: 'vegas';
-  /**
-   * The latency without a queue is measured again, with the limit pinned at 3 (or `min`) for the
-   * 20 calls it takes, every this many limits' worth of windows; the first time after this many
-   * windows. Default 30.
-   */
-  probeEvery?: number;
   /** How much of each new estimate the limit takes (0–1]. Default 1. */
   smoothing?: number;
 }
@@ -80,7 +92,7 @@ export function limitAlgorithm(
   const algorithm = read.get('algorithm', is.oneOf('aimd', 'gradient', 'vegas'));
   if (algorithm === undefined) read.fail('algorithm', "is needed: 'aimd', 'gradient' or 'vegas'");
   const known = {
-    aimd: keysOf<AimdOptions>({ algorithm: true, ...BOUNDS }),
+    aimd: keysOf<AimdOptions>({ algorithm: true, ...BOUNDS, tolerance: true, windowMs: true, probeEvery: true }),
     gradient: keysOf<GradientOptions>({
       algorithm: true,
       ...BOUNDS,
@@ -88,6 +100,7 @@ export function limitAlgorithm(
       tolerance: true,
       longWindow: true,
       smoothing: true,
+      probeEvery: true,
     }),
     vegas: keysOf<VegasOptions>({ algorithm: true, ...BOUNDS, windowMs: true, probeEvery: true, smoothing: true }),
   }[algorithm as AdaptiveAlgorithmOptions['algorithm']];
@@ -99,8 +112,12 @@ export function limitAlgorithm(
   if (initial < min || initial > max)
     read.fail('initial', `must be within min and max (${min}–${max}), got ${initial}`);
   const bounds: Bounds = { min, max, initial, backoff: read.get('backoff', is.from(0.1, 1), 0.7) as number };
-  if (algorithm === 'aimd') return new AimdLimit(bounds);
   const windowMs = read.get('windowMs', is.finiteAbove(0), 250) as number;
+  const probeEvery = read.get('probeEvery', is.whole(1), 30) as number;
+  if (algorithm === 'aimd') {
+    const tolerance = read.get('tolerance', is.noted(is.atLeast(1), 'Infinity: only overloads cut'), 1.5) as number;
+    return new AimdLimit(bounds, { tolerance, windowMs, longWindow: 600, probeEvery });
+  }
   if (algorithm === 'gradient') {
     return new GradientLimit(
       bounds,
@@ -108,12 +125,8 @@ export function limitAlgorithm(
       read.get('tolerance', is.finiteAtLeast(1), 1.5) as number,
       read.get('longWindow', is.whole(1), 600) as number,
       read.get('smoothing', is.fraction, 0.2) as number,
+      probeEvery,
     );
   }
-  return new VegasLimit(
-    bounds,
-    windowMs,
-    read.get('probeEvery', is.whole(1), 30) as number,
-    read.get('smoothing', is.fraction, 1) as number,
-  );
+  return new VegasLimit(bounds, windowMs, probeEvery, read.get('smoothing', is.fraction, 1) as number);
 }

@@ -43,14 +43,16 @@ export class SharedLimit implements LimitShare {
     return Math.floor(this.#estimate);
   }
 
-  /** A call admitted through Redis ended well. `instances`: how many share the limit now. */
-  success(sample: LimitSample, instances: number): void {
+  /** A call admitted through Redis ended well. `instances`: how many share the limit now; `fence`: its lease's token. */
+  success(sample: LimitSample, instances: number, fence: number): void {
     const { algorithm } = this;
     algorithm.follow(this.#estimate);
     const before = algorithm.estimate;
     algorithm.sample(sample);
     let delta = algorithm.estimate - before;
     if (delta === 0) return;
+    // A cut on latency (AIMD's, the gradient's: a queue building) is a cut as an overload's: once per round for the fleet.
+    if (delta < 0) return this.#cutTo(algorithm.estimate, fence);
     // A window's step is what one instance proposes for the whole limit: each takes its part.
     if (algorithm.growth === 'window') delta /= Math.max(1, instances);
     this.#delta += delta;
@@ -62,9 +64,13 @@ export class SharedLimit implements LimitShare {
     const { algorithm } = this;
     algorithm.follow(this.#estimate);
     algorithm.sample(sample); // cuts here at once (once per round on this instance); Redis decides for the fleet
-    this.#set(algorithm.estimate);
-    this.#cut = fence === undefined || this.#cut < 0 ? -1 : Math.max(this.#cut, fence);
+    this.#cutTo(algorithm.estimate, fence);
     if (retryAfterMs !== undefined) this.#pauseMs = Math.max(this.#pauseMs, retryAfterMs);
+  }
+
+  #cutTo(estimate: number, fence: number | undefined): void {
+    this.#set(estimate);
+    this.#cut = fence === undefined || this.#cut < 0 ? -1 : Math.max(this.#cut, fence);
   }
 
   /** A probe through the pause succeeded here: the next call tells Redis that the fleet's pause is over (a new pause asked for meanwhile wins). */

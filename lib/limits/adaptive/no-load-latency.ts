@@ -1,0 +1,113 @@
+// The backend's latency without a queue: what every latency-reading algorithm measures a queue
+// against. Under sustained load no call meets an idle backend, and a limit that took the latency
+// it keeps for the norm would let the queue grow by its tolerance again and again: a ratchet.
+// So calls that tested the limit never raise it; it goes up only from calls that met no queue of
+// the limit's making, and from a probe: now and then the limit is pinned low for the few calls it
+// takes to measure the backend without a queue (as Envoy's gradient controller does).
+
+/** Concurrency at which a probe measures: low enough that no backend queues. */
+export const PROBE_CONCURRENCY = 3;
+/** Successes a probe takes its measure from. */
+const PROBE_SAMPLES = 20;
+
+/**
+ * Pins the limit low now and then to measure the latency without a queue: the first time after
+ * `every` windows (in case the limit started past the knee), then every `every` × limit windows.
+ */
+export class NoLoadProbe {
+  /** When the probe under way pinned the limit (NaN: none). */
+  #pinnedAt = NaN;
+  #sum = 0;
+  #count = 0;
+  #windows = 0;
+  #probed = false;
+
+  constructor(
+    /** The limit while a probe runs. */
+    readonly pin: number,
+    private readonly every: number,
+    private readonly windowMs: number,
+  ) {}
+
+  get running(): boolean {
+    return !Number.isNaN(this.#pinnedAt);
+  }
+
+  /** A window closed with the limit at `limit`: whether a probe begins now (then the window says nothing). */
+  due(limit: number, now: number): boolean {
+    if (++this.#windows < this.every * (this.#probed ? limit : 1)) return false;
+    this.#pinnedAt = now;
+    return true;
+  }
+
+  /**
+   * A call ended while the probe runs: the mean latency it measured once it has enough calls, NaN
+   * if it gave up (too few calls came), undefined while it goes on.
+   */
+  call(durationMs: number, inflight: number, endedAt: number): number | undefined {
+    // Only calls admitted during the probe, at the pinned concurrency, measure the latency without a queue.
+    if (endedAt - durationMs >= this.#pinnedAt && inflight <= this.pin) {
+      this.#sum += durationMs;
+      this.#count++;
+    }
+    if (this.#count >= PROBE_SAMPLES) {
+      const mean = this.#sum / this.#count;
+      this.#end();
+      return mean;
+    }
+    if (endedAt - this.#pinnedAt > 4 * this.windowMs) {
+      this.#end(); // too few calls to measure: try again later
+      return NaN;
+    }
+    return undefined;
+  }
+
+  #end(): void {
+    this.#probed = true;
+    this.#pinnedAt = NaN;
+    this.#sum = 0;
+    this.#count = 0;
+    this.#windows = 0;
+  }
+}
+
+/**
+ * The latency without a queue as the gradient and AIMD keep it: an average over the last `calls`
+ * calls that met no queue of the limit's making (calls admitted with fewer in flight than half
+ * the limit, and the very first calls, before anything is known), lowered by calls that tested the
+ * limit when their mean is lower, set by a probe.
+ */
+export class BackendLatency {
+  /** ms; NaN until the first call. */
+  value = NaN;
+  #seen = 0;
+  readonly #weight: number;
+
+  constructor(calls: number) {
+    this.#weight = 2 / (calls + 1);
+  }
+
+  /** Whether it still takes any call: it knows too little to tell a queue. */
+  get learning(): boolean {
+    return this.#seen < 10;
+  }
+
+  /** A call that met no queue of the limit's making. */
+  call(durationMs: number): void {
+    this.#seen++;
+    // A plain mean of the first calls, then an exponential average over about `calls` of them.
+    const weight = Math.max(this.#weight, 1 / this.#seen);
+    this.value = Number.isNaN(this.value) ? durationMs : this.value + (durationMs - this.value) * weight;
+  }
+
+  /** The mean latency of `calls` calls that tested the limit: it can only lower the value, by as much as they weigh. */
+  lower(meanMs: number, calls: number): void {
+    if (!(meanMs < this.value)) return;
+    this.value += (meanMs - this.value) * (1 - (1 - this.#weight) ** calls);
+  }
+
+  /** A probe measured it. */
+  probed(ms: number): void {
+    if (!Number.isNaN(ms)) this.value = ms;
+  }
+}
