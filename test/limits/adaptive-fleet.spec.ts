@@ -6,7 +6,7 @@
 // sends the upstream more than 10 % above its capacity, it finds the capacity again within a
 // few seconds when it returns, and neither Redis fault raises the limit.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +15,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.js';
+import { compile, root } from '../support/compile.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const dist = join(root, 'dist-test-fleet');
 const worker = fileURLToPath(new URL('./fixtures/adaptive-worker.mjs', import.meta.url));
 const SERVICE_MS = 50;
@@ -178,17 +178,7 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
   let fleet: Fleet;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [
-      join(root, 'node_modules/typescript/bin/tsc'),
-      '-p',
-      join(root, 'tsconfig.build.json'),
-      '--outDir',
-      dist,
-      '--declaration',
-      'false',
-      '--sourceMap',
-      'false',
-    ]);
+    compile('tsconfig.build.json', dist);
     redis = await RedisServer.start();
     fleet = await runFleet(redis);
     // For the record: what each phase looked like.

@@ -258,6 +258,30 @@ describe('latency-based limits', () => {
     expect(blind.limit).toBe(60);
   });
 
+  it('AIMD cuts once per round, whether a queue or an overload cut first: calls admitted before the cut do not cut again', () => {
+    const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 40, max: 60 });
+    steady(algorithm, 200, () => 10, 0); // its latency without a queue: 10 ms
+    const before = algorithm.limit;
+    const estimate = algorithm.estimate;
+    // Calls admitted at 5 000–5 029 come back at 30 ms: the first whose recent mean shows the queue
+    // cuts; the rest, admitted before that cut, do not cut again.
+    const limits: number[] = [];
+    for (let i = 0; i < 30; i++)
+      limits.push(algorithm.sample({ startedAt: 5_000 + i, durationMs: 30, inflight: before, outcome: 'success' }));
+    expect(algorithm.cuts).toBe(1);
+    expect(limits).toContain(Math.floor(estimate * 0.7));
+    const cut = algorithm.limit;
+    // An overload of a call admitted before that cut belongs to the same round.
+    algorithm.sample({ startedAt: 5_010, durationMs: 40, inflight: before, outcome: 'overload' });
+    expect(algorithm.limit).toBe(cut);
+    expect(algorithm.cuts).toBe(1);
+    // One admitted after it is a new round.
+    algorithm.sample({ startedAt: 6_000, durationMs: 5, inflight: cut, outcome: 'overload' });
+    expect(algorithm.cuts).toBe(2);
+    expect(algorithm.limit).toBe(Math.floor(algorithm.estimate));
+    expect(algorithm.limit).toBeLessThan(cut);
+  });
+
   it('AIMD holds its limit where one call in a hundred is slow: a tail is no queue', () => {
     const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 30, max: 40 });
     const limits = steady(algorithm, 20_000, (i) => (i % 100 === 99 ? 200 : 10));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.js';
+import { compile, root } from '../support/compile.js';
 
 // Four processes × 25 workers share one Redis with a global limit of 50 and 5 per key (10 keys).
 // Midway one process is killed with SIGKILL while it holds leases, and later Redis itself is
@@ -15,7 +16,6 @@ import { RedisServer } from '../support/redis-server.js';
 // Then 4 processes × 12 workers live through stalls longer than the TTL: Redis frozen (SIGSTOP,
 // CLIENT PAUSE, DEBUG SLEEP) or one holder's event loop blocked, five times each.
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const dist = join(root, 'dist-test');
 const worker = fileURLToPath(new URL('./fixtures/lease-worker.mjs', import.meta.url));
 const TTL_MS = 1_000;
@@ -349,17 +349,7 @@ describe('limits across processes on one Redis', () => {
   let server: RedisServer;
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [
-      join(root, 'node_modules/typescript/bin/tsc'),
-      '-p',
-      join(root, 'tsconfig.build.json'),
-      '--outDir',
-      dist,
-      '--declaration',
-      'false',
-      '--sourceMap',
-      'false',
-    ]);
+    compile('tsconfig.build.json', dist);
     server = await RedisServer.start(['--enable-debug-command', 'yes']);
   }, 60_000);
 

@@ -126,4 +126,28 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
       [32, 31],
     ]);
   });
+
+  it('sends a cut by backoff on a success (AIMD seeing a queue) as a cut, for Redis to count once per round; a window’s step down as a step', () => {
+    const clock = { now: () => 0, setTimeout: () => 0, clearTimeout: () => {} };
+    const shared = (algorithm: 'aimd' | 'gradient') =>
+      new SharedLimit(limitAlgorithm({ algorithm, min: 1, max: 100, initial: 40 }), clock, 1_000, () => {});
+    // Calls at full load: 10 ms for a while, then 30 ms (three times the latency without a queue).
+    const feed = (limit: SharedLimit, fence: number) => {
+      for (let i = 0; i < 2_000; i++)
+        limit.success(
+          { startedAt: i * 5, durationMs: i < 1_000 ? 10 : 30, inflight: limit.limit, outcome: 'success' },
+          1,
+          fence,
+        );
+    };
+    const aimd = shared('aimd');
+    feed(aimd, 7);
+    const cut = aimd.take().report;
+    expect(cut.cut).toBe(7); // its lease's fence: Redis cuts by backoff, once for the round
+    const gradient = shared('gradient');
+    feed(gradient, 7);
+    const step = gradient.take().report;
+    expect(step.cut).toBe(0);
+    expect(step.delta).toBeLessThan(0); // its proportional step, sent as a step
+  });
 });

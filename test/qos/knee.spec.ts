@@ -7,16 +7,15 @@
 // capacity within 2 s. The half-hour runs go to processes of their own (knee-verdict.ts).
 // `npm run qos:knee` prints them all, with and without waiting.
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DEFAULT_ADAPTIVE } from '../../lib/limits/adaptive/adaptive-limiter.js';
 import { adaptiveGate } from './adaptive-scenarios.js';
 import { runKnee } from './knee-backend.js';
 import { KNEE_ALGORITHMS, KNEE_SCENARIOS, type Verdict } from './knee-scenarios.js';
+import { compile, root } from '../support/compile.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const dist = join(root, 'dist-test-knee');
 const SUSTAINED = 'sustained 2x overload, 30 minutes';
 const scenario = (name: string) => KNEE_SCENARIOS.find((s) => s.name.startsWith(name))!;
@@ -31,8 +30,7 @@ async function verdictApart(gate: string, scenarioName: string): Promise<Verdict
 describe('the adaptive limits on a backend with a hard knee', () => {
   let sustained: Map<string, Promise<Verdict>>;
   beforeAll(() => {
-    const tsc = join(root, 'node_modules/typescript/bin/tsc');
-    execFileSync(process.execPath, [tsc, '-p', join(root, 'test/qos/tsconfig.json'), '--outDir', dist]);
+    compile('test/qos/tsconfig.json', dist);
     // One at a time: the rest of the suite runs beside them on two cores.
     const gates = [...KNEE_ALGORITHMS.map((a) => a.algorithm), 'netflix-vegas'];
     sustained = new Map();

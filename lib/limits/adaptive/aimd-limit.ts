@@ -1,77 +1,64 @@
 import { BoundedLimit, type Bounds } from './bounded-limit.js';
-import { BackendLatency, NoLoadProbe, PROBE_CONCURRENCY } from './no-load-latency.js';
+import { BackendLatency, NoLoadProbe } from './no-load-latency.js';
 
-/** What AIMD reads of latency: the recent calls' mean past `tolerance` × the latency without a queue is a queue building. `windowMs`: the unit its probes are timed in. */
-export interface AimdLatency {
-  readonly tolerance: number;
-  readonly windowMs: number;
-  readonly longWindow: number;
-  readonly probeEvery: number;
-}
+/** Calls the latency without a queue averages over, as the gradient's default. */
+const LONG_WINDOW = 600;
 
 export class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
   readonly growth = 'call';
-  readonly #latency: BackendLatency;
-  readonly #tolerance: number;
+  readonly #latency = new BackendLatency(LONG_WINDOW);
   protected override readonly probe: NoLoadProbe | undefined;
-  /** The mean latency of about the last limit's worth of calls (NaN: none since the last cut). */
+  /** The mean latency of about the last limit's worth of calls, and its variance (NaN: none since the last cut). */
   #recent = NaN;
   #variance = 0;
-  /** Calls admitted before this were admitted at a limit since cut: their latency says nothing of the new one. */
-  #since = -Infinity;
-  #windowEnd = -Infinity;
-  readonly #windowMs: number;
 
-  constructor(bounds: Bounds, latency: AimdLatency) {
+  /** `tolerance`: the recent calls' mean past this × the latency without a queue is a queue building (Infinity: overloads only cut). */
+  constructor(
+    bounds: Bounds,
+    private readonly tolerance: number,
+    windowMs: number,
+    probeEvery: number,
+  ) {
     super(bounds);
-    this.#tolerance = latency.tolerance;
-    this.#windowMs = latency.windowMs;
-    this.#latency = new BackendLatency(latency.longWindow);
-    this.probe =
-      latency.tolerance === Infinity
-        ? undefined
-        : new NoLoadProbe(Math.max(bounds.min, PROBE_CONCURRENCY), latency.probeEvery, latency.windowMs);
+    this.probe = tolerance === Infinity ? undefined : new NoLoadProbe(bounds.min, probeEvery, windowMs);
   }
 
   protected next(durationMs: number, inflight: number, endedAt: number): number {
     const probe = this.probe;
-    if (probe === undefined) return this.#grow(inflight);
-    if (probe.running) {
-      const measured = probe.call(durationMs, inflight, endedAt);
-      if (measured !== undefined) this.#latency.probed(measured);
-      return this.#grow(inflight);
-    }
-    if (endedAt - durationMs < this.#since) return this.#grow(inflight);
     const latency = this.#latency;
-    if (latency.learning || this.appLimited(inflight)) {
-      latency.call(durationMs);
-      this.#recent = NaN;
-      return this.#grow(inflight);
+    if (probe?.running === true) {
+      const measured = probe.call(durationMs, inflight, endedAt);
+      if (measured !== undefined) latency.probed(measured);
+    } else if (probe !== undefined && endedAt - durationMs >= this.cutAt) {
+      // Calls admitted before the last cut were admitted at the old limit: their latency says nothing of the new one.
+      if (latency.learning || this.appLimited(inflight)) {
+        latency.call(durationMs);
+        this.#recent = NaN;
+      } else if (this.#queue(durationMs)) {
+        this.backOff(endedAt - durationMs, endedAt);
+        return this.estimate;
+      }
+      if (probe.tick(this.limit, endedAt)) return this.estimate;
     }
+    return this.#grow(inflight);
+  }
+
+  /** Whether a call that tested the limit, with those before it, shows a queue building. */
+  #queue(durationMs: number): boolean {
     // Over about a limit's worth of calls (a round trip's, 20 at least), with how far that mean may
     // be off by chance alone: one slow call, or a backend whose calls vary widely, is no queue.
     const weight = 2 / (Math.max(20, this.limit) + 1);
-    let recent = durationMs;
-    if (Number.isNaN(this.#recent)) this.#variance = 0;
-    else {
+    if (Number.isNaN(this.#recent)) {
+      this.#recent = durationMs;
+      this.#variance = 0;
+    } else {
       const delta = durationMs - this.#recent;
-      recent = this.#recent + delta * weight;
+      this.#recent += delta * weight;
       this.#variance = (1 - weight) * (this.#variance + weight * delta * delta);
     }
-    this.#recent = recent;
     const error = Math.sqrt((this.#variance * weight) / (2 - weight));
-    if (recent - error > this.#tolerance * latency.value) {
-      // A queue building: cut as for an overload, one cut per round.
-      this.cut(endedAt);
-      return this.estimate * this.bounds.backoff;
-    }
-    // Time for a probe? Counted in windows of time, as the windowed algorithms count theirs.
-    if (endedAt >= this.#windowEnd) {
-      this.#windowEnd = endedAt + this.#windowMs;
-      if (probe.due(this.limit, endedAt)) return this.estimate;
-    }
-    return this.#grow(inflight);
+    return this.#recent - error > this.tolerance * this.#latency.value;
   }
 
   /** A success counts whether it was timed or not. */
@@ -79,8 +66,7 @@ export class AimdLimit extends BoundedLimit {
     return this.#grow(inflight);
   }
 
-  protected override cut(at: number): void {
-    this.#since = at;
+  protected override cut(): void {
     this.#recent = NaN;
   }
 

@@ -26,6 +26,12 @@ export interface LimitAlgorithm {
   readonly max: number;
   /** The share of the limit an overload keeps (0.7: a cut by 30 %). */
   readonly backoff: number;
+  /**
+   * The cuts by `backoff` so far (for an overload, or a queue AIMD saw), one per round of calls. A
+   * limit shared through Redis sends such a cut as a cut, for Redis to count once per round for the
+   * fleet; any other move of the estimate is a step.
+   */
+  readonly cuts: number;
   /** The estimate behind the limit, fractional: the limit is its whole part. */
   readonly estimate: number;
   /**
@@ -59,7 +65,8 @@ export abstract class BoundedLimit implements LimitAlgorithm {
   abstract readonly growth: 'call' | 'window';
   /** The estimate, fractional; the limit is its whole part. */
   estimate: number;
-  /** When the limit was last cut: overloads of calls admitted before it are of the same round. */
+  cuts = 0;
+  /** When the limit was last cut: calls admitted before it are of the same round. */
   #cutAt = -Infinity;
 
   constructor(protected readonly bounds: Bounds) {
@@ -95,11 +102,7 @@ export abstract class BoundedLimit implements LimitAlgorithm {
     if (!(duration >= 0) || duration === Infinity || !(s.inflight >= 0) || !Number.isFinite(s.startedAt))
       return this.limit;
     if (s.outcome === 'overload') {
-      if (s.startedAt >= this.#cutAt) {
-        this.#cutAt = s.startedAt + duration; // the call's end: calls admitted before it belong to this round
-        this.#set(this.estimate * this.bounds.backoff);
-        this.cut(this.#cutAt);
-      }
+      this.backOff(s.startedAt, s.startedAt + duration);
       return this.limit;
     }
     this.#set(this.next(duration, s.inflight, s.startedAt + duration));
@@ -119,8 +122,25 @@ export abstract class BoundedLimit implements LimitAlgorithm {
   /** The estimate after a success that took `durationMs` with `inflight` calls in flight, ended at `endedAt`. */
   protected abstract next(durationMs: number, inflight: number, endedAt: number): number;
 
-  /** The limit was cut for an overload of a call that ended `at` (an algorithm may reset what it measured). */
-  protected cut(_at: number): void {}
+  /**
+   * Cuts by `backoff` for a call admitted at `startedAt` that ended at `endedAt`, unless this
+   * round was cut already: calls admitted before the last cut belong to it.
+   */
+  protected backOff(startedAt: number, endedAt: number): void {
+    if (startedAt < this.#cutAt) return;
+    this.#cutAt = endedAt;
+    this.#set(this.estimate * this.bounds.backoff);
+    this.cuts++;
+    this.cut();
+  }
+
+  /** When the limit was last cut (-Infinity: never). */
+  protected get cutAt(): number {
+    return this.#cutAt;
+  }
+
+  /** The limit was cut (an algorithm may reset what it measured). */
+  protected cut(): void {}
 
   /** Whether the calls in flight were too few to test the limit: no growth from them. */
   protected appLimited(inflight: number): boolean {
@@ -146,17 +166,26 @@ export abstract class WindowedLimit extends BoundedLimit {
     this.calls = new CallWindow(windowMs);
   }
 
-  protected get windowMs(): number {
-    return this.calls.windowMs;
-  }
-
   protected next(durationMs: number, inflight: number, endedAt: number): number {
+    const probe = this.probe;
+    if (probe?.running === true) {
+      // The limit is pinned for a probe: its calls measure the latency without a queue, not the limit.
+      const measured = probe.call(durationMs, inflight, endedAt);
+      if (!probe.running) {
+        if (measured !== undefined) this.probed(measured);
+        this.calls.reset();
+      }
+      return this.estimate;
+    }
     const closed = this.calls.add(durationMs, inflight, endedAt);
     return closed === undefined ? this.estimate : this.window(closed);
   }
 
   /** A window closed: the estimate after it. */
   protected abstract window(closed: ClosedWindow): number;
+
+  /** A probe measured the latency without a queue, ms. */
+  protected probed(_ms: number): void {}
 
   protected override cut(): void {
     // What the window held was measured at the old limit.

@@ -1,6 +1,6 @@
 import { WindowedLimit, type Bounds } from './bounded-limit.js';
 import type { ClosedWindow } from './call-window.js';
-import { BackendLatency, NoLoadProbe, PROBE_CONCURRENCY } from './no-load-latency.js';
+import { BackendLatency, NoLoadProbe } from './no-load-latency.js';
 
 export class GradientLimit extends WindowedLimit {
   readonly name = 'gradient';
@@ -18,20 +18,16 @@ export class GradientLimit extends WindowedLimit {
   ) {
     super(bounds, windowMs);
     this.#long = new BackendLatency(longWindow);
-    this.probe = new NoLoadProbe(Math.max(bounds.min, PROBE_CONCURRENCY), probeEvery, windowMs);
+    this.probe = new NoLoadProbe(bounds.min, probeEvery, windowMs);
   }
 
   protected override next(durationMs: number, inflight: number, endedAt: number): number {
-    if (this.probe.running) {
-      const measured = this.probe.call(durationMs, inflight, endedAt);
-      if (measured !== undefined) {
-        this.#long.probed(measured);
-        this.calls.reset();
-      }
-      return this.estimate;
-    }
-    if (this.#long.learning || this.appLimited(inflight)) this.#long.call(durationMs);
+    if (!this.probe.running && (this.#long.learning || this.appLimited(inflight))) this.#long.call(durationMs);
     return super.next(durationMs, inflight, endedAt);
+  }
+
+  protected override probed(ms: number): void {
+    this.#long.probed(ms);
   }
 
   protected window(closed: ClosedWindow): number {

@@ -116,7 +116,7 @@ export function limitAlgorithm(
   const probeEvery = read.get('probeEvery', is.whole(1), 30) as number;
   if (algorithm === 'aimd') {
     const tolerance = read.get('tolerance', is.noted(is.atLeast(1), 'Infinity: only overloads cut'), 1.5) as number;
-    return new AimdLimit(bounds, { tolerance, windowMs, longWindow: 600, probeEvery });
+    return new AimdLimit(bounds, tolerance, windowMs, probeEvery);
   }
   if (algorithm === 'gradient') {
     return new GradientLimit(

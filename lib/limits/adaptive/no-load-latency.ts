@@ -6,7 +6,7 @@
 // takes to measure the backend without a queue (as Envoy's gradient controller does).
 
 /** Concurrency at which a probe measures: low enough that no backend queues. */
-export const PROBE_CONCURRENCY = 3;
+const PROBE_CONCURRENCY = 3;
 /** Successes a probe takes its measure from. */
 const PROBE_SAMPLES = 20;
 
@@ -21,13 +21,18 @@ export class NoLoadProbe {
   #count = 0;
   #windows = 0;
   #probed = false;
+  /** For an algorithm without windows of calls: when the window of time under way ends. */
+  #windowEnd = -Infinity;
+  /** The limit while a probe runs: 3, or the least the limit may be. */
+  readonly pin: number;
 
   constructor(
-    /** The limit while a probe runs. */
-    readonly pin: number,
+    min: number,
     private readonly every: number,
     private readonly windowMs: number,
-  ) {}
+  ) {
+    this.pin = Math.max(min, PROBE_CONCURRENCY);
+  }
 
   get running(): boolean {
     return !Number.isNaN(this.#pinnedAt);
@@ -40,9 +45,16 @@ export class NoLoadProbe {
     return true;
   }
 
+  /** A call ended `now`, for an algorithm without windows of calls: windows of `windowMs` of time count instead. */
+  tick(limit: number, now: number): boolean {
+    if (now < this.#windowEnd) return false;
+    this.#windowEnd = now + this.windowMs;
+    return this.due(limit, now);
+  }
+
   /**
-   * A call ended while the probe runs: the mean latency it measured once it has enough calls, NaN
-   * if it gave up (too few calls came), undefined while it goes on.
+   * A call ended while the probe runs: the mean latency it measured once it has enough calls;
+   * undefined while it goes on, or if it gave up (too few calls came; then it no longer runs).
    */
   call(durationMs: number, inflight: number, endedAt: number): number | undefined {
     // Only calls admitted during the probe, at the pinned concurrency, measure the latency without a queue.
@@ -57,7 +69,7 @@ export class NoLoadProbe {
     }
     if (endedAt - this.#pinnedAt > 4 * this.windowMs) {
       this.#end(); // too few calls to measure: try again later
-      return NaN;
+      return undefined;
     }
     return undefined;
   }
@@ -108,6 +120,6 @@ export class BackendLatency {
 
   /** A probe measured it. */
   probed(ms: number): void {
-    if (!Number.isNaN(ms)) this.value = ms;
+    this.value = ms;
   }
 }

@@ -48,11 +48,12 @@ export class SharedLimit implements LimitShare {
     const { algorithm } = this;
     algorithm.follow(this.#estimate);
     const before = algorithm.estimate;
+    const cuts = algorithm.cuts;
     algorithm.sample(sample);
+    // A cut by backoff on a success (AIMD's, for a queue building) is a cut as an overload's: once per round for the fleet.
+    if (algorithm.cuts !== cuts) return this.#cutTo(algorithm.estimate, fence);
     let delta = algorithm.estimate - before;
     if (delta === 0) return;
-    // A cut on latency (AIMD's, the gradient's: a queue building) is a cut as an overload's: once per round for the fleet.
-    if (delta < 0) return this.#cutTo(algorithm.estimate, fence);
     // A window's step is what one instance proposes for the whole limit: each takes its part.
     if (algorithm.growth === 'window') delta /= Math.max(1, instances);
     this.#delta += delta;

@@ -1,6 +1,6 @@
 import { WindowedLimit, type Bounds } from './bounded-limit.js';
 import type { ClosedWindow } from './call-window.js';
-import { NoLoadProbe, PROBE_CONCURRENCY } from './no-load-latency.js';
+import { NoLoadProbe } from './no-load-latency.js';
 
 export class VegasLimit extends WindowedLimit {
   readonly name = 'vegas';
@@ -27,17 +27,11 @@ export class VegasLimit extends WindowedLimit {
     private readonly smoothing: number,
   ) {
     super(bounds, windowMs);
-    this.probe = new NoLoadProbe(Math.max(bounds.min, PROBE_CONCURRENCY), probeEvery, windowMs);
+    this.probe = new NoLoadProbe(bounds.min, probeEvery, windowMs);
   }
 
-  protected override next(durationMs: number, inflight: number, endedAt: number): number {
-    if (!this.probe.running) return super.next(durationMs, inflight, endedAt);
-    const measured = this.probe.call(durationMs, inflight, endedAt);
-    if (measured !== undefined) {
-      if (!Number.isNaN(measured)) this.#noLoad = this.#smoothed = measured;
-      this.calls.reset();
-    }
-    return this.estimate;
+  protected override probed(ms: number): void {
+    this.#noLoad = this.#smoothed = ms;
   }
 
   protected window({ meanMs: rtt, inflight, errorMs, endedAt }: ClosedWindow): number {
