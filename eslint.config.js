@@ -12,6 +12,7 @@ export default tseslint.config(
       'dist-test/',
       'dist-test-fleet/',
       'dist-test-knee/',
+      'dist-test-knee-fleet/',
       'dist-chaos/',
       'dist-qos/',
       'qos-report/',
