@@ -5,6 +5,7 @@ export {
   brandError,
   closest,
   EarliestTimer,
+  hookAbort,
   is,
   keysOf,
   messageOf,

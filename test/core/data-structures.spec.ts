@@ -3,6 +3,8 @@
 // set and its counts, the backoff, the deferral to the end of a turn.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { getEventListeners } from 'node:events';
+import { hookAbort } from '../../lib/core/common/abort-hooks.js';
 import { backoffMs } from '../../lib/core/common/clock.js';
 import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/common/clock.js';
 import { ConnectionIndex } from '../../lib/core/connections/connection-index.js';
@@ -581,5 +583,22 @@ describe('backoffMs', () => {
     expect(backoffMs(10_000, 10, 5_000)).toBe(5_000); // 2 ** 9999 is Infinity: still the most
     // The Redis limiter's reconnects: 100, 200, 400, 800, 1000 ms.
     expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, 100, 1_000))).toEqual([100, 200, 400, 800, 1_000]);
+  });
+});
+
+describe('hookAbort', () => {
+  it('holds one listener per signal, calls each hook still on it once in the order hooked, and none unhooked', () => {
+    const controller = new AbortController();
+    const called: number[] = [];
+    const unhooks = Array.from({ length: 1_000 }, (_, i) => hookAbort(controller.signal, () => called.push(i)));
+    expect(getEventListeners(controller.signal, 'abort').length).toBe(1);
+    unhooks.forEach((unhook, i) => i % 2 === 1 && unhook());
+    controller.abort();
+    controller.abort();
+    expect(called).toEqual(Array.from({ length: 500 }, (_, i) => i * 2));
+    // A signal that aborted holds no hooks: a new one is for its own wait (which checks `aborted` first).
+    const late: number[] = [];
+    hookAbort(controller.signal, () => late.push(1));
+    expect(late).toEqual([]);
   });
 });

@@ -1,8 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
+import { getEventListeners } from 'node:events';
 import {
   CapacityExceededError,
   KeyLimitError,
   LocalLimiter,
+  PoolClosedError,
   PoolConfigError,
   type Admission,
   type AdmissionLimiter,
@@ -235,5 +237,32 @@ describe('LocalLimiter waits of any length', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(waiting.map((w) => w.admitted)).toEqual([true, true]);
     expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
+  });
+
+  it('holds one listener on the pool’s close signal however many callers wait, and close() still ends every wait', async () => {
+    // A listener per waiter made a deep queue quadratic: Node's EventTarget checks each new one against all it holds.
+    const local = new LocalLimiter({ global: 1, wait: true });
+    let closing: AbortSignal | undefined;
+    const limiter: AdmissionLimiter = {
+      admit: (request) => {
+        closing ??= request.signal;
+        return local.admit(request);
+      },
+      stats: () => local.stats(),
+    };
+    const { pool } = makePool({ maxSize: 1, limiter });
+    const first = await pool.acquire();
+    const waiting = Array.from({ length: 3_000 }, () => track(pool.acquire({ timeoutMs: 60_000 })));
+    await flush();
+    expect(local.stats().waiting).toBe(3_000);
+    expect(closing).toBeDefined();
+    expect(getEventListeners(closing!, 'abort').length).toBeLessThanOrEqual(2); // the gate's hook and the limiter's
+    first.release();
+    await pool.close();
+    await flush();
+    expect(waiting.filter((w) => w.settled).length).toBe(3_000);
+    // Every one rejected as the pool closed (the one the freed slot went to, admitted as it closed, too).
+    expect(waiting.filter((w) => w.error instanceof PoolClosedError).length).toBe(3_000);
+    expect(local.stats()).toMatchObject({ held: 0, waiting: 0 });
   });
 });

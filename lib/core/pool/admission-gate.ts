@@ -1,6 +1,6 @@
 import type { Admission, AdmissionLimiter, PoolCounters, PoolStats } from '../contracts/index.js';
 import type { AcquireOptions } from '../options/index.js';
-import { ConnectionsExhaustedError, PoolClosedError, type Timers } from '../common/index.js';
+import { ConnectionsExhaustedError, hookAbort, PoolClosedError, type Timers } from '../common/index.js';
 import type { Lease } from './lease.js';
 
 /** What the gate needs of its pool. */
@@ -100,10 +100,11 @@ export class AdmissionGate<T> {
     pool.hold();
     return new Promise<Admission>((resolve, reject) => {
       let over = false;
+      let unhook: (() => void) | undefined;
       const settle = (): void => {
         over = true;
         pool.timers.clear(timer);
-        stop.removeEventListener('abort', onStop);
+        unhook?.();
         pool.unhold();
       };
       const end = (err: unknown): void => {
@@ -125,8 +126,9 @@ export class AdmissionGate<T> {
           if (!over) end(err);
         },
       );
+      // The pool's close signal, unless the caller gave one: shared by every waiter, hooked once.
       if (stop.aborted) onStop();
-      else stop.addEventListener('abort', onStop, { once: true });
+      else unhook = hookAbort(stop, onStop);
     });
   }
 

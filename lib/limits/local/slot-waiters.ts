@@ -1,4 +1,12 @@
-import { type AdmissionRequest, type Clock, type TimerHandle, Timers, Waiter, WaiterQueue } from '../../core/index.js';
+import {
+  type AdmissionRequest,
+  type Clock,
+  hookAbort,
+  type TimerHandle,
+  Timers,
+  Waiter,
+  WaiterQueue,
+} from '../../core/index.js';
 
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter<V> {
@@ -44,11 +52,8 @@ export class SlotWaiters<V> {
       resolve(value);
     };
     entry.timer = this.#timers.set(() => entry.fail(onTimeout()), timeoutMs);
-    if (signal !== undefined) {
-      const onAbort = () => entry.fail(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      entry.unhook = () => signal.removeEventListener('abort', onAbort);
-    }
+    // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
+    if (signal !== undefined) entry.unhook = hookAbort(signal, () => entry.fail(signal.reason));
     this.#queue.push(entry);
     return promise;
   }
