@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import 'reflect-metadata';
 import { baselineBench } from './parts/baseline.js';
 import { dashboardBench, dashboardScale, groupScaleBench } from './parts/dashboard.js';
+import { kneeBench } from './parts/knee.js';
 import { limitersBench } from './parts/limiters.js';
 import { metricsBench, metricsFreshBench } from './parts/metrics.js';
 import { decoratorBench, hookBench } from './parts/nest.js';
@@ -65,6 +66,11 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
     reference: false,
     what: "@UsePooled against pool.use(), and the promise hook's cost",
     run: inTurn(decoratorBench, hookBench),
+  },
+  knee: {
+    reference: false,
+    what: 'every adaptive algorithm on the knee simulation’s scenarios, on real timers (about 9 minutes)',
+    run: kneeBench,
   },
   groups: {
     reference: false,

@@ -139,6 +139,32 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
     expect(algorithm.limit).toBe(20);
   });
 
+  it('grows no further than one step past twice the most calls in flight it has seen, whatever the load', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 5, max: 60 }),
+        fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 1, max: 50, noNaN: true })), {
+          minLength: 1_000,
+          maxLength: 3_000,
+        }),
+        (most, calls) => {
+          const algorithm = make();
+          let t = 0;
+          for (const [share, ms] of calls) {
+            const inflight = Math.max(1, Math.round(share * most));
+            algorithm.sample({ startedAt: t, durationMs: ms, inflight, outcome: 'success' });
+            t += 2;
+          }
+          // Growth only from calls that filled half the limit, then one step: AIMD's 1, the
+          // gradient's √limit × 0.2, Vegas's 6 log10(limit).
+          const step = Math.max(1, 6 * Math.log10(3 * most), Math.sqrt(3 * most));
+          expect(algorithm.limit).toBeLessThanOrEqual(Math.max(20, 2 * most + step));
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   it('ignores a sample with a NaN, negative or infinite duration or a bad start, and takes a zero-duration call', () => {
     const algorithm = make();
     for (const bad of [

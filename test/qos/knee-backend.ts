@@ -164,29 +164,59 @@ class Tally {
   }
 }
 
+/**
+ * The stretches a run is counted in: each phase, buckets of `bucketMs`, the first second. The
+ * bench's runs on real timers (bench/parts/knee.ts) count theirs the same way.
+ */
+export class KneeBook {
+  readonly #phases: Tally[];
+  readonly #buckets: Tally[];
+  readonly #first: Tally;
+  readonly #bucketMs: number;
+
+  constructor(scenario: KneeScenario) {
+    const end = scenario.phases[scenario.phases.length - 1]!.untilMs;
+    this.#bucketMs = scenario.bucketMs ?? 10_000;
+    let from = 0;
+    this.#phases = scenario.phases.map((p) => {
+      const t = new Tally(from, p.untilMs);
+      from = p.untilMs;
+      return t;
+    });
+    this.#buckets = Array.from(
+      { length: Math.ceil(end / this.#bucketMs) },
+      (_, i) => new Tally(i * this.#bucketMs, Math.min(end, (i + 1) * this.#bucketMs)),
+    );
+    this.#first = new Tally(0, Math.min(1_000, end));
+  }
+
+  /** The tallies an event at `now` counts in. */
+  at(now: number): Tally[] {
+    const phase = this.#phases.find((t) => now < t.untilMs) ?? this.#phases[this.#phases.length - 1]!;
+    const bucket = this.#buckets[Math.min(this.#buckets.length - 1, Math.floor(now / this.#bucketMs))]!;
+    return now < 1_000 ? [phase, bucket, this.#first] : [phase, bucket];
+  }
+
+  run(gate: string, served: [number, number][], trace: [number, number][]): KneeRun {
+    return {
+      gate,
+      phases: this.#phases.map((t) => t.result()),
+      buckets: this.#buckets.map((t) => t.result()),
+      firstSecond: this.#first.result(),
+      served,
+      trace,
+    };
+  }
+}
+
 /** Runs `scenario` with `gate` in front of the backend. Deterministic for a seed. */
 export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   const rnd = new Random(scenario.seed);
   const end = scenario.phases[scenario.phases.length - 1]!.untilMs;
   const shedAt = scenario.shedAt ?? 3;
   const timeoutMs = scenario.timeoutMs ?? 2_000;
-  const bucketMs = scenario.bucketMs ?? 10_000;
-  let from = 0;
-  const phaseTallies = scenario.phases.map((p) => {
-    const t = new Tally(from, p.untilMs);
-    from = p.untilMs;
-    return t;
-  });
-  const bucketTallies = Array.from(
-    { length: Math.ceil(end / bucketMs) },
-    (_, i) => new Tally(i * bucketMs, Math.min(end, (i + 1) * bucketMs)),
-  );
-  const first = new Tally(0, Math.min(1_000, end));
-  const tallies = (now: number) => {
-    const phase = phaseTallies.find((t) => now < t.untilMs) ?? phaseTallies[phaseTallies.length - 1]!;
-    const bucket = bucketTallies[Math.min(bucketTallies.length - 1, Math.floor(now / bucketMs))]!;
-    return now < 1_000 ? [phase, bucket, first] : [phase, bucket];
-  };
+  const book = new KneeBook(scenario);
+  const tallies = (now: number) => book.at(now);
   const serving = new Serving();
   const queue: Call[] = [];
   let head = 0;
@@ -311,12 +341,5 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
     }
     admitWaiting();
   }
-  return {
-    gate: gate.name,
-    phases: phaseTallies.map((t) => t.result()),
-    buckets: bucketTallies.map((t) => t.result()),
-    firstSecond: first.result(),
-    served,
-    trace,
-  };
+  return book.run(gate.name, served, trace);
 }

@@ -127,7 +127,7 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
       const rise = reached === undefined ? Infinity : reached[0] - 40_000;
       return {
         passes: calmAfter <= 1_000 && rise <= 2_000,
-        why: `p99 within 2 L ${calmAfter} ms after the halving; the limit at 0.8 C ${rise} ms after the doubling`,
+        why: `p99 within 2 L ${calmAfter} ms after the halving; the limit at 0.8 C ${rise.toFixed(0)} ms after the doubling`,
       };
     },
   },
