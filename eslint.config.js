@@ -13,6 +13,8 @@ export default tseslint.config(
       'dist-test-fleet/',
       'dist-test-knee/',
       'dist-test-knee-fleet/',
+      'dist-test-fleet-budget/',
+      'dist-test-fleet-faults/',
       'dist-chaos/',
       'dist-qos/',
       'qos-report/',

@@ -8,6 +8,17 @@ const esm = {
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
 };
 
+/**
+ * Specs that judge real timers across several processes (a fleet of workers and its upstream on
+ * this machine's two cores): `npm test` (scripts/test.mjs) runs them after the rest, one at a
+ * time, with no other spec beside them.
+ */
+export const ALONE = [
+  'test/limits/adaptive-knee-fleet.spec.ts',
+  'test/limits/adaptive-fleet.spec.ts',
+  'test/groups/fleet-budget-faults.spec.ts',
+];
+
 // This repository's own: the package's names lead to its sources, one tsconfig, a setup file.
 export default {
   ...esm,
@@ -23,6 +34,8 @@ export default {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
   setupFilesAfterEnv: ['<rootDir>/test/support/setup.ts'],
+  // Starts the services that are down and installs Chromium when they are missing, or stops at once with the command that does.
+  globalSetup: '<rootDir>/test/support/prerequisites.mjs',
   testTimeout: 20000,
   // Two files at a time, even on two cores: most of the suite's time is waiting (Redis stalls and
   // restarts, frozen holders, child processes, timers), so one worker left a core idle (11.4 min

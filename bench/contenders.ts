@@ -1,6 +1,12 @@
 import genericPool from 'generic-pool';
 import tarn from 'tarn';
-import { ConnectionPool, type ConcurrencyLimiter, LocalLimiter, type Connector } from '../lib/index.js';
+import {
+  ConnectionPool,
+  type ConcurrencyLimiter,
+  LocalLimiter,
+  type Connector,
+  type PoolLogger,
+} from '../lib/index.js';
 import type { MetricsMeter } from '../lib/core/observation/pool-metrics.js';
 import { type Cycle, semaphore } from './fresh-cycles.js';
 
@@ -20,8 +26,10 @@ export function ours(
   limiter?: ConcurrencyLimiter,
   metrics: boolean | MetricsMeter = false,
   metricTimings = true,
+  logger?: PoolLogger,
 ) {
   const pool = new ConnectionPool(instant, {
+    ...(logger === undefined ? {} : { logger }),
     name: 'bench',
     clientLimit,
     maxSize,

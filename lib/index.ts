@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 export * from './core/public.js';
-export * from './limits/index.js';
+export * from './limits/public.js';
 export * from './groups/public.js';
 export * from './connectors/public.js';
 export * from './nest/public.js';

@@ -27,6 +27,8 @@ export interface CloudUpstream {
   readonly sessionsOpened: number;
   /** Sessions open now. */
   readonly sessionsOpen: number;
+  /** Requests the server is working on now. */
+  readonly inflight: number;
   /** Sends GOAWAY on every open session (as a rolling deploy of the API would). */
   goawayAll(): void;
   close(): Promise<void>;
@@ -93,6 +95,9 @@ export async function startCloudUpstream(options: CloudUpstreamOptions = {}): Pr
     },
     get sessionsOpen() {
       return sessions.size;
+    },
+    get inflight() {
+      return inflight;
     },
     goawayAll() {
       for (const session of sessions) {

@@ -53,11 +53,14 @@ export async function startSample(options: SampleOptions = {}): Promise<RunningS
       upstreamUrl,
       redisUrl: env.REDIS_URL,
       databaseUrl: env.DATABASE_URL,
+      dbBudget: env.DB_BUDGET === undefined ? undefined : Number(env.DB_BUDGET),
       perUserLimit: Number(env.PER_USER_LIMIT ?? 5),
       jobsKey: env.JOBS_KEY ?? 'sample:jobs',
       production: env.NODE_ENV === 'production',
       dashboardPassword: env.DASHBOARD_PASSWORD,
     };
+    if (config.dbBudget !== undefined && (config.redisUrl === undefined || config.databaseUrl === undefined))
+      throw new Error("DB_BUDGET shares the pg pool's connections through Redis: set REDIS_URL and DATABASE_URL too");
     const app = await NestFactory.create(SampleModule.register(config), {
       logger: options.logger ?? ['log', 'warn', 'error'],
     });

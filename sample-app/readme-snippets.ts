@@ -1,8 +1,11 @@
 // Code the README shows in short excerpts; test/e2e/readme-snippets.spec.ts runs all of it.
 import { Injectable, Module, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
 import type { ClientHttp2Session } from 'node:http2';
 import type pg from 'pg';
 import {
+  ConnectionPool,
+  FleetBudget,
   Http2SessionConnector,
   http2Request,
   InjectPool,
@@ -10,8 +13,11 @@ import {
   PoolGroup,
   PoolModule,
   UsePooled,
-  type ConnectionPool,
+  type MetricsMeter,
+  poolMetricProducer,
 } from 'nestjs-shared-pool';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { asPgPool, pgConnector } from 'nestjs-shared-pool/connectors/pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -53,6 +59,30 @@ export const asyncRegistration = PoolModule.forRootAsync({
   ],
   useFactory: (config: AppConfig) => ({ pools: { upstream: { maxSize: config.upstreamPoolSize } } }),
 });
+
+/**
+ * forRootAsync fed by @nestjs/config: `ConfigModule.forRoot({ isGlobal: true })` in the app module
+ * reads the environment (and a .env file); the connector and the size come from `ConfigService`.
+ */
+export const configRegistration = PoolModule.forRootAsync({
+  inject: [ConfigService],
+  pools: [
+    {
+      name: 'db',
+      connector: {
+        inject: [ConfigService],
+        useFactory: (config: ConfigService) => pgConnector(config.getOrThrow<string>('DATABASE_URL')),
+      },
+    },
+  ],
+  useFactory: (config: ConfigService) => ({
+    // The environment holds strings; the pool's options take numbers.
+    pools: { db: { maxSize: Number(config.get('DB_POOL_SIZE') ?? 10) } },
+  }),
+});
+
+@Module({ imports: [ConfigModule.forRoot({ isGlobal: true }), configRegistration] })
+export class ConfiguredAppModule {}
 
 export function limitedRegistration(llmUrl: string) {
   return PoolModule.forRoot({
@@ -216,3 +246,33 @@ export class OpsGuard implements CanActivate {
   ],
 })
 export class DashboardAppModule {}
+
+// docs/observability.md: where the pools cannot see a Meter's readers (here a Meter wrapped to add
+// an attribute), the reader takes the pools' producer, and the pools hand it their timings.
+export function wrappedMetrics(service: string) {
+  const exporter = new PrometheusExporter({ preventServerStart: true, metricProducers: [poolMetricProducer()] });
+  const provider = new MeterProvider({ readers: [exporter] });
+  const inner = provider.getMeter('app');
+  const meter: MetricsMeter = {
+    createHistogram: (name, options) => {
+      const histogram = inner.createHistogram(name, options);
+      return { record: (value, attributes) => histogram.record(value, { ...attributes, service }) };
+    },
+    createObservableGauge: (name, options) => inner.createObservableGauge(name, options),
+    createObservableCounter: (name, options) => inner.createObservableCounter(name, options),
+    createObservableUpDownCounter: (name, options) => inner.createObservableUpDownCounter(name, options),
+    addBatchObservableCallback: (callback, observables) =>
+      inner.addBatchObservableCallback(callback, observables as never),
+    removeBatchObservableCallback: (callback, observables) =>
+      inner.removeBatchObservableCallback(callback, observables as never),
+  };
+  return { exporter, provider, meter };
+}
+
+// docs/groups.md: one connection budget for every instance of a service, kept in Redis.
+export function fleetPool(databaseUrl: string, redisUrl: string, name = 'orders-db') {
+  const budget = new FleetBudget({ name, maxTotal: 100, redis: { url: redisUrl } });
+  const pool = new ConnectionPool(pgConnector(databaseUrl), { name: 'orders', maxSize: 50, budget });
+  // On shutdown, after the pool: await budget.close();
+  return { pool, budget };
+}

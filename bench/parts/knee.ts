@@ -6,6 +6,7 @@
 // the limit within a 2 s deadline (the default). Each run is judged by the simulation's own judge;
 // the half-hour overload runs 90 s here, half load 20 s (the trend over half an hour is the
 // simulation's to show).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { AdaptiveLimiter, type AdaptiveAlgorithmOptions } from '../../lib/limits/index.js';
 import { ConnectionPool } from '../../lib/core/index.js';
 import { KneeBook, type KneeRun } from '../../test/qos/knee-backend.js';
@@ -23,7 +24,10 @@ function live(scenario: JudgedScenario): JudgedScenario {
 }
 
 /** One scenario on real timers with `adaptive` in front: the run as the simulation reports one. */
-async function runLive(scenario: JudgedScenario, adaptive: AdaptiveAlgorithmOptions): Promise<KneeRun> {
+async function runLive(
+  scenario: JudgedScenario,
+  adaptive: AdaptiveAlgorithmOptions,
+): Promise<KneeRun & { loopDelayMs: { p99: number; max: number } }> {
   const book = new KneeBook(scenario);
   const end = scenario.phases.at(-1)!.untilMs;
   const timeoutMs = scenario.timeoutMs ?? 2_000;
@@ -102,6 +106,18 @@ async function runLive(scenario: JudgedScenario, adaptive: AdaptiveAlgorithmOpti
     }
   };
 
+  // A stalled event loop (a collection, another process on the cores) delays every call in
+  // flight alike, whatever the limit: reported beside each verdict.
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  // And when: a tick every 5 ms that comes 10 ms late or more marks a stall.
+  const stalls: [number, number][] = [];
+  let tick = now();
+  const ticker = setInterval(() => {
+    const at = now();
+    if (at - tick >= 15) stalls.push([tick, at]);
+    tick = at;
+  }, 5);
   const traced = setInterval(() => {
     const at = now();
     trace.push([at, limiter.limit]);
@@ -135,10 +151,13 @@ async function runLive(scenario: JudgedScenario, adaptive: AdaptiveAlgorithmOpti
     await sleep(1);
   }
   clearInterval(traced);
+  clearInterval(ticker);
+  loop.disable();
   await Promise.allSettled(calls);
   await pool.close();
   await limiter.close();
-  return book.run(`adaptive ${adaptive.algorithm}`, served, trace);
+  const loopDelayMs = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
+  return { ...book.run(`adaptive ${adaptive.algorithm}`, served, trace), stalls, loopDelayMs };
 }
 
 export async function kneeBench(results: Record<string, unknown>, rows: string[][]): Promise<void> {
@@ -149,12 +168,16 @@ export async function kneeBench(results: Record<string, unknown>, rows: string[]
       const run = await runLive(scenario, algorithm);
       console.error(`knee: ${algorithm.algorithm}, ${scenario.name}: ${((Date.now() - began) / 1_000).toFixed(0)} s`);
       const verdict = scenario.judge!(run);
-      knee[`${algorithm.algorithm}: ${scenario.name}`] = { ...verdict, phases: run.phases };
+      knee[`${algorithm.algorithm}: ${scenario.name}`] = {
+        ...verdict,
+        phases: run.phases,
+        loopDelayMs: run.loopDelayMs,
+      };
       rows.push([
         `adaptive ${algorithm.algorithm}, real timers`,
         `${scenario.name} (${scenario.phases.at(-1)!.untilMs / 1_000} s)`,
         verdict.passes ? 'passes' : 'fails',
-        verdict.why,
+        `${verdict.why}; event loop delayed ≤ ${run.loopDelayMs.max.toFixed(0)} ms (p99 ${run.loopDelayMs.p99.toFixed(0)} ms)`,
       ]);
     }
   }

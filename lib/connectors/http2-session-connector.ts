@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
 import type { Connector, CreateContext } from '../core/index.js';
 
 /** Options of {@link Http2SessionConnector}. */
@@ -43,6 +44,13 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     Pick<Http2SessionConnectorOptions, 'connectOptions'>;
   /** The first SETTINGS frame of each session, awaited by `ready()`. */
   readonly #settings = new WeakMap<http2.ClientHttp2Session, Promise<unknown>>();
+  /**
+   * Each session's socket, as its `connect` event hands it over. Once a session has closed, Node
+   * unbinds it (`session.socket` throws) yet may wait on it forever: after a peer's GOAWAY, a
+   * closed session half-closes its socket and waits for the peer's end, which a peer keeping the
+   * connection open never sends. Only destroying the socket itself ends that.
+   */
+  readonly #sockets = new WeakMap<http2.ClientHttp2Session, Duplex>();
 
   constructor(options: Http2SessionConnectorOptions | string) {
     const o = typeof options === 'string' ? { origin: options } : options;
@@ -66,7 +74,12 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
   async create(ctx: CreateContext): Promise<http2.ClientHttp2Session> {
     const session = http2.connect(this.#options.origin, this.#options.connectOptions);
     session.on('error', (err: Error) => ctx.retire(`session error: ${err.message}`)); // never an unhandled 'error'
-    session.on('goaway', (code: number) => ctx.retire(`GOAWAY from the peer (code ${code})`));
+    // NO_ERROR (0) is a graceful GOAWAY (a server restarting, or closing an idle session): no error.
+    session.on('goaway', (code: number) =>
+      code === http2.constants.NGHTTP2_NO_ERROR
+        ? ctx.retire('GOAWAY from the peer (code 0, NO_ERROR: a graceful close)', { graceful: true })
+        : ctx.retire(`GOAWAY from the peer (code ${code})`),
+    );
     session.on('close', () => ctx.retire('the session closed'));
     session.on('remoteSettings', (settings: http2.Settings) => {
       if (settings.maxConcurrentStreams !== undefined) ctx.setClientLimit(settings.maxConcurrentStreams);
@@ -75,7 +88,8 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     settings.catch(() => {}); // awaited by ready(); a failed connect is reported below
     this.#settings.set(session, settings);
     try {
-      await once(session, 'connect', { signal: ctx.signal });
+      const [, socket] = (await once(session, 'connect', { signal: ctx.signal })) as [unknown, Duplex];
+      this.#sockets.set(session, socket);
     } catch (err) {
       session.destroy();
       throw err;
@@ -105,12 +119,19 @@ export class Http2SessionConnector implements Connector<http2.ClientHttp2Session
     });
   }
 
-  /** Closes gracefully (streams in flight finish), then destroys after `closeTimeoutMs`. */
+  /**
+   * Closes gracefully (streams in flight finish), then destroys the session and its socket after
+   * `closeTimeoutMs` (a peer that sent GOAWAY may never end the connection: see #sockets).
+   */
   async close(session: http2.ClientHttp2Session): Promise<void> {
-    if (session.destroyed) return;
+    const socket = this.#sockets.get(session);
+    if (session.destroyed && (socket === undefined || socket.destroyed)) return;
     const closed = once(session, 'close').then(() => undefined);
     session.close();
-    const timer = setTimeout(() => session.destroy(), this.#options.closeTimeoutMs);
+    const timer = setTimeout(() => {
+      session.destroy();
+      socket?.destroy();
+    }, this.#options.closeTimeoutMs);
     timer.unref();
     await closed;
     clearTimeout(timer);

@@ -32,6 +32,7 @@ export {
   type AdmissionRequest,
   type AdmissionStats,
   type BreakerState,
+  type BudgetReport,
   type CallResult,
   type ConnectionState,
   type ConnectionStats,
@@ -46,7 +47,9 @@ export {
   type PoolHealth,
   type PoolStats,
   type ResetContext,
+  type RetireOptions,
   type RetireReason,
+  type SharedBudget,
   utilizationHealth,
 } from './contracts/index.js';
 export type {

@@ -7,7 +7,7 @@ import {
   type RetireReason,
   scrub,
 } from '../core/index.js';
-import type { PoolGroupMemberRow } from '../groups/index.js';
+import type { FleetInstance, PoolGroupMemberRow } from '../groups/index.js';
 
 /** Quantiles of a timing over the last minute, ms; null with no timing in it. */
 export interface WindowQuantiles {
@@ -125,6 +125,34 @@ export interface DashboardGroup {
   readonly timeline: readonly HealthChange[];
 }
 
+/** A fleet budget (`FleetBudget`) the pools share with other instances, as this instance sees it. */
+export interface DashboardBudget {
+  readonly name: string;
+  /** `exhausted`: callers wait (here or elsewhere) and the fleet holds the whole budget; `degraded`: Redis is not counting (see `mode`). */
+  readonly health: PoolHealth;
+  readonly maxTotal: number;
+  /** Places every instance holds, as Redis counted them at the last heartbeat. */
+  readonly fleetHeld: number;
+  /** Places this instance holds for its connections. */
+  readonly held: number;
+  readonly spare: number;
+  readonly asking: number;
+  readonly mode: string;
+  readonly lapsed: number;
+  /** This instance's quota by demand in the last exchange. */
+  readonly quota: number;
+  readonly waitingElsewhere: number;
+  readonly movedOut: number;
+  /** Connections moved out per second over the last minute. */
+  readonly movedPerSec: number;
+  readonly lastError: string | null;
+  /** This instance's pools on the budget. */
+  readonly pools: readonly string[];
+  /** Every instance heard in the last exchange, this one first. */
+  readonly fleet: readonly FleetInstance[];
+  readonly timeline: readonly HealthChange[];
+}
+
 /** What the page gets on each tick. */
 export interface DashboardSnapshot {
   /** When it was built, ms since the epoch. */
@@ -136,6 +164,7 @@ export interface DashboardSnapshot {
   readonly busyMs: number;
   readonly pools: readonly DashboardPool[];
   readonly groups: readonly DashboardGroup[];
+  readonly budgets: readonly DashboardBudget[];
 }
 
 const HEALTH_RANK: Record<PoolHealth, number> = { healthy: 0, degraded: 1, critical: 2, exhausted: 3, failing: 4 };

@@ -7,10 +7,11 @@ import {
   type TimingWatch,
   watchedQuantile,
 } from '../core/index.js';
-import type { PoolGroupSummary } from '../groups/index.js';
+import type { FleetBudgetStats, PoolGroupSummary } from '../groups/index.js';
 import {
   limiterView,
   troubleOf,
+  type DashboardBudget,
   type DashboardGroup,
   type DashboardMember,
   type DashboardPool,
@@ -24,12 +25,24 @@ import {
 export interface WatchedPool {
   stats?(): PoolStats;
   watchTimings?(): TimingWatch;
+  /** Its options: a `budget` it shares with other instances (a `FleetBudget`) is shown beside the pools. */
+  readonly options?: { readonly budget?: unknown };
 }
+
+/** What the dashboard reads of a fleet budget. */
+interface WatchedBudget {
+  stats(): FleetBudgetStats;
+}
+
+const isBudget = (b: unknown): b is WatchedBudget =>
+  typeof b === 'object' && b !== null && typeof (b as Partial<WatchedBudget>).stats === 'function';
 
 /** What the dashboard reads of a group. */
 export interface WatchedGroup {
   /** Its figures and the members most in trouble, at most `rows`: cheap however many members it has. */
   summary(rows: number): PoolGroupSummary;
+  /** Its options: a fleet budget it shares is shown as a pool's is. */
+  readonly options?: { readonly budget?: unknown };
 }
 
 /** One name of the application: a pool or a group. */
@@ -89,6 +102,11 @@ class Track {
     return samples[0]!;
   }
 
+  /** As sample(), for a group or a budget: only a count of moves to rate. */
+  sampleMoves(at: number, transfers: number): Sample {
+    return this.sample({ at, wait: undefined, hold: undefined, counters: undefined, refused: undefined, transfers });
+  }
+
   stop(): void {
     this.watch?.stop();
     this.watch = undefined;
@@ -129,13 +147,26 @@ export class DashboardState {
     const tick = ++this.#tick;
     const pools: DashboardPool[] = [];
     const groups: DashboardGroup[] = [];
+    /** Each budget the pools share, with the names of its pools. */
+    const budgetPools = new Map<WatchedBudget, string[]>();
     for (const w of this.watched()) {
       const track = this.#track(w.name, tick);
       try {
         if ('group' in w) groups.push(this.#group(w.group.summary(this.settings.maxMemberRows), track, at));
         else if (typeof w.pool.stats === 'function') pools.push(this.#pool(w.pool, w.pool.stats(), track, at));
+        const budget = 'pool' in w ? w.pool.options?.budget : w.group.options?.budget;
+        if (isBudget(budget)) budgetPools.set(budget, [...(budgetPools.get(budget) ?? []), w.name]);
       } catch {
         // A provider whose stats() throws (a test's stand-in, say) is left out; the others are shown.
+      }
+    }
+    const budgets: DashboardBudget[] = [];
+    for (const [budget, names] of budgetPools) {
+      try {
+        const b = budget.stats();
+        budgets.push(this.#budget(b, names, this.#track(`budget:${b.name}`, tick), at));
+      } catch {
+        // As a pool's: left out.
       }
     }
     for (const [name, track] of this.#tracks) {
@@ -145,6 +176,7 @@ export class DashboardState {
     }
     pools.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
     groups.sort((a, b) => b.trouble - a.trouble || a.name.localeCompare(b.name));
+    budgets.sort((a, b) => a.name.localeCompare(b.name));
     return {
       at,
       intervalMs: this.settings.intervalMs,
@@ -152,6 +184,7 @@ export class DashboardState {
       busyMs: Math.round(busyMs * 1000) / 1000,
       pools,
       groups,
+      budgets,
     };
   }
 
@@ -227,15 +260,36 @@ export class DashboardState {
     };
   }
 
+  #budget(b: FleetBudgetStats, pools: readonly string[], track: Track, at: number): DashboardBudget {
+    const base = track.sampleMoves(at, b.movedOut);
+    const waiting = b.waitingElsewhere + (b.fleet.find((f) => f.self)?.waiting ?? 0);
+    const health: PoolHealth =
+      waiting > 0 && b.fleetHeld >= b.maxTotal ? 'exhausted' : b.mode === 'redis' ? 'healthy' : 'degraded';
+    track.observe(at, health);
+    const seconds = Math.max(at - base.at, 1_000) / 1_000;
+    return {
+      name: b.name,
+      health,
+      maxTotal: b.maxTotal,
+      fleetHeld: b.fleetHeld,
+      held: b.held,
+      spare: b.spare,
+      asking: b.asking,
+      mode: b.mode,
+      lapsed: b.lapsed,
+      quota: b.quota,
+      waitingElsewhere: b.waitingElsewhere,
+      movedOut: b.movedOut,
+      movedPerSec: perSec(b.movedOut, base.transfers, seconds),
+      lastError: scrubbed(b.lastError),
+      pools: [...pools].sort(),
+      fleet: b.fleet,
+      timeline: [...track.timeline],
+    };
+  }
+
   #group(g: PoolGroupSummary, track: Track, at: number): DashboardGroup {
-    const base = track.sample({
-      at,
-      wait: undefined,
-      hold: undefined,
-      counters: undefined,
-      refused: undefined,
-      transfers: g.transfers,
-    });
+    const base = track.sampleMoves(at, g.transfers);
     track.observe(at, g.health);
     const seconds = Math.max(at - base.at, 1_000) / 1_000;
     // Already the rows the page shows, most trouble first.

@@ -34,7 +34,7 @@ export class GiveBack {
       this.#learnedMs = this.#learnedMs / 2 <= baseMs ? 0 : this.#learnedMs / 2;
     }
     if (side.waiting() > 0) return 0;
-    const given = side.shrinkTo(Math.ceil(recentNeed) + 1, this.delayMs(baseMs));
+    const given = side.shrinkTo(Math.ceil(recentNeed) + 1, this.delayMs(baseMs), 'after a burst, the group');
     if (given > 0) {
       this.#gaveAt = now;
       this.given += given;

@@ -150,6 +150,8 @@ export class GroupMembers<T> {
   #touch(member: Member<T>): Member<T> {
     const now = this.timers.now();
     if (member.lastUsed === now) return member; // already in its place for this instant
+    const gap = now - member.lastUsed;
+    member.gapMs = member.gapMs === Infinity ? gap : member.gapMs + (gap - member.gapMs) * 0.1;
     member.lastUsed = now;
     this.#byKey.delete(member.key);
     this.#byKey.set(member.key, member);
@@ -179,12 +181,15 @@ export class GroupMembers<T> {
       side,
       quota: 0,
       demand: 0,
+      keeps: 0,
       holdMs: 0,
       lastReleased: 0,
       busyMs: 0,
       recentNeed: 0,
+      keptNeed: 0,
       giving: 0,
       lastUsed: this.timers.now(),
+      gapMs: Infinity,
       giveBack: new GiveBack(),
     };
     this.#byKey.set(key, made);

@@ -12,13 +12,15 @@ import {
   type PoolLogger,
   type PoolOptions,
   resolveOptions,
+  kBudget,
+  type SharedBudget,
   scrubbingLogger,
   shown,
   systemClock,
 } from '../core/index.js';
 
-/** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0) and `growAt` (off). */
-export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt'>;
+/** The options of every member pool. The group sets `name`, `clock`, `logger`, `minSize` (0), `growAt` (off) and `budget` (its own). */
+export type PoolGroupMemberOptions = Omit<PoolOptions, 'name' | 'clock' | 'logger' | 'minSize' | 'growAt' | 'budget'>;
 
 /** Options of a {@link PoolGroup}. */
 export interface PoolGroupOptions<T> {
@@ -68,6 +70,13 @@ export interface PoolGroupOptions<T> {
    * `member.metrics` says so: a series per tenant would be unbounded. Default true.
    */
   metrics?: boolean | MetricsMeter;
+  /**
+   * A budget the group shares beyond its own `maxTotal`: a `FleetBudget`, one budget for every
+   * instance of the service. Each member's connection then holds a place in it too, from the start
+   * of its create to the end of its close; while members wait for a place in it, the group shares
+   * what it holds between them as it shares a spent `maxTotal`.
+   */
+  budget?: SharedBudget;
   clock?: Clock;
   logger?: PoolLogger;
 }
@@ -89,6 +98,7 @@ export interface ResolvedGroupOptions<T> {
   readonly maxMembers: number;
   readonly maxWaiting: number;
   readonly metrics: boolean | MetricsMeter;
+  readonly budget: SharedBudget | undefined;
   readonly clock: Clock;
   readonly logger: PoolLogger;
 }
@@ -105,6 +115,7 @@ const GROUP_KEYS = keysOf<PoolGroupOptions<unknown>>({
   maxMembers: true,
   maxWaiting: true,
   metrics: true,
+  budget: true,
   clock: true,
   logger: true,
 });
@@ -116,6 +127,7 @@ const SET_BY_GROUP: Readonly<Record<string, string>> = {
   logger: "the group's logger is every member's",
   minSize: 'members keep no connections ahead of demand: they would take budget from other members',
   growAt: 'members open connections as their callers need them, not ahead of demand',
+  budget: "the group's budget (maxTotal) is every member's; give a FleetBudget to the group's own budget option",
 };
 
 /** Members a group keeps at most unless told otherwise: keys often come from requests (a tenant header, a user id). */
@@ -165,6 +177,10 @@ export function resolveGroupOptions<T>(options: PoolGroupOptions<T>): ResolvedGr
       Infinity,
     ),
     metrics: read.get('metrics', meterRule, true),
+    budget: read.get('budget', {
+      says: 'a FleetBudget (from nestjs-shared-pool/groups)',
+      ok: (v) => typeof (v as Partial<SharedBudget> | null)?.[kBudget]?.mayOpen === 'function',
+    }),
     clock: read.get('clock', is.object, systemClock),
     logger: scrubbingLogger(read.get('logger', is.object, consoleLogger)),
   };

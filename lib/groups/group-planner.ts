@@ -33,6 +33,12 @@ export interface MemberLoad {
   readonly recentNeed?: number;
   /** How long its caller queued longest has waited, ms; 0 with none. Members that wait longer come first. */
   readonly waitedMs?: number;
+  /**
+   * It calls now and then, and its next call is likely soon: it keeps one connection it holds,
+   * as a member in use does, rather than pay a connect for each call (a rare member beside a busy
+   * one would otherwise wait for a connect on most of its calls while the busy one waits for none).
+   */
+  readonly recurring?: boolean;
 }
 
 /** What the planner weighs members by. */
@@ -74,7 +80,9 @@ export function connectionsFor(inUse: number, waiting: number, clientLimit: numb
  */
 export function needOf(load: MemberLoad, settings: PlanSettings): number {
   if (load.recentNeed === undefined) return connectionsFor(load.inUse, load.waiting, settings.clientLimit);
-  return Math.max(Math.ceil(load.recentNeed - NEED_RESIDUE), load.waiting > 0 && load.connections === 0 ? 1 : 0);
+  const least =
+    (load.waiting > 0 && load.connections === 0) || (load.recurring === true && load.connections > 0) ? 1 : 0;
+  return Math.max(Math.ceil(load.recentNeed - NEED_RESIDUE), least);
 }
 
 /** The member's demand in database time: mean hold time × the connections it needs. */
@@ -114,15 +122,17 @@ export function quotasOf(loads: readonly MemberLoad[], settings: PlanSettings): 
       quotas.set(s.load.key, quotas.get(s.load.key)! + s.whole);
       given += s.whole;
     }
-    if (given === 0) {
-      // Less than one connection each: the largest remainders (then demands) take one each.
-      shares.sort((a, b) => b.rest - a.rest || demandOf(b.load, settings) - demandOf(a.load, settings));
-      for (const s of shares) {
-        if (budget - given === 0) break;
-        if (s.room - s.whole <= 0) continue;
-        quotas.set(s.load.key, quotas.get(s.load.key)! + 1);
-        given++;
-      }
+    // What the whole connections left of the shares goes by largest remainder (then demand), in
+    // this round: shares of 3.3, 3.3, 2.7 and 2.7 make 3, 3, 3 and 3, where flooring now and
+    // sharing the rest again next round would give the rest to the largest demands (4, 4, 2, 2).
+    let rest = Math.min(budget - given, Math.round(shares.reduce((sum, s) => sum + s.rest, 0)));
+    shares.sort((a, b) => b.rest - a.rest || demandOf(b.load, settings) - demandOf(a.load, settings));
+    for (const s of shares) {
+      if (rest === 0) break;
+      if (s.room - s.whole <= 0) continue;
+      quotas.set(s.load.key, quotas.get(s.load.key)! + 1);
+      given++;
+      rest--;
     }
     budget -= given;
     open = open.filter((l) => quotas.get(l.key)! < needOf(l, settings));

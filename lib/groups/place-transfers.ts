@@ -80,6 +80,7 @@ export class PlaceTransfers<M extends TransferMember> {
     if (heldMs < this.#minHoldMs || this.#placesCover(member)) return false;
     const hunger = shares.hungerOf(member);
     if (hunger === 'hungry' || (member.side.waiting() > 0 && hunger !== 'overfull')) return false;
+    if (member.side.connectionCount() <= member.keeps) return false;
     if (shares.hungriestWaiting(member) === undefined) return false;
     this.#giving(member);
     return true;

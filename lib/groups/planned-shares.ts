@@ -9,6 +9,8 @@ export interface SharedMember {
   quota: number;
   /** Its demand in database time (the hungry member with the most comes first). */
   demand: number;
+  /** Connections it keeps even when another member waits: 1 while it calls now and then (see MemberLoad.recurring). */
+  keeps: number;
 }
 
 /** A max-heap of members by a key fixed when they enter; a member is in it at most once. */
@@ -72,17 +74,13 @@ class MemberHeap<M> {
  * and hold time, which change only then. Hunger is read live, each member's connections against its quota (a member with
  * callers and no connection that the plan gave nothing counts as owed one, as the planner gives
  * every member with demand one first). Two heaps, lazy (an entry found stale at the top is
- * dropped; a member that starves again comes back), give the hungriest member that waits and the
- * most overfull member with an idle connection it may give up.
+ * dropped; a member that starves again comes back), give the hungry member whose caller has waited
+ * longest and the most overfull member with an idle connection it may give up.
  */
 export class PlannedShares<M extends SharedMember> {
   readonly #hungry = new MemberHeap<M>();
   readonly #overfull = new MemberHeap<M>();
-  /**
-   * More members have demand than the budget has places (at most one each): the hungry take
-   * turns, the one whose caller has waited longest first, as the planner's first pass orders
-   * them; otherwise the hungry member with the most demand comes first.
-   */
+  /** More members have demand than the budget has places: they take turns, and none keeps an idle place. */
   #short = false;
 
   /** `now`: the group's clock. */
@@ -101,6 +99,8 @@ export class PlannedShares<M extends SharedMember> {
       const plan = plans[i]!;
       member.quota = plan.quota;
       member.demand = plan.demand;
+      // With a short budget members take turns: none keeps a place it does not use.
+      member.keeps = loads[i]!.recurring === true && !this.#short ? 1 : 0;
       if (plan.hunger === 'overfull') this.#overfull.push(member, plan.score);
       else if (plan.hunger === 'hungry' && loads[i]!.waiting > 0) this.#hungry.push(member, this.#rank(member));
     }
@@ -118,9 +118,13 @@ export class PlannedShares<M extends SharedMember> {
     if (this.hungerOf(member) === 'hungry') this.#hungry.push(member, this.#rank(member));
   }
 
-  /** A hungry member's place in line: its demand, or with a short budget, when its caller that waited longest began (earlier first). */
+  /**
+   * A hungry member's place in line: when its caller that waited longest began, earlier first.
+   * Waiting time is what the group evens out: by demand, a member starved at one connection with
+   * many callers waiting stayed there while a member with more demand grew.
+   */
   #rank(member: M): number {
-    return this.#short ? member.side.waitedMs() - this.now() : member.demand;
+    return member.side.waitedMs() - this.now();
   }
 
   /** The hungriest member other than `except` that has callers waiting, or undefined. */

@@ -4,6 +4,7 @@ import {
   type ConnectionBudget,
   ConnectionPool,
   DEFAULT_HEALTH_THRESHOLDS,
+  kBudget,
   type Lease,
   PoolClosedError,
   type PoolHealth,
@@ -17,7 +18,7 @@ import { PlaceTransfers } from './place-transfers.js';
 import { resolveGroupOptions, type PoolGroupOptions, type ResolvedGroupOptions } from './group-options.js';
 import { GroupMetrics } from './group-metrics.js';
 import { GroupMembers } from './group-members.js';
-import { measureMember, type Member } from './group-member.js';
+import { measureMember, recurring, type Member } from './group-member.js';
 import type { PoolGroupMemberStats, PoolGroupStats, PoolGroupSummary } from './group-stats.js';
 import { summarizeMembers } from './group-summary.js';
 
@@ -44,21 +45,44 @@ export class PoolGroup<T> {
   readonly #transfers: PlaceTransfers<Member<T>>;
   #closed = false;
   #closing: Promise<void> | undefined;
-  /** The budget as the member pools see it (kept off the group's public face). */
+  /** The budget the group shares beyond its own (a FleetBudget), as its members' pools would see it. */
+  readonly #fleet: ConnectionBudget | undefined;
+  /** The budget as the member pools see it (kept off the group's public face): the group's, then the fleet's. */
   readonly #budget: ConnectionBudget = {
-    mayOpen: () => this.#total < this.options.maxTotal,
-    began: (supply) => this.#began(supply),
-    ended: (supply) => this.#ended(supply),
-    connected: () => this.#members.connected(),
-    starved: (supply) => this.#starved(supply),
-    yields: (supply, heldMs) => this.#yields(supply, heldMs),
-    quiet: () => this.#members.quiet(),
+    mayOpen: (supply) => this.#total < this.options.maxTotal && this.#fleet?.mayOpen(supply) !== false,
+    began: (supply) => {
+      this.#fleet?.began(supply);
+      this.#began(supply);
+    },
+    ended: (supply) => {
+      this.#fleet?.ended(supply);
+      this.#ended(supply);
+    },
+    connected: (supply) => {
+      this.#fleet?.connected(supply);
+      this.#members.connected();
+    },
+    starved: (supply) => {
+      this.#fleet?.starved(supply);
+      this.#starved(supply);
+    },
+    yields: (supply, heldMs) => this.#yields(supply, heldMs) || this.#fleet?.yields(supply, heldMs) === true,
+    quiet: (supply) => {
+      this.#fleet?.quiet(supply);
+      this.#members.quiet();
+    },
+    // Its members' stats name the fleet's budget, held back while the fleet's places are asked for.
+    name: () => this.#fleet?.name?.(),
+    asking: () => this.#fleet?.asking?.() === true,
   };
 
   readonly #metrics: GroupMetrics | undefined;
 
   constructor(options: PoolGroupOptions<T>) {
     this.options = resolveGroupOptions(options);
+    this.#fleet = this.options.budget?.[kBudget];
+    // The group counts as one pool on the fleet's budget for as long as it is open, whatever members come and go.
+    this.#fleet?.attached?.(this.#asMember);
     this.#timers = new Timers(this.options.clock);
     this.#metrics = GroupMetrics.of(this.options.metrics, this, this.options.name);
     const o = this.options;
@@ -66,7 +90,9 @@ export class PoolGroup<T> {
     this.#transfers = new PlaceTransfers({
       maxTotal: o.maxTotal,
       clientLimit: o.member.clientLimit,
-      total: () => this.#total,
+      // While members wait for a place in the fleet's budget, the group shares what it holds as
+      // it shares a spent maxTotal: a hungrier member may take an overfull one's connection.
+      total: () => (this.#fleet?.asking?.() === true ? Math.max(this.#total, o.maxTotal) : this.#total),
       members: () => this.#members.values(),
       loads: (members, minHoldMs) => this.#loads(members, minHoldMs),
       settings: () => this.#plan(),
@@ -177,7 +203,11 @@ export class PoolGroup<T> {
     this.#timers.clear(this.#timer);
     this.#metrics?.stop();
     await this.#members.close(() => new PoolClosedError(this.name), options);
+    this.#fleet?.detached?.(this.#asMember);
   }
+
+  /** The group as one pool on the fleet's budget, for its count of pools. */
+  readonly #asMember: BudgetMember = { demand: () => {} };
 
   // ---- the budget, as the member pools see it -------------------------------------------------
 
@@ -228,10 +258,19 @@ export class PoolGroup<T> {
 
   /** The planner's view of `members`: `stealable` counts idle connections held at least `minHoldMs`. */
   #loads(members: readonly Member<T>[], minHoldMs: number): MemberLoad[] {
+    const now = this.#timers.now();
     return members.map((m) => {
       const load = m.side.load(minHoldMs);
       const waiting = m.side.waiting();
-      return { key: m.key, ...load, waiting, holdMs: m.holdMs, recentNeed: m.recentNeed, waitedMs: m.side.waitedMs() };
+      return {
+        key: m.key,
+        ...load,
+        waiting,
+        holdMs: m.holdMs,
+        recentNeed: m.recentNeed,
+        waitedMs: m.side.waitedMs(),
+        recurring: recurring(m, now, minHoldMs),
+      };
     });
   }
 
@@ -280,7 +319,7 @@ export class PoolGroup<T> {
     // Not while members wait: then places change member by the planner's rules (minimum hold, quotas).
     const base = this.#giveBackBase();
     if (base !== Infinity && !this.#members.anyWaiting())
-      for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.recentNeed, base);
+      for (const m of this.#members.values()) this.#givenBack += m.giveBack.tick(now, m.side, m.keptNeed, base);
     this.#members.forgetIdle(now);
     this.#members.quiet(); // a backstop: new keys that wait look again
   }

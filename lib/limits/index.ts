@@ -1,28 +1,3 @@
-export {
-  type ConcurrencyLimiter,
-  type LimiterCounters,
-  type LimiterMode,
-  type LimiterStats,
-  type LimitOptions,
-  LocalLimiter,
-} from './local/index.js';
-export {
-  type RedisClientLike,
-  type RedisClusterNode,
-  type RedisConnectionOptions,
-  RedisLimiter,
-  type RedisLimiterOptions,
-  type RedisLimitOptions,
-} from './redis/index.js';
-export {
-  type AdaptiveAlgorithmOptions,
-  AdaptiveLimiter,
-  type AdaptiveLimiterOptions,
-  type AimdOptions,
-  type CallVerdict,
-  classifyCall,
-  type GradientOptions,
-  type LimitBounds,
-  type VegasOptions,
-  type WindowOptions,
-} from './adaptive/index.js';
+// What the other folders of lib use of the limits: their public surface (public.ts), and what follows.
+export * from './public.js';
+export { type HeardInstance, kDemand, type RedisDemand } from './redis/index.js';

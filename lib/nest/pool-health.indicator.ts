@@ -32,6 +32,8 @@ export interface PoolHealthDetails {
   waiting: number;
   /** The last error's text, credentials hidden (see `scrub`): /health is often open to anyone. */
   lastError: string | null;
+  /** For a pool on a budget (`FleetBudget`): its name, and whether callers wait for a place in it while the pool has room. */
+  budget?: { name: string; holdsBack: boolean };
   /** For a pool group: its members now (its `size` and `maxSize` are then the group's connections and `maxTotal`). */
   members?: number;
   /**
@@ -173,6 +175,7 @@ function report(s: PoolStats): PoolHealthDetails {
     waiting: s.waiting,
     lastError: s.lastError === undefined ? null : scrub(s.lastError),
     ...admission,
+    ...(s.budget === undefined ? {} : { budget: { ...s.budget } }),
   };
 }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { type ConnectionPool, messageOf } from '../core/index.js';
+import { type ConnectionPool, messageOf, type SharedBudget } from '../core/index.js';
 import type { PoolGroup } from '../groups/index.js';
 import type { PoolModuleSettings } from './pool-module-options.js';
 import type { ModuleLimiters } from './module-limiters.js';
@@ -20,9 +20,11 @@ export class ModulePools {
 }
 
 /**
- * Warms up the pools one `PoolModule` import made when the module starts, and closes them (then
- * their limiters) on shutdown. A pool whose provider a test overrode is the test's: it is neither
- * warmed up nor closed here.
+ * Warms up the pools one `PoolModule` import made when the module starts, after starting the
+ * budgets they share (`FleetBudget`), and closes them on shutdown, then their limiters, and each
+ * of their budgets on which no pool is left open (another import's, or one made outside Nest,
+ * keeps it open). A pool whose provider a test overrode is the test's: it is neither warmed up nor
+ * closed here.
  */
 @Injectable()
 export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
@@ -35,6 +37,8 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   async onModuleInit(): Promise<void> {
+    // Before any pool opens a connection: a fleet budget's first places wait one lease TTL, which now runs during boot.
+    await Promise.all(this.#budgets().map((budget) => budget.start()));
     const results = await Promise.allSettled(this.made.pools.map((pool) => pool.warmup()));
     const failures = results.flatMap((r, i) =>
       r.status === 'rejected' ? [{ pool: this.made.pools[i], error: r.reason as unknown }] : [],
@@ -59,5 +63,11 @@ export class PoolLifecycle implements OnModuleInit, OnApplicationShutdown {
   async #closeAll(graceMs: number): Promise<void> {
     await Promise.all([...this.made.pools, ...this.made.groups].map((pool) => pool.close({ graceMs })));
     await this.limiters.close();
+    await Promise.all(this.#budgets().map((budget) => (budget.pools === 0 ? budget.close() : undefined)));
+  }
+
+  /** The budgets this import's pools and groups share, each once. */
+  #budgets(): SharedBudget[] {
+    return [...new Set([...this.made.pools, ...this.made.groups].flatMap((pool) => pool.options.budget ?? []))];
   }
 }

@@ -62,12 +62,27 @@ export interface GroupDefinition<T = unknown> extends AsyncGroupDefinition<T> {
   options: GroupedOptions;
 }
 
+/**
+ * Options per name. An array (the shape `forRoot` and TypeORM's factories take) does not fit, and
+ * TypeScript's error then shows `Hint`, where the names and connectors belong: arrays have an
+ * iterator, a record of options has none.
+ */
+export type OptionsByName<T, Hint extends string> = { readonly [name: string]: T } & {
+  readonly [Symbol.iterator]?: Hint;
+};
+
 /** Settings that may come from an async factory. */
 export interface PoolModuleSettings {
   /** Options per pool name, for `forRootAsync`. `forRoot` takes them on each pool instead. */
-  pools?: Record<string, PooledOptions>;
+  pools?: OptionsByName<
+    PooledOptions,
+    "forRootAsync's factory gives pools as { [name]: options }; each pool's name and connector go in forRootAsync({ pools: [{ name, connector }], useFactory })"
+  >;
   /** Options per group name, for `forRootAsync`. `forRoot` takes them on each group instead. */
-  groups?: Record<string, GroupedOptions>;
+  groups?: OptionsByName<
+    GroupedOptions,
+    "forRootAsync's factory gives groups as { [name]: options }; each group's name and connector go in forRootAsync({ groups: [{ name, connector }], useFactory })"
+  >;
   /** Admission limits shared by every pool of this registration that has none of its own. */
   limits?: LimitsConfig;
   /** Stop start-up when a pool cannot open its `minSize` connections. Default false: log and go on. */
@@ -78,7 +93,11 @@ export interface PoolModuleSettings {
 
 /** What shapes the module itself, so never async. */
 export interface StaticSettings {
-  /** Make the pools (and the health indicator) injectable in every module. Default false. */
+  /**
+   * Makes the pools injectable in every module, as TypeORM's and BullMQ's `forRoot` do. Default
+   * true; `false`: only modules that import this registration inject them. `PoolHealthIndicator`
+   * is injectable everywhere either way.
+   */
   isGlobal?: boolean;
   /** Answer pool errors on HTTP with 429/503 and `Retry-After` (registers `PoolErrorFilter` app-wide). Default false. */
   httpErrors?: boolean;

@@ -213,7 +213,8 @@ function assemble(
   }
   return {
     module: PoolModule,
-    global: options.isGlobal === true,
+    // Global by default, as TypeOrmModule.forRoot and BullModule.forRoot are; a feature module's pools never.
+    global: !method.startsWith('forFeature') && options.isGlobal !== false,
     imports: [...(options.imports ?? []), PoolCoreModule],
     providers,
     exports: poolTokens,

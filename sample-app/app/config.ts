@@ -10,6 +10,12 @@ export interface SampleConfig {
   redisUrl: string | undefined;
   /** PostgreSQL for the `pg` pool; none: no `pg` pool. */
   databaseUrl: string | undefined;
+  /**
+   * With Redis and PostgreSQL: the `pg` pool's connections, across every instance of the app
+   * sharing the Redis, within one `FleetBudget` of this many (`DB_BUDGET`); none: each instance
+   * opens up to its own `maxSize`.
+   */
+  dbBudget: number | undefined;
   /** Concurrent upstream calls per user (`x-user-id`). */
   perUserLimit: number;
   /** The Redis list of the job queue (`JOBS_KEY`): one per app, so apps sharing a Redis do not take each other's jobs. Default `sample:jobs`. */

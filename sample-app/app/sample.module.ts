@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Http2SessionConnector, PoolModule, type GroupDefinition, type PoolDefinition } from 'nestjs-shared-pool';
+import { FleetBudget } from 'nestjs-shared-pool/groups';
 import { PoolDashboardModule } from 'nestjs-shared-pool/dashboard';
 import { redisConnector } from 'nestjs-shared-pool/connectors/ioredis';
 import { pgConnector } from 'nestjs-shared-pool/connectors/pg';
@@ -79,10 +80,18 @@ export class SampleModule {
       controllers.push(CountersController, JobsController);
     }
     if (config.databaseUrl !== undefined) {
+      // With DB_BUDGET, every instance's pg connections together stay within it: each holds a
+      // place in Redis, and places move to the instances whose callers wait. The module starts
+      // the budget at boot and closes it after the pool.
+      const budget =
+        config.dbBudget === undefined || config.redisUrl === undefined
+          ? undefined
+          : new FleetBudget({ name: 'sample-db', maxTotal: config.dbBudget, redis: { url: config.redisUrl } });
       pools.push({
         name: 'pg',
         connector: pgConnector(config.databaseUrl),
-        options: { maxSize: 5, minSize: 1, metrics },
+        // A pool on a budget opens as its callers need (minSize 0): a place each, none held ahead.
+        options: budget === undefined ? { maxSize: 5, minSize: 1, metrics } : { maxSize: 5, budget, metrics },
       }); // exclusive, reset on return: the connector says so
       controllers.push(NotesController);
     }

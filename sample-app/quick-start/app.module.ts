@@ -8,7 +8,6 @@ import { HealthController } from './health.controller.js';
   imports: [
     TerminusModule,
     PoolModule.forRoot({
-      isGlobal: true,
       httpErrors: true, // pool errors answer 429/503 with Retry-After, never a bare 500
       pools: [
         {

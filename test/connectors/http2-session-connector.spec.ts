@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { once } from 'node:events';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { ConnectionPool, Http2SessionConnector, http2Request } from '../../lib/index.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { ConnectionPool, Http2SessionConnector, http2Request, POOL_CHANNELS } from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { RecordingLogger } from '../support/harness.js';
 
@@ -84,7 +85,8 @@ describe('Http2SessionConnector', () => {
     const { pool, get, upstream } = await setup({ responseDelayMs: 50 });
     await get('/warm');
     const inFlight = Promise.all([get('/a'), get('/b')]);
-    await sleep(10);
+    // Both at the server first: a GOAWAY that crosses a request refuses it (the next test's case).
+    while (upstream.inflight < 2) await sleep(1);
     upstream.goawayAll();
     await expect(inFlight).resolves.toHaveLength(2);
     await expect(get('/after')).resolves.toEqual(expect.objectContaining({ path: '/after' }));
@@ -134,6 +136,50 @@ describe('Http2SessionConnector', () => {
         Object.assign(new Error('Stream closed with error code NGHTTP2_CANCEL'), { code: 'ERR_HTTP2_STREAM_ERROR' }),
       ),
     ).toBe(false);
+  });
+
+  it('closes a session whose peer sent GOAWAY and keeps the connection open, within closeTimeoutMs', async () => {
+    // Node half-closes such a session's socket and waits for the peer's end, which this peer never
+    // sends: the session's close never finished, and its socket stayed open for good.
+    const server = http2.createServer();
+    const sockets = new Set<import('node:net').Socket>();
+    server.on('connection', (socket: import('node:net').Socket) => sockets.add(socket.on('error', () => {})));
+    let first = true;
+    server.on('session', (session) => {
+      session.on('error', () => {});
+      if (first) setTimeout(() => session.goaway(http2.constants.NGHTTP2_NO_ERROR), 50);
+      first = false;
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    open.push({
+      close: () => {
+        for (const socket of sockets) socket.destroy();
+        return new Promise((r) => server.close(r));
+      },
+    });
+    const closes: number[] = [];
+    const onClose = (m: unknown) => {
+      if ((m as { pool: string }).pool === 'goaway') closes.push(performance.now());
+    };
+    subscribe(POOL_CHANNELS.close, onClose);
+    open.push({ close: async () => unsubscribe(POOL_CHANNELS.close, onClose) });
+    const connector = new Http2SessionConnector({
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      closeTimeoutMs: 300,
+    });
+    const pool = new ConnectionPool(connector, { name: 'goaway', logger: new RecordingLogger() });
+    open.push({ close: () => pool.close() });
+    await pool.use(() => undefined); // one session opened
+    const opened = performance.now();
+    while (closes.length === 0 && performance.now() - opened < 2_000) await sleep(20);
+    expect(pool.stats().counters.retiredBy.connector).toBe(1);
+    expect(pool.stats().lastError).toBeUndefined(); // a graceful GOAWAY is no error
+    expect(closes).toHaveLength(1); // its close finished...
+    expect(closes[0]! - opened).toBeLessThan(1_000); // ...by the GOAWAY (50 ms) and closeTimeoutMs (300 ms), not never
+    const closing = performance.now();
+    await pool.close();
+    expect(performance.now() - closing).toBeLessThan(500);
   });
 
   it('reopens transparently after the peer drops idle sessions', async () => {

@@ -3,7 +3,7 @@
 // they share the scope's connection; connections come back clean through the face too.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { eq, sql as dsql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { integer, pgTable } from 'drizzle-orm/pg-core';
@@ -21,17 +21,13 @@ import {
 import { asPgPool, pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { boot } from '../support/nest.js';
 import { until } from '../support/wait.js';
+import { TestReader } from '../support/test-reader.js';
 
 const URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const ACCOUNTS = 'nsp_adapter_accounts';
 const NOTES = 'nsp_adapter_notes';
 const START = 1_000;
 const COUNT = 50;
-
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
 
 const quiet: PoolLogger = { warn: () => {}, error: () => {} };
 let observer: pg.Client;

@@ -7,6 +7,7 @@ import { getEventListeners } from 'node:events';
 import { hookAbort } from '../../lib/core/common/abort-hooks.js';
 import { backoffMs } from '../../lib/core/common/clock.js';
 import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/common/clock.js';
+import { TurnClock as LeaseDates, TURN_READS } from '../../lib/core/common/turn-clock.js';
 import { ConnectionIndex } from '../../lib/core/connections/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connections/connection-set.js';
 import { CreateBackoff } from '../../lib/core/connections/create-backoff.js';
@@ -135,10 +136,26 @@ describe('WaiterQueue', () => {
             expect(queue.head).toBe(model[0] ?? null);
           }
           expect(queue.toArray()).toEqual(model);
+          // Read in order until told to stop, and no further.
+          const read: Waiter<number>[] = [];
+          queue.eachUntil((w) => read.push(w) < 3);
+          expect(read).toEqual(model.slice(0, 3));
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('reads in order from the first waiter still queued: served ones in front are passed over once, not on every read', () => {
+    const queue = new WaiterQueue<number>();
+    const all = Array.from({ length: 30 }, () => new Waiter<number>(0));
+    for (const w of all) queue.push(w);
+    for (const w of all.slice(0, 20)) queue.remove(w); // served from the front, as a limiter's waiters are
+    expect(queue.slotsInUse).toBe(30);
+    const read: Waiter<number>[] = [];
+    queue.eachUntil((w) => read.push(w) < 1);
+    expect(read).toEqual([all[20]]);
+    expect(queue.slotsInUse).toBe(10);
   });
 
   it('keeps no slots for callers that gave up behind a head that never leaves', () => {
@@ -336,6 +353,58 @@ describe('WaiterDeadlines', () => {
     expect(clock.timers.size).toBe(3); // the first batch's dating, the deadline timer it armed when it filled, the second batch's dating
     d.stop();
     expect(clock.timers.size).toBe(0);
+  });
+});
+
+describe('TurnClock (dates shared within a turn)', () => {
+  function turnDates() {
+    const clock = new TurnClock();
+    let reads = 0;
+    const counted: Clock = {
+      now: () => (reads++, clock.t),
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (handle) => clock.clearTimeout(handle),
+      defer: (fn) => clock.defer(fn),
+    };
+    return { clock, dates: new LeaseDates(new Timers(counted)), reads: () => reads };
+  }
+
+  it('reads the clock once for the dates of a turn, and again in the next', () => {
+    const { clock, dates, reads } = turnDates();
+    clock.t = 5;
+    expect(dates.now()).toBe(5);
+    clock.t = 7; // time passes within the turn: its dates stay the turn's
+    expect([dates.now(), dates.now()]).toEqual([5, 5]);
+    expect(reads()).toBe(1);
+    expect(clock.deferred).toHaveLength(1); // one end of turn asked for, not one per date
+    clock.endTurn();
+    expect(dates.now()).toBe(7);
+    expect(reads()).toBe(2);
+  });
+
+  it(`reads again after ${TURN_READS} dates in one long turn, without asking for another end of turn`, () => {
+    const { clock, dates, reads } = turnDates();
+    const seen: number[] = [];
+    for (let i = 0; i < TURN_READS * 3; i++) {
+      clock.t = i;
+      seen.push(dates.now());
+    }
+    expect(reads()).toBe(3);
+    expect(clock.deferred).toHaveLength(1);
+    expect(seen.slice(TURN_READS - 1, TURN_READS + 1)).toEqual([0, TURN_READS]);
+    // Never late, early by less than TURN_READS dates, never backwards.
+    seen.forEach((d, i) => {
+      expect(d).toBeLessThanOrEqual(i);
+      expect(i - d).toBeLessThan(TURN_READS);
+      if (i > 0) expect(d).toBeGreaterThanOrEqual(seen[i - 1]!);
+    });
+  });
+
+  it('on a clock without defer, ends the turn with a timer of its own', () => {
+    const clock = new VirtualClock();
+    const dates = new LeaseDates(new Timers(clock));
+    expect(dates.now()).toBe(0);
+    expect(clock.pending).toBe(1);
   });
 });
 

@@ -1,31 +1,33 @@
 // The timings through poolMetricProducer() are the data the SDK's own histograms make of the same
-// values: the same workload on virtual time runs once through the Meter's histograms and once
-// through the producer, and a real SDK reader's exported points are compared one by one. Its own
-// file: a producer, once made, switches every pool of the process to aggregating.
+// values: the same workload on virtual time runs through the Meter's histograms (a View on them
+// keeps them there), through a producer the application gives its reader, and through a plain
+// MeterProvider (whose reader the pool gives a producer itself), and a real SDK reader's exported
+// points are compared one by one. Its own file: the warning of the SDK path is given once per
+// process.
 import { describe, expect, it } from '@jest/globals';
 import {
   AggregationTemporality,
   DataPointType,
+  InstrumentType,
   MeterProvider,
-  MetricReader,
   type MetricData,
+  type ViewOptions,
 } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, poolMetricProducer, type PoolMetricProducer } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { RecordingLogger } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';
-
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
+import { TestReader } from '../support/test-reader.js';
 
 const TIMINGS = ['db.client.connection.wait_time', 'db.client.connection.use_time', 'db.client.connection.create_time'];
 
-/** A reader on a new MeterProvider, with `producer` if given; what it collects, timings only, by name. */
-function sdk(producer?: PoolMetricProducer) {
+/** A View that selects the timings and changes nothing: the SDK then aggregates them itself. */
+const KEEP_IN_SDK: ViewOptions = { instrumentType: InstrumentType.HISTOGRAM, instrumentName: 'db.client.connection.*' };
+
+/** A reader on a new MeterProvider, with `producer` if given and `views`; what it collects, timings only, by name. */
+function sdk(producer?: PoolMetricProducer, views: ViewOptions[] = []) {
   const reader = new TestReader(producer === undefined ? {} : { metricProducers: [producer] });
-  const provider = new MeterProvider({ readers: [reader] });
+  const provider = new MeterProvider({ readers: [reader], views });
   const read = async () => {
     const { resourceMetrics, errors } = await reader.collect();
     expect(errors).toEqual([]);
@@ -38,7 +40,10 @@ function sdk(producer?: PoolMetricProducer) {
 }
 
 /** The same workload every time: creates of 7 ms, holds from 0 to 1.3 s, waits of every size, a timeout. Returns the pool, open. */
-async function workload(meter: ReturnType<typeof sdk>['meter']): Promise<ConnectionPool<{ id: number }>> {
+async function workload(
+  meter: ReturnType<typeof sdk>['meter'],
+  logger = new RecordingLogger(),
+): Promise<ConnectionPool<{ id: number }>> {
   const clock = new VirtualClock();
   let ids = 0;
   const connector = {
@@ -50,7 +55,7 @@ async function workload(meter: ReturnType<typeof sdk>['meter']): Promise<Connect
     maxSize: 3,
     clientLimit: 1,
     clock,
-    logger: new RecordingLogger(),
+    logger,
   });
   const holds = [0, 0.05, 0.3, 1, 2, 4, 8, 20, 45, 90, 200, 400, 900, 1_300, 3, 3, 17];
   const calls = holds.map(async (ms, i) => {
@@ -97,10 +102,17 @@ function shape(metric: MetricData | undefined) {
 
 describe('poolMetricProducer()', () => {
   it('exports the same histograms as recording each value through the SDK, point by point', async () => {
-    const direct = sdk();
-    const first = await workload(direct.meter); // before any producer exists: each value through the Meter
+    const direct = sdk(undefined, [KEEP_IN_SDK]);
+    const logger = new RecordingLogger();
+    const first = await workload(direct.meter, logger); // a View applies: each value through the Meter
     const viaSdk = await direct.read();
     await first.close();
+    // It says so, once, with what it costs and the line that changes it.
+    expect(logger.warnings).toEqual([
+      expect.stringMatching(
+        /^pool "db": a View applies to db\.client\.connection\.wait_time, so its wait, use and create times are recorded one by one through the Meter's histograms: about 1 µs more per acquire and release\. .*metricProducers: \[poolMetricProducer\(\)\]/,
+      ),
+    ]);
 
     const producer = poolMetricProducer();
     const produced = sdk(producer);
@@ -108,11 +120,19 @@ describe('poolMetricProducer()', () => {
     const viaProducer = await produced.read();
     await second.close();
 
+    const plain = sdk(); // no producer given: the pool gives its reader one
+    const quiet = new RecordingLogger();
+    const third = await workload(plain.meter, quiet);
+    const viaPlain = await plain.read();
+    await third.close();
+    expect(quiet.warnings).toEqual([]);
+
     for (const name of TIMINGS) {
       const expected = shape(viaSdk.get(name));
       expect(expected.points).toHaveLength(1);
       expect(expected.points[0]!.count).toBeGreaterThan(0);
       expect(shape(viaProducer.get(name))).toEqual(expected);
+      expect(shape(viaPlain.get(name))).toEqual(expected);
     }
     // The waits spread over several buckets, the holds over most: the comparison means something.
     expect(shape(viaSdk.get(TIMINGS[1])).points[0]!.counts.filter((c) => c > 0).length).toBeGreaterThan(8);
@@ -120,7 +140,7 @@ describe('poolMetricProducer()', () => {
     // Some acquires found a connection at once: their wait of 0 (recorded without a clock read) is in the comparison.
     expect(shape(viaSdk.get(TIMINGS[0])).points[0]).toMatchObject({ min: 0 });
     expect(shape(viaSdk.get(TIMINGS[0])).points[0]!.counts[0]).toBeGreaterThan(0);
-    await Promise.all([direct.provider.shutdown(), produced.provider.shutdown()]);
+    await Promise.all([direct.provider.shutdown(), produced.provider.shutdown(), plain.provider.shutdown()]);
   });
 
   it('with delta temporality, reports what was recorded since the last collection, without min and max', async () => {

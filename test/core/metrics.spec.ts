@@ -3,18 +3,13 @@
 // that nothing is recorded when metrics are off.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { metrics } from '@opentelemetry/api';
-import { DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
+import { DataPointType, MeterProvider, type MetricData } from '@opentelemetry/sdk-metrics';
 import { ConnectionPool, LocalLimiter, type Connector, type Lease } from '../../lib/index.js';
 import { forgetAppMeter } from '../../lib/core/observation/pool-metrics.js';
 import type { FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';
-
-/** A reader the test collects from when it wants. */
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
+import { TestReader } from '../support/test-reader.js';
 
 function sdk() {
   const reader = new TestReader();

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { TestReader } from '../support/test-reader.js';
 import { WATCH_BOUNDS_MS, watchedQuantile } from '../../lib/index.js';
 import { WatchCounts } from '../../lib/core/observation/timing-watch.js';
 import { makePool, track } from '../support/harness.js';
@@ -44,6 +46,39 @@ describe('watched timings', () => {
       hold: { counts: expect.any(Array), total: 0 },
     }); // a new watch starts from zero
     again.stop();
+    await pool.close();
+  });
+
+  it("time every lease for the metrics while a watch begins and ends, and the watch's leases for it", async () => {
+    const reader = new TestReader();
+    const meter = new MeterProvider({ readers: [reader] }).getMeter('test');
+    const { pool, clock } = makePool({ maxSize: 1, clientLimit: 1, metrics: meter, metricTimings: true });
+    const cycle = async (holdMs: number) => {
+      const lease = await pool.acquire();
+      await clock.advance(holdMs);
+      lease.release();
+    };
+    await cycle(0); // timed for the metrics alone
+    await cycle(20);
+    const watch = pool.watchTimings();
+    await cycle(0);
+    const holder = await pool.acquire();
+    const waiting = track(pool.acquire());
+    await clock.advance(40);
+    holder.release(); // held 40
+    await flush();
+    await clock.advance(10);
+    waiting.value!.release(); // waited 40, held 10
+    expect(watch.read().hold.total).toBe(3);
+    expect(watch.read().wait.total).toBe(3);
+    watch.stop();
+    await cycle(5); // the metrics alone again
+    const { resourceMetrics } = await reader.collect();
+    const count = (name: string) =>
+      resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === name)!.dataPoints[0]!
+        .value as { count: number; max: number };
+    expect(count('db.client.connection.use_time')).toMatchObject({ count: 6, max: 0.04 });
+    expect(count('db.client.connection.wait_time')).toMatchObject({ count: 6, max: 0.04 });
     await pool.close();
   });
 

@@ -4,15 +4,24 @@ import type { ClientHttp2Session } from 'node:http2';
 import { posix } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
-import { ConnectionPool, getPoolToken, Http2SessionConnector, LocalLimiter, PoolModule } from '../../lib/index.js';
+import {
+  ConnectionPool,
+  FleetBudget,
+  getPoolToken,
+  Http2SessionConnector,
+  LocalLimiter,
+  PoolModule,
+} from '../../lib/index.js';
 import { startCloudUpstream, type CloudUpstream } from '../../sample-app/cloud-upstream.js';
 import { CatalogService } from '../../sample-app/quick-start/catalog.js';
 import {
   adaptiveRegistration,
   asyncRegistration,
+  ConfiguredAppModule,
   Completions,
   databaseRegistration,
   drizzleOn,
+  fleetPool,
   kyselyOn,
   TenantOrders,
   DashboardAppModule,
@@ -24,6 +33,7 @@ import {
   TenantReports,
   tenantRegistration,
   warnOnFailedConnections,
+  wrappedMetrics,
 } from '../../sample-app/readme-snippets.js';
 import pg from 'pg';
 import { sql } from 'kysely';
@@ -33,6 +43,20 @@ import { RecordingNestLogger } from '../support/nest.js';
 import { docPages, readmeBlocks, root, source } from '../support/readme.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn` with `vars` in the environment, then puts back what was there. */
+async function withEnv(vars: Record<string, string>, fn: () => Promise<void>): Promise<void> {
+  const had = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    await fn();
+  } finally {
+    for (const [k, v] of Object.entries(had)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
 
 describe('the code of the README and of docs/', () => {
   it('comes from files that tests run: each block names its file and matches it', () => {
@@ -90,7 +114,12 @@ describe('the stats() tables of docs/observability.md', () => {
   it('name every field and counter stats() has, and no other', async () => {
     const pool = new ConnectionPool(
       { create: async () => ({}) },
-      { name: 'db', limiter: new LocalLimiter({ global: 2 }) },
+      // A budget that is never started: the pool names it in stats() without asking it for anything.
+      {
+        name: 'db',
+        limiter: new LocalLimiter({ global: 2 }),
+        budget: new FleetBudget({ name: 'db', maxTotal: 2, redis: { url: 'redis://127.0.0.1:6379' } }),
+      },
     );
     const stats = pool.stats();
     const fields = section.slice(0, section.indexOf('| counter |'));
@@ -131,9 +160,7 @@ describe('the README excerpts, run', () => {
   });
 
   it('async registration from a config provider', async () => {
-    process.env.UPSTREAM_URL = upstream.url;
-    process.env.UPSTREAM_POOL_SIZE = '3';
-    try {
+    await withEnv({ UPSTREAM_URL: upstream.url, UPSTREAM_POOL_SIZE: '3' }, async () => {
       const moduleRef = await Test.createTestingModule({ imports: [asyncRegistration] })
         .setLogger(new RecordingNestLogger())
         .compile();
@@ -142,10 +169,23 @@ describe('the README excerpts, run', () => {
       expect(pool.options.maxSize).toBe(3);
       await expect(leaseByHand(pool, new AbortController().signal)).resolves.toMatchObject({ status: 200 });
       await moduleRef.close();
-    } finally {
-      delete process.env.UPSTREAM_URL;
-      delete process.env.UPSTREAM_POOL_SIZE;
-    }
+    });
+  });
+
+  it('feeds forRootAsync from @nestjs/config: the connector and the size from ConfigService, on a real PostgreSQL', async () => {
+    const url = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+    await withEnv({ DATABASE_URL: url, DB_POOL_SIZE: '3' }, async () => {
+      const moduleRef = await Test.createTestingModule({ imports: [ConfiguredAppModule] })
+        .setLogger(new RecordingNestLogger())
+        .compile();
+      await moduleRef.init();
+      const pool = moduleRef.get<ConnectionPool<pg.Client>>(getPoolToken('db'));
+      expect(pool.options.maxSize).toBe(3);
+      const { rows } = await pool.use((client) => client.query<{ db: string }>('SELECT current_database() AS db'));
+      expect(rows).toEqual([{ db: new URL(url).pathname.slice(1) }]);
+      await moduleRef.close();
+      expect(pool.stats().closed).toBe(true);
+    });
   });
 
   it('limits on Redis with the key from the arguments', async () => {
@@ -294,6 +334,40 @@ describe('the README excerpts, run', () => {
     (await pool.acquire()).fail(new Error('not heard'));
     await pool.close();
     expect(lines).toEqual(['db: connection 1 failed: socket hang up']);
+  });
+
+  it('a pool on a fleet budget: its connections take places in Redis, and give them back', async () => {
+    const { pool, budget } = fleetPool(
+      'postgres://postgres@127.0.0.1:5432/test',
+      'redis://127.0.0.1:6379',
+      `readme-${process.pid}-${Date.now()}`,
+    );
+    try {
+      const { rows } = await pool.use((client) => client.query<{ one: number }>('SELECT 1 AS one'), {
+        timeoutMs: 15_000, // a budget's first use waits one lease TTL (5 s): it looks like a Redis restart
+      });
+      expect(rows).toEqual([{ one: 1 }]);
+      expect(budget.stats()).toMatchObject({ maxTotal: 100, held: 1, mode: 'redis' });
+    } finally {
+      await pool.close();
+      await budget.close();
+    }
+    expect(budget.stats().held).toBe(0);
+  }, 30_000);
+
+  it('a Meter wrapped by the app: its reader takes the pools’ producer, and gets their timings', async () => {
+    const { exporter, provider, meter } = wrappedMetrics('orders');
+    const pool = new ConnectionPool({ create: async () => ({}) }, { name: 'wrapped', metrics: meter });
+    await pool.use(() => new Promise((resolve) => setTimeout(resolve, 3)));
+    const { resourceMetrics } = await exporter.collect();
+    const use = resourceMetrics.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .find((m) => m.descriptor.name === 'db.client.connection.use_time');
+    const point = use?.dataPoints.find((p) => p.attributes['db.client.connection.pool.name'] === 'wrapped');
+    expect(point?.value).toMatchObject({ count: 1 });
+    expect((point!.value as { sum: number }).sum).toBeGreaterThanOrEqual(0.002);
+    await pool.close();
+    await provider.shutdown();
   });
 
   it('the dashboard, for ops only', async () => {

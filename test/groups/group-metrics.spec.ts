@@ -1,16 +1,12 @@
 // A pool group's own OpenTelemetry metrics, read back through a real SDK MeterProvider: one
 // series set per group, none per member unless asked.
 import { describe, expect, it } from '@jest/globals';
-import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { PoolGroup, type Lease } from '../../lib/index.js';
 import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { RecordingLogger } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';
-
-class TestReader extends MetricReader {
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
-}
+import { TestReader } from '../support/test-reader.js';
 
 describe('a pool group’s metrics', () => {
   it('report its connections against maxTotal, members, waiting callers, transfers and utilization; its members report nothing', async () => {

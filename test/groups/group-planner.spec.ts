@@ -134,6 +134,21 @@ describe('with the need the group measured lately', () => {
     expect(quotas(loads, small)).toEqual({ new: 1, a: 3 });
   });
 
+  it('keeps one connection for a member that calls now and then, though it needs none this instant', () => {
+    const loads = [
+      load('rare', { connections: 1, stealable: 1, recentNeed: 0.02, recurring: true, oldestMs: 500 }),
+      load('busy', { connections: 3, inUse: 3, waiting: 9, recentNeed: 6 }),
+    ];
+    expect(quotas(loads, small)).toEqual({ rare: 1, busy: 3 });
+    expect(hunger(loads, small)).toEqual({ rare: 'satisfied', busy: 'satisfied' });
+    // Once its calls stop coming (or without a connection to keep), it needs none.
+    expect(quotas([{ ...loads[0]!, recurring: false }, loads[1]!], small)).toEqual({ rare: 0, busy: 4 });
+    expect(quotas([load('rare', { recentNeed: 0.02, recurring: true }), loads[1]!], small)).toEqual({
+      rare: 0,
+      busy: 4,
+    });
+  });
+
   it('gives the first connections of a short budget to the members waiting longest, not the largest', () => {
     const loads = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6'].map((key, i) =>
       load(key, { waiting: 1, recentNeed: 0, holdMs: 100 - i, waitedMs: i * 10 }),

@@ -32,7 +32,7 @@ function groupOf(loads: MemberLoad[], s: PlanSettings = settings) {
       retireOldestIdle: () => (retired.push(member.key), true),
       demand: () => void asked.push(member.key),
     } as unknown as MemberSide;
-    const member: Fake = { key: l.key, side, quota: 0, demand: 0, giving: 0, load: l };
+    const member: Fake = { key: l.key, side, quota: 0, demand: 0, keeps: 0, giving: 0, load: l };
     return member;
   });
   let total = loads.reduce((sum, l) => sum + l.connections, 0);
@@ -172,6 +172,25 @@ describe('a release', () => {
     expect(group.yields('a', 1_000)).toBe(false);
   });
 
+  it('keeps the one connection of a member that calls now and then, while another waits; not with a short budget', () => {
+    const loads = (maxTotal: number) =>
+      groupOf(
+        [
+          load('busy', { connections: maxTotal - 1, inUse: maxTotal - 1, waiting: 20, recentNeed: 8, holdMs: 20 }),
+          load('rare', { connections: 1, inUse: 0, stealable: 1, recentNeed: 0.02, recurring: true, oldestMs: 900 }),
+        ],
+        { maxTotal, clientLimit: 1, minHoldMs: 50 },
+      );
+    const roomy = loads(6);
+    roomy.starve('busy');
+    expect(roomy.retired).toEqual([]); // its connection is not taken from it
+    expect(roomy.yields('rare', 1_000)).toBe(false); // nor given away when its call ends
+    // Two members wanting and a budget of one: they take turns, and nobody keeps an idle place.
+    const short = loads(1);
+    short.starve('busy');
+    expect(short.retired).toEqual(['rare']);
+  });
+
   it('gives no second connection while the one given is on its way and covers what the others wait for', () => {
     const group = groupOf([
       load('busy', { connections: 10, inUse: 10, waiting: 50, holdMs: 100, oldestMs: 5_000 }),
@@ -194,6 +213,20 @@ describe('a freed place', () => {
     group.starve('big');
     group.free();
     expect(group.asked).toEqual(['big', 'small']);
+  });
+
+  it('goes to the hungry member whose caller waited longest, not the one with the most demand', () => {
+    // Both are below their quotas: 'starved' has one connection for 18 callers, 'grown' more
+    // demand and callers that came later.
+    const group = groupOf([
+      load('grown', { connections: 2, inUse: 2, waiting: 30, holdMs: 100, waitedMs: 20 }),
+      load('starved', { connections: 1, inUse: 1, waiting: 18, holdMs: 100, waitedMs: 800 }),
+      load('c', { connections: 7, inUse: 7, recentNeed: 7 }),
+    ]);
+    group.starve('grown');
+    group.starve('starved');
+    group.free();
+    expect(group.asked[0]).toBe('starved');
   });
 
   it('takes turns with a short budget: the member whose caller waited longest first, whatever its demand', () => {

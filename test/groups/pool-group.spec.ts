@@ -1,6 +1,6 @@
 // A pool group on virtual time: members per key share maxTotal connections; hungry members take
 // idle places from overfull ones after the minimum hold; a rare member is not starved by a busy
-// one; idle members are forgotten.
+// one, and keeps its place while it calls now and then; idle members are forgotten.
 import { describe, expect, it } from '@jest/globals';
 import type { Connector, Lease } from '../../lib/index.js';
 import { PoolGroup } from '../../lib/groups/pool-group.js';
@@ -115,6 +115,32 @@ describe('a pool group', () => {
     }
     expect(rare.value).toBe('served');
     expect(waited).toBeLessThanOrEqual(100); // a few busy holds, not until the busy member stops
+    stop = true;
+    for (let t = 0; t < 100 && workers.some((w) => !w.settled); t++) await clock.advance(20);
+    expect(workers.filter((w) => w.error !== undefined)).toEqual([]);
+    await g.close();
+  });
+
+  it('lets a member that calls now and then keep its place beside a busy one, and lets it go when its calls stop', async () => {
+    // Connects cost 50 ms (the minimum hold); the rare member calls every 150 ms, within ten of them.
+    const { g, clock, connectors } = group();
+    let stop = false;
+    const busy = async () => {
+      while (!stop) await g.use('busy', () => new Promise<void>((resolve) => clock.setTimeout(resolve, 20)));
+    };
+    const workers = Array.from({ length: 12 }, () => track(busy()));
+    await clock.advance(200);
+    for (let call = 0; call < 20; call++) {
+      const rare = track(g.use('rare', () => 'served'));
+      await clock.advance(150);
+      expect(rare.value).toBe('served');
+    }
+    // Two connects for twenty calls: before its second call, nothing said it calls again.
+    expect(connectors.get('rare')!.created).toBe(2);
+    // Its calls stop: once three of its gaps have passed, the busy member takes the place.
+    await clock.advance(600);
+    expect(connectors.get('rare')!.live.size).toBe(0);
+    expect(g.member('busy')!.stats().size).toBe(4);
     stop = true;
     for (let t = 0; t < 100 && workers.some((w) => !w.settled); t++) await clock.advance(20);
     expect(workers.filter((w) => w.error !== undefined)).toEqual([]);

@@ -4,6 +4,7 @@
 // out of its bounds or to NaN.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { Random } from '../qos/random.js';
 import {
   limitAlgorithm,
   type AdaptiveAlgorithmOptions,
@@ -313,6 +314,22 @@ describe('latency-based limits', () => {
     const limits = steady(algorithm, 20_000, (i) => (i % 100 === 99 ? 200 : 10));
     expect(Math.min(...limits.slice(1_000).filter((l) => l > 3))).toBe(40); // probes left out
   });
+
+  it.each(['aimd', 'gradient'] as const)(
+    '%s holds its limit where calls vary widely without a queue: chance is no queue',
+    (name) => {
+      // Exponential call times (mean 20 ms, as much spread as mean) that never grow with the
+      // limit: nothing queues, whatever the limit. A mean of 20 calls is off by a fifth of it
+      // often enough that a test of one standard error, run window after window or call after
+      // call, cut such a limit down to its least.
+      const random = new Random(7);
+      const algorithm = limitAlgorithm({ algorithm: name, initial: 30, max: 40 });
+      const limits = steady(algorithm, 40_000, () => -Math.log(1 - random.next()) * 20);
+      const settled = limits.slice(10_000).filter((l) => l > 3); // probes left out
+      expect(settled.filter((l) => l >= 36).length / settled.length).toBeGreaterThan(0.9);
+      expect(Math.min(...settled)).toBeGreaterThanOrEqual(20); // a dip by chance, no collapse
+    },
+  );
 });
 
 describe('the algorithms’ options', () => {

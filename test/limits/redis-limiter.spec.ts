@@ -237,6 +237,28 @@ describe('RedisLimiter on a real Redis', () => {
     await expect(b.admit(ask(undefined, 50))).rejects.toBeInstanceOf(CapacityExceededError);
   });
 
+  it('gives back, before its close resolves, a slot Redis granted a waiter as it closed', async () => {
+    // Waiters on b are served when a releases; b closes in the middle of serving them. Before,
+    // b's waiting went on asking Redis after the close had sent its releases, and the slot granted
+    // then stayed in Redis until its TTL.
+    for (let round = 0; round < 5; round++) {
+      const ns = namespace();
+      const a = await limiter(ns, { global: 2, wait: true }, { pollMs: 5_000 });
+      const b = await limiter(ns, { global: 2, wait: true }, { pollMs: 5_000 });
+      const held = [await a.admit(ask()), await a.admit(ask())];
+      const waiting = Array.from({ length: 6 }, () =>
+        b.admit(ask(undefined, 5_000)).catch((err: unknown) => err as Error),
+      );
+      await sleep(50);
+      for (const h of held) h.release();
+      await sleep(round); // the pub/sub wake-up lands before, during or after the close below
+      await b.close();
+      for (const outcome of await Promise.all(waiting)) if (!(outcome instanceof Error)) outcome.release();
+      await a.close();
+      expect(await leasesIn(inspector(), ns)).toBe(0);
+    }
+  });
+
   it('counts a call without a key against the global limit only', async () => {
     const a = await limiter(namespace(), { global: 3, perKey: 1 });
     const held = [await a.admit(ask('ann')), await a.admit(ask()), await a.admit(ask())];

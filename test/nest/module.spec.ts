@@ -104,23 +104,29 @@ describe('PoolModule.forRoot', () => {
     await expect(moduleRef.get<ConnectionPool<string>>(getPoolToken('made')).use((c) => c)).resolves.toBe('conf:made');
   });
 
-  it('with isGlobal, lets a feature module that does not import it inject any pool', async () => {
+  it.each([
+    ['forRoot', () => PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] })],
+    [
+      'forRootAsync',
+      () =>
+        PoolModule.forRootAsync({
+          pools: [{ name: 'db', connector: new FakeConnector() }],
+          useFactory: () => ({ pools: { db: { maxSize: 2 } } }),
+        }),
+    ],
+  ])('%s is global by default: a feature module that does not import it injects its pools', async (_method, root) => {
     @Injectable()
     class Feature {
       constructor(@InjectPool('db') readonly db: ConnectionPool<FakeConnection>) {}
     }
     @Module({ providers: [Feature], exports: [Feature] })
     class FeatureModule {}
-    const moduleRef = await boot({
-      imports: [
-        PoolModule.forRoot({ isGlobal: true, pools: [{ name: 'db', connector: new FakeConnector() }] }),
-        FeatureModule,
-      ],
-    });
+    const moduleRef = await boot({ imports: [root(), FeatureModule] });
     expect(moduleRef.get(Feature).db.name).toBe('db');
+    expect(await moduleRef.get(Feature).db.use((c) => typeof c)).toBe('object');
   });
 
-  it('without isGlobal, a feature module that does not import it cannot inject its pools', async () => {
+  it('with isGlobal: false, a feature module that does not import it cannot inject its pools; one that imports it can', async () => {
     @Injectable()
     class Feature {
       constructor(@InjectPool('db') readonly db: ConnectionPool<FakeConnection>) {}
@@ -128,11 +134,44 @@ describe('PoolModule.forRoot', () => {
     @Module({ providers: [Feature] })
     class FeatureModule {}
     const compiling = Test.createTestingModule({
-      imports: [PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] }), FeatureModule],
+      imports: [
+        PoolModule.forRoot({ isGlobal: false, pools: [{ name: 'db', connector: new FakeConnector() }] }),
+        FeatureModule,
+      ],
     })
       .setLogger(new RecordingNestLogger())
       .compile();
     await expect(compiling).rejects.toThrow(/nestjs-shared-pool:db/);
+
+    const registration = PoolModule.forRoot({
+      isGlobal: false,
+      pools: [{ name: 'db', connector: new FakeConnector() }],
+    });
+    @Module({ imports: [registration], providers: [Feature], exports: [Feature] })
+    class ImportingModule {}
+    const moduleRef = await boot({ imports: [ImportingModule] });
+    expect(moduleRef.get(Feature).db.name).toBe('db');
+  });
+
+  it("a feature module's own pools stay its own: forFeature is never global", async () => {
+    @Injectable()
+    class Outside {
+      constructor(@InjectPool('reports') readonly reports: ConnectionPool<FakeConnection>) {}
+    }
+    @Module({ imports: [PoolModule.forFeature([{ name: 'reports', connector: new FakeConnector() }])] })
+    class ReportsModule {}
+    @Module({ providers: [Outside] })
+    class OtherModule {}
+    const compiling = Test.createTestingModule({
+      imports: [
+        PoolModule.forRoot({ pools: [{ name: 'db', connector: new FakeConnector() }] }),
+        ReportsModule,
+        OtherModule,
+      ],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await expect(compiling).rejects.toThrow(/nestjs-shared-pool:reports/);
   });
 
   it('says which pool is missing when a provider injects one that is not registered', async () => {

@@ -84,8 +84,8 @@ describe('npm pack', () => {
     const version = (name: string) =>
       (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
         .version;
-    const npm = (cwd: string, args: string[]) =>
-      execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+    const npm = (cwd: string, args: string[], prefer: 'offline' | 'online' = 'offline') =>
+      execFileSync('npm', [...args, `--prefer-${prefer}`, '--no-audit', '--no-fund', '--loglevel=error'], {
         cwd,
         encoding: 'utf8',
       });
@@ -173,6 +173,36 @@ describe('npm pack', () => {
         details: { pools: idle },
       });
     }, 240_000);
+
+    it('compiles against every @types/node from 20 to the newest, and names where pools go when a factory returns them as forRoot takes them', () => {
+      const cwd = project(
+        'types',
+        ['@nestjs/common', '@nestjs/core', 'rxjs', 'reflect-metadata', '@types/node'],
+        ['nest-app.ts', 'types-in-use.ts'],
+      );
+      // @types/node 26 swapped the order of TracingChannel's type parameters, which broke the
+      // published pool-events.d.ts there (TS2344) while 20 to 25 compiled.
+      for (const major of ['20', '22', '24', '25', '26', 'latest']) {
+        // The newest as the registry has it now: a cached list of versions a day old named a
+        // version it did not hold yet (ETARGET), once a new one was published.
+        npm(cwd, ['install', `@types/node@${major}`], major === 'latest' ? 'online' : 'offline');
+        compile(cwd, ['nest-app.ts', 'types-in-use.ts']);
+      }
+      // The TypeORM shape, pools as an array from the factory: the error says where they belong.
+      writeFileSync(
+        join(cwd, 'typeorm-shaped.ts'),
+        [
+          "import { PoolModule } from 'nestjs-shared-pool';",
+          'const connector = { create: async () => ({ id: 1 }) };',
+          'export const wrong = PoolModule.forRootAsync({',
+          "  useFactory: () => ({ pools: [{ name: 'db', connector, options: { maxSize: 4 } }] }),",
+          '});',
+        ].join('\n'),
+      );
+      expect(() => compile(cwd, ['typeorm-shaped.ts'])).toThrow(
+        /typeorm-shaped\.ts\(4,[^]*property 'pools' are incompatible[^]*forRootAsync's factory gives pools as \{ \[name\]: options \}; each pool's name and connector go in forRootAsync\(\{ pools: \[\{ name, connector \}\], useFactory \}\)/,
+      );
+    }, 420_000);
 
     it("serves the dashboard from the installed package, behind the app's guard", () => {
       const cwd = project(

@@ -4,14 +4,18 @@
 import { ConnectionPool, type Connector, type PoolLogger } from '../../lib/core/index.js';
 import { kBudget, type BudgetMember, type ConnectionBudget } from '../../lib/core/contracts/connection-budget.js';
 import { PoolGroup } from '../../lib/groups/pool-group.js';
+import { FleetBudget } from '../../lib/groups/fleet-budget.js';
+import { kFleetPlaces } from '../../lib/groups/fleet-budget-options.js';
+import { SimFleetRedis } from './sim-fleet-redis.js';
 import { Random } from './random.js';
 import { endOf, membersOf, type Cost, type Scenario } from './scenario.js';
 import { SimClock } from './sim-clock.js';
 
-/** What runs the queries: the group, or a baseline. */
-export type ContenderName = 'group' | 'static' | 'greedy';
+/** What runs the queries: the group (or, in a fleet scenario, the instances' fleet budget), or a baseline. */
+export type ContenderName = 'group' | 'fleet' | 'static' | 'greedy';
 
 export const CONTENDERS: readonly ContenderName[] = ['group', 'static', 'greedy'];
+export const FLEET_CONTENDERS: readonly ContenderName[] = ['fleet', 'static', 'greedy'];
 
 /** One query: when it arrived, and how long it waited for a connection (or until it failed). */
 export interface QueryRecord {
@@ -146,6 +150,39 @@ function contender(name: ContenderName, scenario: Scenario, clock: SimClock, ser
       ...(scenario.minHoldMs === undefined ? {} : { minHoldMs: scenario.minHoldMs }),
     });
     return { use: (key, fn) => group.use(key, fn), close: () => group.close() };
+  }
+  if (name === 'fleet') {
+    // One instance per member: its own pool, on its own FleetBudget, every budget on one Redis.
+    const redis = new SimFleetRedis(clock, scenario.maxTotal);
+    const instances = new Map(
+      membersOf(scenario).map((key) => {
+        const budget = new FleetBudget({
+          name: 'qos',
+          maxTotal: scenario.maxTotal,
+          clock,
+          logger: silent,
+          metrics: false,
+          ...(scenario.minHoldMs === undefined ? {} : { minHoldMs: scenario.minHoldMs }),
+          [kFleetPlaces]: redis.instance(),
+        } as never);
+        const pool = new ConnectionPool(server.connector(key), {
+          ...member,
+          name: `fleet:${key}`,
+          clock,
+          logger: silent,
+          maxSize: scenario.maxTotal,
+          budget,
+        });
+        return [key, { budget, pool }] as const;
+      }),
+    );
+    return {
+      use: (key, fn) => instances.get(key)!.pool.use(fn),
+      close: async () => {
+        await Promise.all([...instances.values()].map((i) => i.pool.close()));
+        await Promise.all([...instances.values()].map((i) => i.budget.close()));
+      },
+    };
   }
   // The baselines: one plain pool per member on a first-come budget. 'static' splits maxTotal
   // evenly between the scenario's members (at least one each); 'greedy' lets any member take it all.

@@ -65,6 +65,11 @@ export interface KneeRun {
   readonly served: [number, number][];
   /** The gate's limit, every 100 ms: [ms, limit]. */
   readonly trace: [number, number][];
+  /**
+   * On real timers (the bench), when the process's event loop stalled for 10 ms or more: [from,
+   * to]. A stall delays every call in flight alike, whatever the limit. None in the simulation.
+   */
+  readonly stalls?: [number, number][];
 }
 
 interface Call {

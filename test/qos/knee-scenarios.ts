@@ -114,20 +114,33 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
     ],
     report: 'phases',
     judge(run) {
-      // The end of the last quarter second after the halving whose calls had a p99 over 2 L.
+      // The end of the last quarter second after the halving whose calls had a p99 over 2 L. On
+      // real timers, a quarter second whose calls were in flight while the event loop stalled
+      // (calls last 2 L at most: from 40 ms before it) says nothing of the limit: left out, and
+      // counted.
       const slot = 250;
+      const stalls = run.stalls ?? [];
       let calmAfter = 0;
+      let calmAfterAll = 0;
+      let stalled = 0;
       for (let t = 20_000; t < 40_000; t += slot) {
         const ms = run.served.filter(([end]) => end >= t && end < t + slot).map(([, ms]) => ms);
         ms.sort((a, b) => a - b);
         const p99 = ms.length === 0 ? 0 : ms[Math.min(ms.length - 1, Math.floor(0.99 * ms.length))]!;
-        if (p99 > 2 * L) calmAfter = t + slot - 20_000;
+        if (p99 <= 2 * L) continue;
+        calmAfterAll = t + slot - 20_000;
+        if (stalls.some(([from, to]) => to > t - 2 * L && from < t + slot)) stalled++;
+        else calmAfter = t + slot - 20_000;
       }
       const reached = run.trace.find(([at, limit]) => at >= 40_000 && limit >= 0.8 * 24);
       const rise = reached === undefined ? Infinity : reached[0] - 40_000;
+      const left =
+        stalled === 0
+          ? ''
+          : ` (${calmAfterAll} ms counting ${stalled} quarter seconds over 2 L during an event-loop stall)`;
       return {
         passes: calmAfter <= 1_000 && rise <= 2_000,
-        why: `p99 within 2 L ${calmAfter} ms after the halving; the limit at 0.8 C ${rise.toFixed(0)} ms after the doubling`,
+        why: `p99 within 2 L ${calmAfter} ms after the halving${left}; the limit at 0.8 C ${rise.toFixed(0)} ms after the doubling`,
       };
     },
   },

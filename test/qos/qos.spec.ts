@@ -2,29 +2,37 @@
 // virtual time against the pool group and two naive baselines; the group must reach the
 // scenario's threshold and beat both baselines on the weighted score.
 import { describe, expect, it } from '@jest/globals';
-import { CONTENDERS, runScenario, type RunResult } from './harness.js';
+import { type ContenderName, CONTENDERS, FLEET_CONTENDERS, runScenario, type RunResult } from './harness.js';
+import type { Scenario } from './scenario.js';
 import { SCENARIOS } from './scenarios.js';
+import { FLEET_SCENARIOS } from './fleet-scenarios.js';
 import { html, table } from './report.js';
 import { percentile, scale, score, variation } from './scoring.js';
+
+/**
+ * Runs `scenario` against `contenders` (the planner first, then the baselines): the planner
+ * serves every query, nobody has more than the budget, and the planner reaches the threshold and
+ * beats both baselines.
+ */
+async function gate(scenario: Scenario, contenders: readonly ContenderName[]): Promise<void> {
+  const runs = new Map<ContenderName, RunResult>();
+  for (const c of contenders) runs.set(c, await runScenario(scenario, c));
+  const totals = new Map([...runs].map(([c, r]) => [c, Math.round(score(r).total * 10) / 10]));
+  const [planner, ...baselines] = contenders;
+  const mine = runs.get(planner!)!;
+  expect({ failed: mine.queries.filter((q) => q.failed).length, unfinished: mine.unfinished }).toEqual({
+    failed: 0,
+    unfinished: 0,
+  });
+  for (const r of runs.values()) expect(r.peak).toBeLessThanOrEqual(scenario.maxTotal);
+  expect(totals.get(planner!)).toBeGreaterThanOrEqual(scenario.threshold);
+  for (const b of baselines) expect(totals.get(planner!)).toBeGreaterThan(totals.get(b)!);
+}
 
 describe('the QoS simulation of a pool group', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))(
     '%s: the group reaches its threshold and beats both baselines',
-    async (_, scenario) => {
-      const runs = new Map<string, RunResult>();
-      for (const c of CONTENDERS) runs.set(c, await runScenario(scenario, c));
-      const totals = Object.fromEntries([...runs].map(([c, r]) => [c, Math.round(score(r).total * 10) / 10]));
-      const group = runs.get('group')!;
-      // Every query of the group was served, and nobody ever had more than the budget.
-      expect({ failed: group.queries.filter((q) => q.failed).length, unfinished: group.unfinished }).toEqual({
-        failed: 0,
-        unfinished: 0,
-      });
-      for (const r of runs.values()) expect(r.peak).toBeLessThanOrEqual(scenario.maxTotal);
-      expect(totals.group).toBeGreaterThanOrEqual(scenario.threshold);
-      expect(totals.group).toBeGreaterThan(totals.static!);
-      expect(totals.group).toBeGreaterThan(totals.greedy!);
-    },
+    (_, scenario) => gate(scenario, CONTENDERS),
   );
 
   it('is deterministic per seed, and another seed gives another run', async () => {
@@ -37,6 +45,20 @@ describe('the QoS simulation of a pool group', () => {
     expect(b.queries).toEqual(a.queries);
     expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
     expect(other.queries).not.toEqual(a.queries);
+  });
+});
+
+describe('the QoS simulation of a fleet budget (instances on one simulated Redis)', () => {
+  it.each(FLEET_SCENARIOS.map((s) => [s.name, s] as const))(
+    '%s: the fleet reaches its threshold and beats both baselines',
+    (_, scenario) => gate(scenario, FLEET_CONTENDERS),
+  );
+
+  it('is deterministic per seed', async () => {
+    const scenario = FLEET_SCENARIOS[0]!;
+    const [a, b] = [await runScenario(scenario, 'fleet'), await runScenario(scenario, 'fleet')];
+    expect(b.queries).toEqual(a.queries);
+    expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
   });
 });
 

@@ -69,6 +69,11 @@ export interface Scenario {
   readonly threshold: number;
   /** The group's minimum hold, ms (default: the group's). */
   readonly minHoldMs?: number;
+  /**
+   * Each member is an instance of a service, its own pool on a FleetBudget, all on one simulated
+   * Redis (contender `fleet`, in place of `group`); the baselines split or race for the same places.
+   */
+  readonly fleet?: boolean;
   readonly seed?: number;
 }
 

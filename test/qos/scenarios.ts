@@ -7,7 +7,14 @@
 // - similarity: 100 at a coefficient of variation of 0.1 across members, 0 at 1.
 import type { LoadStream, Measure, Scenario } from './scenario.js';
 
-const stream = (member: string, start: number, end: number, qps: number, mean: number, spread = 0.5): LoadStream => ({
+export const stream = (
+  member: string,
+  start: number,
+  end: number,
+  qps: number,
+  mean: number,
+  spread = 0.5,
+): LoadStream => ({
   member,
   start,
   end,
@@ -17,7 +24,13 @@ const stream = (member: string, start: number, end: number, qps: number, mean: n
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
 
 /** A wait percentile: 100 at (about) no wait, 0 at `bad` ms. */
-const wait = (percentile: number, members: readonly string[], good: number, bad: number, weight: number): Measure => ({
+export const wait = (
+  percentile: number,
+  members: readonly string[],
+  good: number,
+  bad: number,
+  weight: number,
+): Measure => ({
   kind: 'latency',
   percentile,
   members,
@@ -29,7 +42,7 @@ const wait = (percentile: number, members: readonly string[], good: number, bad:
 });
 
 /** Alike waits across members: CV 0.1 or less scores 100, 1 or more scores 0. */
-const alike = (members: readonly string[], weight: number): Measure => ({
+export const alike = (members: readonly string[], weight: number): Measure => ({
   kind: 'similarity',
   members,
   weight,
@@ -41,7 +54,7 @@ const alike = (members: readonly string[], weight: number): Measure => ({
 });
 
 /** Connects + disconnects: 100 at the fewest the load needs, 0 at `bad`. */
-const overhead = (least: number, bad: number, weight: number): Measure => ({
+export const overhead = (least: number, bad: number, weight: number): Measure => ({
   kind: 'overhead',
   weight,
   landmarks: [
@@ -83,7 +96,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'a burst, then quiet',
     about:
-      'a steady member at 1/32 of the budget, another at 31/32 for 0.2 s: the burst is served, then its connections go back within a second',
+      'a steady member at 1/32 of the budget, another at 31/32 for 0.2 s: the burst is served, then its connections go back within half a second',
     maxTotal: 100,
     connect: { mean: 20, spread: 0.2 },
     disconnect: { mean: 5, spread: 0.2 },
@@ -92,6 +105,18 @@ export const SCENARIOS: readonly Scenario[] = [
       wait(90, ['steady'], 1, 100, 2),
       wait(90, ['burst'], 25, 300, 1),
       overhead(200, 600, 1),
+      {
+        kind: 'capacity',
+        members: ['steady', 'burst'],
+        at: 1_700,
+        weight: 1,
+        // As Gel's simulation scores a burst's end: its pool with a 0.1 s idle collection scores 100.
+        label: 'share of maxTotal held 0.5 s after the burst',
+        landmarks: [
+          [0.1, 100],
+          [0.5, 0],
+        ],
+      },
       {
         kind: 'capacity',
         members: ['steady', 'burst'],
@@ -134,6 +159,24 @@ export const SCENARIOS: readonly Scenario[] = [
     disconnect: { mean: 5, spread: 0.2 },
     streams: [stream('busy', 0, 10_000, 800, 10), stream('rare', 0, 10_000, 2, 10)],
     measures: [wait(90, ['rare'], 30, 500, 3), wait(99, ['busy'], 5, 100, 2), overhead(12, 200, 1)],
+    threshold: 85,
+  },
+  {
+    name: 'a rare member beside a busy one, costly connects',
+    about:
+      'one member keeps half of 6 places busy, another calls twice a second; connects take 150 ms: the rare one keeps a place, and waits about as little as the busy one',
+    maxTotal: 6,
+    connect: { mean: 150, spread: 0.2 },
+    disconnect: { mean: 5, spread: 0.2 },
+    streams: [stream('busy', 0, 30_000, 150, 20), stream('rare', 0, 30_000, 2, 20)],
+    measures: [
+      // One connect is 150 ms: a rare member that loses its place pays one on most of its calls;
+      // after a gap far longer than its usual ones (one in 20), one connect at most.
+      wait(90, ['rare'], 5, 150, 3),
+      wait(99, ['rare'], 200, 600, 1),
+      wait(99, ['busy'], 20, 300, 2),
+      overhead(7, 200, 1),
+    ],
     threshold: 85,
   },
   {

@@ -16,6 +16,8 @@ export class VirtualClock implements Clock {
   #now = 0;
   #nextId = 1;
   #timers = new Map<number, Timer>();
+  /** The timers by (at, id), earliest first; a cleared timer stays until it comes to the top. */
+  #order = new TimerHeap();
 
   now(): number {
     return this.#now;
@@ -23,12 +25,16 @@ export class VirtualClock implements Clock {
 
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const id = this.#nextId++;
-    this.#timers.set(id, { id, at: this.#now + Math.max(0, ms), fn });
+    const timer = { id, at: this.#now + Math.max(0, ms), fn };
+    this.#timers.set(id, timer);
+    this.#order.push(timer);
     return id;
   }
 
   clearTimeout(handle: TimerHandle): void {
     this.#timers.delete(handle as number);
+    // Cleared timers wait in the heap for their turn; rebuild it before they outnumber the live ones.
+    if (this.#order.size > 2 * this.#timers.size + 64) this.#order = TimerHeap.of(this.#timers.values());
   }
 
   /** Timers not yet fired. */
@@ -54,10 +60,13 @@ export class VirtualClock implements Clock {
     const end = this.#now + ms;
     await flush();
     for (;;) {
-      let next: Timer | undefined;
-      for (const t of this.#timers.values())
-        if (t.at <= end && (next === undefined || t.at < next.at || (t.at === next.at && t.id < next.id))) next = t;
-      if (next === undefined) break;
+      let next = this.#order.peek();
+      while (next !== undefined && this.#timers.get(next.id) !== next) {
+        this.#order.pop();
+        next = this.#order.peek();
+      }
+      if (next === undefined || next.at > end) break;
+      this.#order.pop();
       this.#timers.delete(next.id);
       this.#now = Math.max(this.#now, next.at);
       next.fn();
@@ -66,4 +75,55 @@ export class VirtualClock implements Clock {
     this.#now = end;
     await flush();
   }
+}
+
+/** A binary min-heap of timers by due time, then by the order they were set. */
+class TimerHeap {
+  #items: Timer[] = [];
+
+  static of(timers: Iterable<Timer>): TimerHeap {
+    const heap = new TimerHeap();
+    for (const timer of timers) heap.push(timer);
+    return heap;
+  }
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  peek(): Timer | undefined {
+    return this.#items[0];
+  }
+
+  push(timer: Timer): void {
+    const items = this.#items;
+    let i = items.push(timer) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!earlier(items[i], items[parent])) break;
+      [items[i], items[parent]] = [items[parent], items[i]];
+      i = parent;
+    }
+  }
+
+  pop(): void {
+    const items = this.#items;
+    const last = items.pop();
+    if (last === undefined || items.length === 0) return;
+    items[0] = last;
+    for (let i = 0; ;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < items.length && earlier(items[left], items[least])) least = left;
+      if (right < items.length && earlier(items[right], items[least])) least = right;
+      if (least === i) return;
+      [items[i], items[least]] = [items[least], items[i]];
+      i = least;
+    }
+  }
+}
+
+function earlier(a: Timer, b: Timer): boolean {
+  return a.at < b.at || (a.at === b.at && a.id < b.id);
 }

@@ -59,9 +59,9 @@ export function brandError(type: abstract new (...args: never[]) => PoolError, c
 /**
  * What a {@link PoolConfigError} is about: a pool (named by its name), a limiter (by its name),
  * the Nest module (`PoolModule.forRoot`, `PoolModule.forRootAsync`), a decorator (`@UsePooled`)
- * or a pool group (by its name).
+ * a pool group or a fleet budget (by its name).
  */
-export type ConfigSubject = 'pool' | 'limiter' | 'module' | 'decorator' | 'group';
+export type ConfigSubject = 'pool' | 'limiter' | 'module' | 'decorator' | 'group' | 'budget';
 
 /**
  * An option is invalid. Thrown at construction, naming its subject and the field, with what to
@@ -71,7 +71,8 @@ export class PoolConfigError extends PoolError {
   constructor(
     name: string,
     readonly field: string,
-    problem: string,
+    /** What is wrong with it, as the message says after the option's name. */
+    readonly problem: string,
     readonly subject: ConfigSubject = 'pool',
     /** `cause`: what the option's own code threw, when that is the problem. */
     options?: { cause?: unknown },
@@ -80,6 +81,7 @@ export class PoolConfigError extends PoolError {
       pool: `pool "${name}": option "${field}" ${problem}`,
       limiter: `limiter "${name}": option "${field}" ${problem}`,
       group: `pool group "${name}": option "${field}" ${problem}`,
+      budget: `budget "${name}": option "${field}" ${problem}`,
       module: `${name}: option "${field}" ${problem}`,
       decorator: `${name}: ${field} ${problem}`,
     }[subject];
@@ -88,7 +90,7 @@ export class PoolConfigError extends PoolError {
 }
 
 /** Why an acquire ran out of time. */
-export type ExhaustedReason = 'all-busy' | 'creates-failing' | 'opening' | 'admission';
+export type ExhaustedReason = 'all-busy' | 'creates-failing' | 'opening' | 'admission' | 'budget';
 
 /**
  * The acquire deadline passed before a connection was free. `reason` says why; when creates
@@ -108,6 +110,8 @@ export class ConnectionsExhaustedError extends PoolError {
       'creates-failing': 'opening a connection kept failing (see cause)',
       opening: 'connections were still opening; raise createTimeoutMs or acquireTimeoutMs, or set minSize to warm up',
       admission: 'the admission limiter did not answer in time (a slow or unreachable Redis?)',
+      budget:
+        'the budget it shares granted no place for another connection: every place is held by other pools or instances (a pool group, a FleetBudget), or a FleetBudget waits out its first lease TTL after Redis started, restarted or went unheard (see its stats().mode)',
     }[reason];
     super('CONNECTIONS_EXHAUSTED', pool, `pool "${pool}": no connection within ${timeoutMs} ms: ${why}`, { cause });
   }

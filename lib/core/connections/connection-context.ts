@@ -1,4 +1,4 @@
-import type { CreateContext } from '../contracts/index.js';
+import type { CreateContext, RetireOptions } from '../contracts/index.js';
 import type { SharedConnection } from './shared-connection.js';
 
 /** @internal The pool's side of a connection's context. */
@@ -7,7 +7,7 @@ export const kFromConnector = Symbol('fromConnector');
 /** @internal */
 export interface ContextOwner<T> {
   readonly name: string;
-  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void;
+  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown; graceful: boolean } | { limit: number }): void;
 }
 
 /** Handed out once the connection is open: its create can no longer be aborted. */
@@ -31,8 +31,8 @@ export class ConnectionContext<T> implements CreateContext {
     return this.#conn.abort?.signal ?? OPENED;
   }
 
-  retire(reason?: unknown): void {
-    this.#owner[kFromConnector](this.#conn, { retire: reason });
+  retire(reason?: unknown, options?: RetireOptions): void {
+    this.#owner[kFromConnector](this.#conn, { retire: reason, graceful: options?.graceful === true });
   }
 
   setClientLimit(limit: number): void {

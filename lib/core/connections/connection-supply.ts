@@ -273,12 +273,16 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
   }
 
   /** @internal Called by a connection's {@link ConnectionContext}. */
-  [kFromConnector](conn: SharedConnection<T>, change: { retire: unknown } | { limit: number }): void {
+  [kFromConnector](
+    conn: SharedConnection<T>,
+    change: { retire: unknown; graceful: boolean } | { limit: number },
+  ): void {
     if ('retire' in change) {
       const detail = change.retire === undefined ? 'retired by its connector' : messageOf(change.retire);
       if (conn.state === 'opening' || conn.state === 'establishing')
         conn.retireOnReady = { reason: 'connector', detail };
-      else this.retire(conn, 'connector', detail, change.retire);
+      // A graceful close is no error: the pool's lastError stays as it was.
+      else this.retire(conn, 'connector', detail, change.graceful ? undefined : change.retire);
       return;
     }
     const limit = Math.max(1, Math.min(this.options.clientLimit, Math.floor(change.limit) || 1));

@@ -28,6 +28,10 @@ export class SupplyMember<T> implements MemberSide {
     return this.#supply.connectMs;
   }
 
+  maxSizeNow(): number {
+    return this.#supply.maxSizeNow;
+  }
+
   /** Opens what the pool's queue needs, if the budget now lets it. */
   demand(): void {
     this.#supply.demand();
@@ -52,7 +56,7 @@ export class SupplyMember<T> implements MemberSide {
       if (oldest === undefined || conn.createdAt < oldest.createdAt) oldest = conn;
     }
     if (oldest === undefined) return false;
-    this.#supply.retire(oldest, 'group', 'taken by another member of the group');
+    this.#supply.retire(oldest, 'group', 'taken by another pool or instance sharing its budget');
     return true;
   }
 
@@ -61,7 +65,7 @@ export class SupplyMember<T> implements MemberSide {
    * have been idle for at least `idleMs`, longest idle first, until the pool has `keep` ready ones.
    * How many it retired.
    */
-  shrinkTo(keep: number, idleMs: number): number {
+  shrinkTo(keep: number, idleMs: number, who: string): number {
     const now = this.#supply.timers.now();
     const idle = [...this.#supply.set.all].filter(
       (c) => c.state === 'ready' && c.clients === 0 && !c.validating && !c.rotating && now - c.idleSince >= idleMs,
@@ -70,7 +74,7 @@ export class SupplyMember<T> implements MemberSide {
     if (excess <= 0) return 0;
     idle.sort((a, b) => a.idleSince - b.idleSince);
     for (const conn of idle.slice(0, excess))
-      this.#supply.retire(conn, 'idle', `idle ${now - conn.idleSince} ms after a burst: the group gives it back`);
+      this.#supply.retire(conn, 'idle', `idle ${now - conn.idleSince} ms: ${who} gives it back`);
     return excess;
   }
 

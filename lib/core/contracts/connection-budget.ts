@@ -6,6 +6,8 @@
  * is closed.
  */
 export interface ConnectionBudget {
+  /** The name of the shared budget behind it, when it has one (a FleetBudget's, or its group's): what stats() name. */
+  name?(): string | undefined;
   /** Whether `member` may begin one more connection now. */
   mayOpen(member: BudgetMember): boolean;
   /** `member` began a connection. */
@@ -27,6 +29,12 @@ export interface ConnectionBudget {
    * now forget it for a new key. Called synchronously from the member's hot path: look later.
    */
   quiet(member: BudgetMember): void;
+  /** Whether a pool on the budget waits for a place now (one it asked for has not come yet). */
+  asking?(): boolean;
+  /** A pool on the budget was made (a budget that outlives its pools counts them). */
+  attached?(member: BudgetMember): void;
+  /** That pool has closed: its connections are gone. */
+  detached?(member: BudgetMember): void;
 }
 
 /** @internal What a budget may ask of a member pool. */
@@ -38,6 +46,22 @@ export interface BudgetMember {
 /** @internal The option through which a pool group hands its budget to a member pool. */
 export const kBudget = Symbol('nestjs-shared-pool.budget');
 
+/**
+ * A budget of connections a pool shares beyond its own `maxSize`, given as its `budget` option: a
+ * `FleetBudget` (`nestjs-shared-pool/groups`), which every instance of a service shares through Redis.
+ */
+export interface SharedBudget {
+  readonly name: string;
+  /** Pools made on it and not yet closed. */
+  readonly pools: number;
+  /** Connects it; again, the same promise. PoolModule starts the budgets of its pools before they warm up. */
+  start(): Promise<void>;
+  /** Gives back what it holds and disconnects; again, nothing. PoolModule closes a budget once no pool is left on it. */
+  close(): Promise<void>;
+  /** @internal The budget as the pool sees it. */
+  readonly [kBudget]: ConnectionBudget;
+}
+
 /** @internal A member pool's side for its group: its load, and giving up its oldest idle connection. */
 export const kMember = Symbol('nestjs-shared-pool.member');
 
@@ -47,6 +71,8 @@ export interface MemberSide extends BudgetMember {
   readonly counters: { readonly released: number };
   /** Callers queued now. */
   waiting(): number;
+  /** Most connections it may have now (its `maxSize`, or more while it grows: see `growMaxSizeTo`). */
+  maxSizeNow(): number;
   /** Every connection, from the start of its create to the end of its close (as `load().connections`, in O(1)). */
   connectionCount(): number;
   /** Callers its connections serve now, in O(1). */
@@ -61,8 +87,8 @@ export interface MemberSide extends BudgetMember {
   readonly connectMs: number;
   load(minHeldMs: number): MemberLoadFigures;
   retireOldestIdle(minHeldMs: number): boolean;
-  /** Retires connections idle for at least `idleMs`, longest idle first, down to `keep` ready ones; how many. */
-  shrinkTo(keep: number, idleMs: number): number;
+  /** Retires connections idle for at least `idleMs`, longest idle first, down to `keep` ready ones; how many. `who` gives them back (in the retire's detail). */
+  shrinkTo(keep: number, idleMs: number, who: string): number;
 }
 
 /** @internal What a member pool holds, as its group's planner weighs it. */

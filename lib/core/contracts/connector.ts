@@ -6,14 +6,23 @@ export interface CreateContext {
   readonly pool: string;
   /**
    * Tells the pool this connection broke (a socket `'error'`, a GOAWAY): it takes no new
-   * clients and closes once its last client leaves. Safe to call at any time, any number of times.
+   * clients and closes once its last client leaves. Safe to call at any time, any number of times;
+   * the first call's reason is the one kept. The reason becomes the pool's `lastError` (shown by
+   * the health indicator and the dashboard) unless `{ graceful: true }`: the peer closes it in
+   * order (an HTTP/2 GOAWAY with NO_ERROR, a server's planned restart), which is no error.
    */
-  retire(reason?: unknown): void;
+  retire(reason?: unknown, options?: RetireOptions): void;
   /**
    * Lowers (or restores) how many callers may share this connection, e.g. an HTTP/2 peer's
    * `maxConcurrentStreams`. Capped at the pool's `clientLimit`; at least 1.
    */
   setClientLimit(limit: number): void;
+}
+
+/** How a connector retires a connection ({@link CreateContext.retire}). */
+export interface RetireOptions {
+  /** The peer closes it in order: no error, so the pool's `lastError` stays as it was. Default false. */
+  readonly graceful?: boolean;
 }
 
 /** What the pool passes to {@link Connector.reset}. */

@@ -107,4 +107,16 @@ export interface PoolStats {
   oldestWaitMs: number;
   /** The admission limiter's report, when the pool has one. */
   admission?: AdmissionStats;
+  /** The budget the pool shares (its `budget` option, a `FleetBudget`), when it has one. */
+  budget?: BudgetReport;
+}
+
+/** A pool's budget, as the pool sees it. */
+export interface BudgetReport {
+  name: string;
+  /**
+   * Callers wait while the pool has room under `maxSize`: the budget has granted no place for
+   * them yet (the fleet's places are held elsewhere, or its first places wait one lease TTL).
+   */
+  holdsBack: boolean;
 }

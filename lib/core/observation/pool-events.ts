@@ -92,5 +92,7 @@ export const events = {
   poolClose: channel(POOL_CHANNELS.poolClose),
   limiterMode: channel(POOL_CHANNELS.limiterMode),
   limiterLimit: channel(POOL_CHANNELS.limiterLimit),
-  acquireTrace: tracingChannel<unknown, AcquireTraceContext>(POOL_CHANNELS.acquireTrace),
+  // Both type parameters the context: @types/node 26 swapped their order (context first, then the
+  // store), and a type that fits either order compiles against every @types/node.
+  acquireTrace: tracingChannel<AcquireTraceContext, AcquireTraceContext>(POOL_CHANNELS.acquireTrace),
 };

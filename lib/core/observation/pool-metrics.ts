@@ -5,15 +5,16 @@
 // nothing; only the three timings are recorded as they happen.
 import { createRequire } from 'node:module';
 import type { PoolHealth, PoolStats, RetireReason } from '../contracts/index.js';
-import type { Rule } from '../common/index.js';
+import type { PoolLogger, Rule } from '../common/index.js';
 import {
   DURATION_BUCKETS,
+  type ProducerPart,
   TIMING_INSTRUMENTS,
   TimingHistogram,
-  timingSeries,
   timingsProduced,
   type PoolTimingSeries,
 } from './pool-timings.js';
+import { placeTimings } from './sdk-readers.js';
 
 /** Attributes of a measurement. */
 export type MetricsAttributes = Record<string, string | number | boolean>;
@@ -58,6 +59,11 @@ const MODES = ['local', 'redis', 'quarantine', 'unreachable', 'fallback', 'fail-
 const POOL = 'db.client.connection.pool.name';
 
 let globalMeter: MetricsMeter | null | undefined;
+
+/** A Meter's histogram, as the timings record into it. */
+type TimingInstrument = { record(value: number, attributes?: MetricsAttributes): void };
+/** The histogram of a pool that aggregates its timings: never recorded into. */
+const UNUSED: TimingInstrument = { record() {} };
 
 /**
  * The meter of the application's global MeterProvider, or null when `@opentelemetry/api` is not
@@ -126,11 +132,18 @@ export interface MeasuredPool {
  */
 export class PoolMetrics {
   readonly #attributes: MetricsAttributes;
-  readonly #wait;
-  readonly #use;
-  readonly #create;
-  /** The timings aggregated here, for a `poolMetricProducer()` (see pool-timings.ts). */
+  /** The Meter's histograms, when the timings go through them (see #place). */
+  readonly #wait: TimingInstrument;
+  readonly #use: TimingInstrument;
+  readonly #create: TimingInstrument;
+  /** The timings aggregated here, for the producers (see pool-timings.ts). */
   readonly #series: PoolTimingSeries;
+  /** The producers' parts the series joined. */
+  readonly #parts: ProducerPart[] = [];
+  /** Whether the timings are aggregated here: always (every reader has a producer), or once the application made one (readers not seen). */
+  readonly #aggregates: 'always' | 'with a producer' | 'never';
+  /** Whether they are aggregated here now (see #aggregated). */
+  #aggregating = false;
   /** Its three histograms, held directly: recording a value is on every acquire and release. */
   readonly #waited: TimingHistogram;
   readonly #used: TimingHistogram;
@@ -144,19 +157,33 @@ export class PoolMetrics {
     timings: boolean,
     name: string,
     pool: MeasuredPool,
+    logger?: PoolLogger,
   ): PoolMetrics | undefined {
     const meter = meterOf(option);
-    return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool);
+    return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool, logger);
   }
 
   /** Whether it times waits, holds and creates (`metricTimings`). */
   readonly timings: boolean;
 
-  constructor(meter: MetricsMeter, timings: boolean, name: string, pool: MeasuredPool) {
+  constructor(meter: MetricsMeter, timings: boolean, name: string, pool: MeasuredPool, logger?: PoolLogger) {
     this.timings = timings;
     this.#attributes = { [POOL]: name };
+    this.#series = {
+      attributes: { [POOL]: name },
+      histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() },
+    };
+    ({ wait: this.#waited, use: this.#used, create: this.#created } = this.#series.histograms);
+    let aggregates: 'always' | 'with a producer' | 'never' = 'never';
+    if (timings) {
+      const placed = placeTimings(meter, name, logger);
+      aggregates = placed.aggregates;
+      for (const part of placed.parts) this.#join(part);
+    }
+    this.#aggregates = aggregates;
     // Seconds, as the conventions record durations; from sub-millisecond waits of a warm pool to a slow connect.
-    const histogram = (kind: keyof typeof TIMING_INSTRUMENTS) => {
+    const histogram = (kind: keyof typeof TIMING_INSTRUMENTS): TimingInstrument => {
+      if (this.#aggregates === 'always') return UNUSED;
       const { name: instrument, description } = TIMING_INSTRUMENTS[kind];
       return meter.createHistogram(instrument, {
         description,
@@ -167,12 +194,6 @@ export class PoolMetrics {
     this.#wait = histogram('wait');
     this.#use = histogram('use');
     this.#create = histogram('create');
-    this.#series = {
-      attributes: { [POOL]: name },
-      histograms: { wait: new TimingHistogram(), use: new TimingHistogram(), create: new TimingHistogram() },
-    };
-    ({ wait: this.#waited, use: this.#used, create: this.#created } = this.#series.histograms);
-    if (timings) timingSeries(this.#series, true);
     const connections = (unit: string, description: string) =>
       meter.createObservableUpDownCounter(`db.client.connection.${unit}`, { unit: '{connection}', description });
     const count = connections(
@@ -282,8 +303,13 @@ export class PoolMetrics {
     });
     this.stop = () => {
       unobserve();
-      timingSeries(this.#series, false);
+      for (const part of this.#parts) part.series.delete(this.#series);
     };
+  }
+
+  #join(part: ProducerPart): void {
+    part.series.add(this.#series);
+    this.#parts.push(part);
   }
 
   /** An acquire got its connection after `ms`. */
@@ -293,7 +319,7 @@ export class PoolMetrics {
 
   /** An acquire got its connection at once: a wait of 0 (the same data as `waited(0)`, for less). */
   waitedNone(): void {
-    if (timingsProduced()) this.#waited.recordZero();
+    if (this.#aggregated()) this.#waited.recordZero();
     else this.#wait.record(0, this.#attributes);
   }
 
@@ -307,13 +333,16 @@ export class PoolMetrics {
     this.#time(this.#created, this.#create, ms);
   }
 
-  /** Seconds into the pool's own histogram for a producer, if one exists; else through the Meter's. */
-  #time(
-    own: TimingHistogram,
-    instrument: { record(value: number, attributes?: MetricsAttributes): void },
-    ms: number,
-  ): void {
-    if (timingsProduced()) own.record(ms / 1000);
+  /** Seconds into the pool's own histogram for the producers, or through the Meter's (see #place). */
+  #time(own: TimingHistogram, instrument: TimingInstrument, ms: number): void {
+    if (this.#aggregated()) own.record(ms / 1000);
     else instrument.record(ms / 1000, this.#attributes);
+  }
+
+  /** Whether the timings are aggregated here now: once they are, for good (producers are never unmade). */
+  #aggregated(): boolean {
+    if (this.#aggregating) return true;
+    const a = this.#aggregates;
+    return (this.#aggregating = a === 'always' || (a === 'with a producer' && timingsProduced()));
   }
 }

@@ -1,5 +1,6 @@
 // The three timing histograms of every pool (wait, use, create), aggregated inside the pool and
-// handed to OpenTelemetry when a reader collects, through a MetricProducer. Recording a value
+// handed to OpenTelemetry when a reader collects, through a MetricProducer (given to the readers
+// by the pool itself where it can see them: see sdk-readers.ts). Recording a value
 // through the SDK hashes its attributes every time (about 0.6 µs with the pool's one attribute);
 // here a value costs a bucket search and a few increments. The data is the same as the SDK's
 // explicit-bucket histogram would make of the same values: the same boundaries (inclusive upper
@@ -22,35 +23,60 @@ export const DURATION_BUCKETS: readonly number[] = [
   0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ];
 
-/** Values recorded into fixed buckets: what a collection reads. */
+/** The bucket bounds, as the hot path scans them. */
+const BOUNDS = Float64Array.from(DURATION_BUCKETS);
+const LAST = BOUNDS.length;
+/** Where a {@link TimingHistogram} keeps its sum, count, min and max. */
+const SUM = 0;
+const COUNT = 1;
+const MIN = 2;
+const MAX = 3;
+
+/**
+ * Values recorded into fixed buckets: what a collection reads. Recording is on every acquire and
+ * release, so it touches typed arrays only, and a wait of 0 (most acquires of a pool with room)
+ * is one increment, counted into the rest when read.
+ */
 export class TimingHistogram {
-  readonly counts = new Float64Array(DURATION_BUCKETS.length + 1);
-  sum = 0;
-  count = 0;
-  min = Infinity;
-  max = -Infinity;
+  readonly #counts = new Float64Array(LAST + 1);
+  readonly #totals = Float64Array.of(0, 0, Infinity, -Infinity);
+  /** Values of 0 recorded since the last read. */
+  #zeros = 0;
   /** When the first value was recorded (the series' start), or undefined before. */
   start: HrTime | undefined;
 
   record(value: number): void {
+    // A wait or hold of 0 (begun and ended in one turn, as leases are dated per turn) is the common value.
+    if (value === 0) return this.recordZero();
     let i = 0;
     // 16 buckets: a linear scan of a small constant array beats a binary search here.
-    while (i < DURATION_BUCKETS.length && value > DURATION_BUCKETS[i]!) i++;
-    this.counts[i]!++;
-    this.sum += value;
-    this.count++;
-    if (value < this.min) this.min = value;
-    if (value > this.max) this.max = value;
-    this.start ??= now();
+    while (i < LAST && value > BOUNDS[i]!) i++;
+    this.#counts[i]!++;
+    const t = this.#totals;
+    t[SUM]! += value;
+    t[COUNT]!++;
+    if (value < t[MIN]!) t[MIN] = value;
+    if (value > t[MAX]!) t[MAX] = value;
+    if (this.start === undefined) this.start = now();
   }
 
-  /** `record(0)`, for a wait that did not happen: the first bucket, nothing added to the sum. */
+  /** `record(0)`, for a wait that did not happen: the same data, for an increment. */
   recordZero(): void {
-    this.counts[0]!++;
-    this.count++;
-    if (this.min > 0) this.min = 0;
-    if (this.max < 0) this.max = 0;
-    this.start ??= now();
+    if (this.#zeros++ === 0 && this.start === undefined) this.start = now();
+  }
+
+  /** What was recorded: counts per bucket (a copy), sum, count, min and max (Infinity and -Infinity with none). */
+  read(): { counts: Float64Array; sum: number; count: number; min: number; max: number } {
+    const t = this.#totals;
+    const zeros = this.#zeros;
+    if (zeros > 0) {
+      this.#zeros = 0;
+      this.#counts[0]! += zeros;
+      t[COUNT]! += zeros;
+      if (t[MIN]! > 0) t[MIN] = 0;
+      if (t[MAX]! < 0) t[MAX] = 0;
+    }
+    return { counts: this.#counts.slice(), sum: t[SUM]!, count: t[COUNT]!, min: t[MIN]!, max: t[MAX]! };
   }
 }
 
@@ -75,19 +101,32 @@ export interface PoolTimingSeries {
   readonly histograms: Readonly<Record<TimingKind, TimingHistogram>>;
 }
 
-/** The series of every pool whose metrics are on, while it is open. */
-const series = new Set<PoolTimingSeries>();
+/**
+ * What a producer hands over: the series of the pools whose Meter's readers it is given to, and,
+ * since a Meter need not say where its data goes, the series of every pool whose Meter does not.
+ */
+export interface ProducerPart {
+  readonly series: Set<PoolTimingSeries>;
+}
+
+const PART = Symbol('nestjs-shared-pool timings');
+
+/**
+ * @internal Series of pools whose Meter's readers cannot be seen (not the SDK's, or not as this
+ * reads it): every producer the application made hands them over, as soon as one exists.
+ */
+export const unplacedSeries: ProducerPart = { series: new Set() };
+/** Producers the application made (not those a pool gave a reader itself). */
 let producers = 0;
 
-/** @internal Whether a producer exists: pools then aggregate their timings instead of recording each. */
+/** @internal Whether the application made a producer: pools whose readers cannot be seen then aggregate their timings instead of recording each. */
 export function timingsProduced(): boolean {
   return producers > 0;
 }
 
-/** @internal A pool's series joins the collections (`add`) or leaves them (its pool closed). */
-export function timingSeries(entry: PoolTimingSeries, add: boolean): void {
-  if (add) series.add(entry);
-  else series.delete(entry);
+/** @internal The part of one of this package's producers, if `producer` is one. */
+export function producerPart(producer: unknown): ProducerPart | undefined {
+  return typeof producer === 'object' && producer !== null ? (producer as { [PART]?: ProducerPart })[PART] : undefined;
 }
 
 function now(): HrTime {
@@ -128,14 +167,19 @@ const TEMPORALITY = { delta: 0, cumulative: 1 } as const;
 const DOUBLE = 1;
 
 /**
- * Hands every pool's timing histograms to an OpenTelemetry reader when it collects. Give it to
- * the reader, once per reader:
+ * Hands pools' timing histograms to an OpenTelemetry reader when it collects. A pool whose Meter
+ * comes from an `@opentelemetry/sdk-metrics` MeterProvider (the global one included) gives each
+ * of its readers such a producer itself, with the reader's temporality: you need this only where
+ * a pool cannot see the readers (a Meter of another SDK, or one wrapped), or to choose the reader
+ * yourself. Give it to the reader, once per reader:
  * `new PrometheusExporter({ metricProducers: [poolMetricProducer()] })`, or
  * `new PeriodicExportingMetricReader({ exporter, metricProducers: [poolMetricProducer()] })`.
- * From the moment one exists, pools aggregate their wait, use and create times themselves
- * (about 0.6 µs less per acquire and release than recording each through the SDK) instead of
- * recording them through the Meter's histograms; their gauges and counters are unchanged. Make it
- * before the pools serve. SDK Views do not apply to what a producer gives.
+ * A pool made while a reader of its Meter has one hands it its timings; a pool that cannot see
+ * its Meter's readers hands them to every producer made, from the moment one exists. Either way
+ * the pool aggregates its wait, use and create times itself (about 1 µs less per acquire and
+ * release than recording each through the SDK) instead of recording them through the Meter's
+ * histograms; its gauges and counters are unchanged. SDK Views do not apply to what a producer
+ * gives.
  */
 export function poolMetricProducer(options: PoolMetricProducerOptions = {}): PoolMetricProducer {
   const temporality = options.temporality ?? 'cumulative';
@@ -143,28 +187,40 @@ export function poolMetricProducer(options: PoolMetricProducerOptions = {}): Poo
     throw new TypeError(`poolMetricProducer: temporality must be 'cumulative' or 'delta', got ${String(temporality)}`);
   }
   producers++;
+  return makeProducer(temporality);
+}
+
+/** @internal A producer a pool gives a reader of its Meter itself (the application made none for it). */
+export function readerProducer(temporality: 'cumulative' | 'delta'): PoolMetricProducer {
+  return makeProducer(temporality);
+}
+
+function makeProducer(temporality: 'cumulative' | 'delta'): PoolMetricProducer {
+  const part: ProducerPart = { series: new Set() };
   /** For delta: what each histogram held at the last collection, and when that was. */
   const last = new WeakMap<TimingHistogram, { counts: Float64Array; sum: number; count: number; at: HrTime }>();
-  return {
+  const producer: PoolMetricProducer & { [PART]: ProducerPart } = {
+    [PART]: part,
     collect: (): Promise<ProducedMetrics> => {
       const end = now();
       const metrics = (Object.keys(TIMING_INSTRUMENTS) as TimingKind[]).map((kind) => {
         const { name, description } = TIMING_INSTRUMENTS[kind];
         const dataPoints: object[] = [];
-        for (const s of series) {
-          const h = s.histograms[kind];
-          if (h.start === undefined) continue;
+        for (const s of each(part.series, unplacedSeries.series)) {
+          const histogram = s.histograms[kind];
+          if (histogram.start === undefined) continue;
+          const h = histogram.read();
           if (temporality === 'cumulative') {
             dataPoints.push({
-              startTime: h.start,
+              startTime: histogram.start,
               endTime: end,
               attributes: s.attributes,
               value: valueOf(h.counts, h.sum, h.count, h.min, h.max),
             });
             continue;
           }
-          const before = last.get(h);
-          const counts = before === undefined ? h.counts.slice() : h.counts.map((c, i) => c - before.counts[i]!);
+          const before = last.get(histogram);
+          const counts = before === undefined ? h.counts : h.counts.map((c, i) => c - before.counts[i]!);
           const value = valueOf(
             counts,
             h.sum - (before?.sum ?? 0),
@@ -172,8 +228,8 @@ export function poolMetricProducer(options: PoolMetricProducerOptions = {}): Poo
             undefined,
             undefined,
           );
-          dataPoints.push({ startTime: before?.at ?? h.start, endTime: end, attributes: s.attributes, value });
-          last.set(h, { counts: h.counts.slice(), sum: h.sum, count: h.count, at: end });
+          dataPoints.push({ startTime: before?.at ?? histogram.start, endTime: end, attributes: s.attributes, value });
+          last.set(histogram, { counts: h.counts, sum: h.sum, count: h.count, at: end });
         }
         return {
           descriptor: { name, description, unit: 's', valueType: DOUBLE },
@@ -193,6 +249,12 @@ export function poolMetricProducer(options: PoolMetricProducerOptions = {}): Poo
       });
     },
   };
+  return producer;
+}
+
+function* each<T>(a: Set<T>, b: Set<T>): Generator<T> {
+  yield* a;
+  for (const x of b) if (!a.has(x)) yield x;
 }
 
 function valueOf(

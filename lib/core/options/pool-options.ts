@@ -17,6 +17,8 @@ import {
   type Connector,
   DEFAULT_HEALTH_THRESHOLDS,
   type HealthThresholds,
+  kBudget,
+  type SharedBudget,
 } from '../contracts/index.js';
 import { meterRule, type MetricsMeter } from '../observation/index.js';
 
@@ -115,6 +117,12 @@ export interface PoolOptions {
   /** Admission limits checked before every checkout (`LocalLimiter`, `RedisLimiter`). Default: none. */
   limiter?: AdmissionLimiter;
   /**
+   * A budget of connections shared beyond this pool: each connection takes a place in it before
+   * its create begins and gives it back once closed (`FleetBudget`: one budget for every instance,
+   * through Redis). Default: none.
+   */
+  budget?: SharedBudget;
+  /**
    * OpenTelemetry metrics (see the README's Observability): `true` records through the
    * application's global MeterProvider when `@opentelemetry/api` is installed and a provider is
    * registered (else nothing is recorded, and nothing is paid); a `Meter` records there; `false`
@@ -173,6 +181,7 @@ export interface ResolvedOptions {
   readonly clock: Clock;
   readonly logger: PoolLogger;
   readonly limiter: AdmissionLimiter | undefined;
+  readonly budget: SharedBudget | undefined;
   readonly metrics: boolean | MetricsMeter;
   readonly metricTimings: boolean;
   readonly leakDetectionMs: number;
@@ -245,6 +254,7 @@ export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
   clock: true,
   logger: true,
   limiter: true,
+  budget: true,
   metrics: true,
   metricTimings: true,
   leakDetectionMs: true,
@@ -296,6 +306,14 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
   if (limiter !== undefined && (typeof limiter?.admit !== 'function' || typeof limiter?.stats !== 'function')) {
     read.fail('limiter', 'must have admit() and stats(): a LocalLimiter, a RedisLimiter or your own');
   }
+  const budget = options.budget;
+  if (budget !== undefined && typeof (budget as Partial<SharedBudget> | null)?.[kBudget]?.mayOpen !== 'function')
+    read.fail('budget', `must be a FleetBudget (from nestjs-shared-pool/groups), got ${shown(budget)}`);
+  if (budget !== undefined && minSize > 0)
+    read.fail(
+      'minSize',
+      `(${minSize}) must be 0 with a budget: a pool on a shared budget opens connections as its callers need them, with a place each, and keeps none ahead of them`,
+    );
 
   const clientLimit = read.get('clientLimit', CLIENT_LIMIT, connector?.clientLimit ?? 1);
   if (clientLimit > 1 && connector?.reset !== undefined) {
@@ -334,6 +352,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     clock,
     logger,
     limiter,
+    budget,
     metrics: read.get('metrics', meterRule, true),
     metricTimings: read.get('metricTimings', is.boolean, true),
     leakDetectionMs: read.get('leakDetectionMs', is.above(0), Infinity),

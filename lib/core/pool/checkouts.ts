@@ -82,10 +82,9 @@ export class Checkouts<T> implements LeaseOwner<T> {
   }
 
   /**
-   * The common case in one step (the pool calls it with no options, no limiter, nothing timed or
-   * traced): a ready connection with room that needs no validation first, or, when callers
-   * already wait, a place at the back of the queue if nothing refuses one. Undefined: take the
-   * general path.
+   * The common case in one step (the pool calls it with no options, no limiter, not traced): a
+   * ready connection with room that needs no validation first, or, when callers already wait, a
+   * place at the back of the queue if nothing refuses one. Undefined: take the general path.
    */
   now(): Promise<Lease<T>> | undefined {
     if (this.waiters.length === 0) {
@@ -93,7 +92,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
       // As #pick(): only an idle connection may need validating first (the general path starts it).
       if (conn !== null && (conn.clients !== 0 || !this.#supply.validation.enabled)) {
         this.#checkedOut(conn);
-        return Promise.resolve(new Lease(this, conn));
+        return Promise.resolve(this.#leaseOf(conn, undefined));
       }
     } else if (!this.#mayRefuseQueue()) return this.#join(undefined, undefined);
     return undefined;
@@ -161,7 +160,11 @@ export class Checkouts<T> implements LeaseOwner<T> {
   #leaseOf(conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     if (events.acquire.hasSubscribers)
       events.acquire.publish({ pool: this.name, connectionId: conn.id, clients: conn.clients });
-    const lease = this.measures ? this.observers.lease(this, conn, waiter) : new Lease(this, conn);
+    const lease = !this.measures
+      ? new Lease(this, conn)
+      : this.observers.timedOnly
+        ? this.observers.timedLease(this, conn, waiter)
+        : this.observers.lease(this, conn, waiter);
     const admission = waiter?.admission;
     if (admission !== undefined) {
       waiter!.admission = undefined;
@@ -171,14 +174,15 @@ export class Checkouts<T> implements LeaseOwner<T> {
   }
 
   /** @internal Called by {@link Lease.release}. */
-  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, thrown: boolean): void {
-    // The common case in one step: nothing timed, published, reset or shared with a group.
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, since: number, thrown: boolean): void {
+    // The common case in one step: nothing tracked, published, reset or shared with a group (timed or not).
     if (watch === undefined && this.#plainCheckin && !events.release.hasSubscribers) {
       this.counters.released++;
+      if (!Number.isNaN(since)) this.observers.timedBack(since);
       this.#checkin(conn);
       return;
     }
-    this.#givenBack(conn, watch, false);
+    this.#givenBack(conn, watch, since, false);
     // A pool group's member may hand the connection's place to a hungrier member.
     const budget = this.#supply.budget;
     if (
@@ -187,23 +191,23 @@ export class Checkouts<T> implements LeaseOwner<T> {
       conn.state === 'ready' &&
       budget.yields(this.#supply.member, this.timers.now() - conn.createdAt)
     )
-      this.#supply.retire(conn, 'group', 'its place went to another member of the group');
+      this.#supply.retire(conn, 'group', 'its place went to another pool or instance sharing its budget');
     // A connection that stays in service is cleaned before anyone else gets it; a retired one just closes.
     if (this.#reset !== undefined && conn.state === 'ready') this.#reset.run(conn, thrown);
     else this.#checkin(conn);
   }
 
   /** @internal Called by {@link Lease.fail}: the connection is retired, then given back. */
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void {
-    this.#givenBack(conn, watch, true);
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined, since: number): void {
+    this.#givenBack(conn, watch, since, true);
     this.#supply.retire(conn, 'failed', failure === undefined ? 'failed by its user' : messageOf(failure), failure);
     this.#checkin(conn);
   }
 
-  /** A lease is given back, failed or not: counted, its hold timed or tracked, published. */
-  #givenBack(conn: SharedConnection<T>, watch: LeaseWatch | undefined, failed: boolean): void {
+  /** A lease is given back, failed or not: counted, its hold timed (`since` not NaN) or tracked, published. */
+  #givenBack(conn: SharedConnection<T>, watch: LeaseWatch | undefined, since: number, failed: boolean): void {
     this.counters.released++;
-    if (watch !== undefined) this.observers.returned(watch);
+    if (watch !== undefined || !Number.isNaN(since)) this.observers.returned(watch, since);
     if (events.release.hasSubscribers) events.release.publish({ pool: this.name, connectionId: conn.id, failed });
   }
 

@@ -81,7 +81,7 @@ export class ConnectionPool<T> implements MethodPool {
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
-    const budget = (options as { [kBudget]?: ConnectionBudget })[kBudget];
+    const budget = o.budget?.[kBudget] ?? (options as { [kBudget]?: ConnectionBudget })[kBudget];
     this.#waiters = new PoolQueue(
       timers,
       this.#holds,
@@ -112,6 +112,7 @@ export class ConnectionPool<T> implements MethodPool {
       budget,
     );
     this.#supply.member = new SupplyMember(this.#supply);
+    budget?.attached?.(this.#supply.member);
     this.#observers = new PoolObservers(
       o,
       this.#counters,
@@ -185,15 +186,8 @@ export class ConnectionPool<T> implements MethodPool {
 
   /** Checks out a connection. Release the lease when done (or `await using` it). */
   acquire(options?: AcquireOptions): Promise<Lease<T>> {
-    // The common case in one step: no options, no limiter, nothing timed or traced (see Checkouts.now).
-    if (
-      options === undefined &&
-      this.#gate === undefined &&
-      !this.#checkouts.measures &&
-      !this.#closed &&
-      !events.acquireTrace.hasSubscribers &&
-      !events.acquire.hasSubscribers
-    ) {
+    // The common case in one step: no options, no limiter, not traced (see Checkouts.now).
+    if (options === undefined && this.#gate === undefined && !this.#closed && !events.acquireTrace.hasSubscribers) {
       const now = this.#checkouts.now();
       if (now !== undefined) return now;
     }
@@ -334,6 +328,7 @@ export class ConnectionPool<T> implements MethodPool {
     timers.clear(graceTimer);
     this.#checkouts.onIdle = undefined;
     await this.#supply.closeAll();
+    this.#supply.budget?.detached?.(this.#supply.member);
     this.#observers.stop();
     this.#supply.debug('closed');
     this.#holds.unhold();

@@ -17,8 +17,8 @@ export const kAdmitted = Symbol('admitted');
 export const kEnded = Symbol('ended');
 
 /**
- * @internal What a pool that times or tracks its leases keeps on one (metrics, leak detection,
- * maxHoldMs): one object, made only then, so a plain lease stays small.
+ * @internal What a pool that tracks its leases keeps on one (leak detection, maxHoldMs): one
+ * object, made only then, so a plain or merely timed lease stays small.
  */
 export class LeaseWatch {
   /** Its place among the held leases, when they are kept. */
@@ -27,16 +27,16 @@ export class LeaseWatch {
   expiry: AbortController | undefined = undefined;
   /** The admission's signal and the expiry together, once both exist and were asked for. */
   both: AbortSignal | undefined = undefined;
-
-  /** `since`: when the lease began, when its hold is timed. */
-  constructor(readonly since: number | undefined) {}
 }
 
 /** @internal */
 export interface LeaseOwner<T> {
-  /** `watch`: what the pool keeps on the lease, when it times or tracks it; `thrown`: the caller's code threw. */
-  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, thrown: boolean): void;
-  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined): void;
+  /**
+   * `watch`: what the pool keeps on the lease, when it tracks it; `since`: when the lease began,
+   * when its hold is timed (NaN: not timed); `thrown`: the caller's code threw.
+   */
+  [kCheckin](conn: SharedConnection<T>, watch: LeaseWatch | undefined, since: number, thrown: boolean): void;
+  [kCheckinFailed](conn: SharedConnection<T>, failure: unknown, watch: LeaseWatch | undefined, since: number): void;
 }
 
 const neverAborted = new AbortController().signal;
@@ -51,12 +51,15 @@ export class Lease<T> {
   #done = false;
   #admission: Admission | undefined;
   readonly #watch: LeaseWatch | undefined;
+  /** When it began, when its hold is timed; NaN otherwise. */
+  readonly #since: number;
 
-  /** @internal Leases come from `pool.acquire()`; `watch` when the pool times or tracks them. */
-  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, watch?: LeaseWatch) {
+  /** @internal Leases come from `pool.acquire()`; `watch` when the pool tracks them, `since` when it times them. */
+  constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, watch?: LeaseWatch, since = NaN) {
     this.#owner = owner;
     this.#conn = conn;
     this.#watch = watch;
+    this.#since = since;
   }
 
   /** The pooled connection. Do not keep it past `release()`. */
@@ -134,7 +137,7 @@ export class Lease<T> {
   release(): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn, this.#watch, false);
+    this.#owner[kCheckin](this.#conn, this.#watch, this.#since, false);
     this.#admission?.release();
   }
 
@@ -142,7 +145,7 @@ export class Lease<T> {
   [kReleaseThrown](): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckin](this.#conn, this.#watch, true);
+    this.#owner[kCheckin](this.#conn, this.#watch, this.#since, true);
     this.#admission?.release();
   }
 
@@ -150,7 +153,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#owner[kCheckinFailed](this.#conn, err, this.#watch);
+    this.#owner[kCheckinFailed](this.#conn, err, this.#watch, this.#since);
     this.#admission?.release();
   }
 

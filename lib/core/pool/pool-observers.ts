@@ -1,4 +1,4 @@
-import { LeaseHeldTooLongError, type PoolLogger, type Timers } from '../common/index.js';
+import { LeaseHeldTooLongError, type PoolLogger, type Timers, TurnClock } from '../common/index.js';
 import type { PoolCounters, PoolHealth } from '../contracts/index.js';
 import { events, HeldLeases, type MeasuredPool, PoolMetrics, PoolTimingWatches } from '../observation/index.js';
 import { Lease, LeaseWatch, type LeaseOwner } from './lease.js';
@@ -39,7 +39,8 @@ export class HealthWatch {
     const figures =
       to === 'failing'
         ? `no connection is ready and creates fail: ${stats.lastError ?? 'no error recorded'}`
-        : `utilization ${percent(stats.utilization)}, ${count(stats.clients, 'caller')} on ${stats.ready} of ${count(stats.maxSize, 'connection')}, ${stats.waiting} waiting`;
+        : `utilization ${percent(stats.utilization)}, ${count(stats.clients, 'caller')} on ${stats.ready} of ${count(stats.maxSize, 'connection')}, ${stats.waiting} waiting` +
+          (stats.budget?.holdsBack === true ? ` for a place in the budget "${stats.budget.name}"` : '');
     const line = `pool "${this.pool}": health ${from} → ${to} (${figures})`;
     if (RANK[to] > RANK[from]) this.logger.warn(line);
     else (this.logger.info ?? this.logger.warn).call(this.logger, line);
@@ -62,7 +63,12 @@ export class PoolObservers {
   /** Timings watched by someone (a dashboard), while someone watches. */
   readonly watches: PoolTimingWatches;
   /** Whether a lease needs more than `new Lease()`: it is timed, watched or tracked. */
-  measures: boolean;
+  measures = false;
+  /**
+   * What dates leases: the turn's time on a clock with turns (the real one), so that the leases of
+   * a turn share one clock read; every read of the clock on one without (a virtual clock).
+   */
+  readonly #dates: { now(): number };
 
   constructor(
     options: ResolvedOptions,
@@ -73,8 +79,9 @@ export class PoolObservers {
     changed: () => void = () => {},
   ) {
     const o = options;
+    this.#dates = timers.clock.defer !== undefined ? new TurnClock(timers) : timers;
     this.health = new HealthWatch(o.name, o.logger);
-    this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool);
+    this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool, o.logger);
     this.timed = this.metrics?.timings === true ? this.metrics : undefined;
     if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
       this.held = new HeldLeases(
@@ -87,51 +94,78 @@ export class PoolObservers {
       );
     }
     this.watches = new PoolTimingWatches(() => {
-      this.measures = this.#measuresAlways || this.watches.counts !== undefined;
+      this.#settle();
       changed();
     });
-    this.#measuresAlways = this.timed !== undefined || this.held !== undefined;
-    this.measures = this.#measuresAlways;
+    this.#settle();
   }
 
-  /** Timed or tracked, whether watched or not. */
-  readonly #measuresAlways: boolean;
+  /** Whether leases are timed for the metrics and nothing more (not watched, not tracked): see {@link timedLease}. */
+  timedOnly = false;
 
-  /** A lease timed and tracked as asked: one read of the clock for all. `waiter`: the queued caller it serves, if any. */
+  /** `measures` and `timedOnly` from what watches leases now (read on every checkout, so kept, not derived each time). */
+  #settle(): void {
+    const watched = this.watches.counts !== undefined;
+    this.measures = this.timed !== undefined || this.held !== undefined || watched;
+    this.timedOnly = this.timed !== undefined && this.held === undefined && !watched;
+  }
+
+  /**
+   * A lease when only the metrics time it: {@link lease}'s common case in a few steps, small
+   * enough for the checkout to take in. `waiter`: the queued caller it serves, if any.
+   */
+  timedLease<T>(owner: LeaseOwner<T>, conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
+    const now = this.#dates.now();
+    const queued = waiter?.since;
+    if (queued === undefined) this.timed!.waitedNone();
+    else this.timed!.waited(now > queued ? now - queued : 0);
+    return new Lease(owner, conn, undefined, now);
+  }
+
+  /** A lease timed and tracked as asked, dated once for all. `waiter`: the queued caller it serves, if any. */
   lease<T>(owner: LeaseOwner<T>, conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
-    const now = this.timers.now();
+    const now = this.#dates.now();
     const timed = this.timed;
     const watched = this.watches.counts;
-    if (timed !== undefined || watched !== undefined) {
+    const timing = timed !== undefined || watched !== undefined;
+    if (timing) {
       // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
-      const since = waiter?.since;
-      if (since === undefined) {
+      const queued = waiter?.since;
+      if (queued === undefined) {
         timed?.waitedNone();
         watched?.wait.record(0);
       } else {
-        const waited = now - since;
+        // A batch dated mid-turn (every 256 callers) may be dated after the turn's time: a wait of 0.
+        const waited = now > queued ? now - queued : 0;
         timed?.waited(waited);
         watched?.wait.record(waited);
       }
     }
-    const watch = new LeaseWatch(timed === undefined && watched === undefined ? undefined : now);
-    const lease = new Lease(owner, conn, watch);
+    const since = timing ? now : NaN;
     const held = this.held;
-    if (held !== undefined) {
-      watch.hold = held.add(lease, conn.id, now, waiter?.extras?.stack);
-      if (held.maxHoldMs !== Infinity) watch.expiry = new AbortController();
-    }
+    if (held === undefined) return new Lease(owner, conn, undefined, since);
+    const watch = new LeaseWatch();
+    const lease = new Lease(owner, conn, watch, since);
+    watch.hold = held.add(lease, conn.id, now, waiter?.extras?.stack);
+    if (held.maxHoldMs !== Infinity) watch.expiry = new AbortController();
     return lease;
   }
 
-  /** A lease is back: its hold timed, its place among the held leases given up. */
-  returned(watch: LeaseWatch): void {
-    const now = this.timers.now();
-    if (watch.since !== undefined) {
-      this.timed?.used(now - watch.since);
-      this.watches.counts?.hold.record(now - watch.since);
-    }
-    if (watch.hold !== undefined) this.held!.remove(watch.hold, now);
+  /** A lease is back: its hold timed (`since`: when it began; NaN: not timed), its place among the held leases given up. */
+  returned(watch: LeaseWatch | undefined, since: number): void {
+    const now = this.#dates.now();
+    if (!Number.isNaN(since)) this.#held(now - since);
+    if (watch?.hold !== undefined) this.held!.remove(watch.hold, now);
+  }
+
+  /** A timed lease that is not tracked is back, begun at `since`: the checkin's one step. */
+  timedBack(since: number): void {
+    this.#held(this.#dates.now() - since);
+  }
+
+  #held(ms: number): void {
+    this.timed?.used(ms);
+    this.watches.counts?.hold.record(ms);
   }
 
   /** Where a caller that is about to wait asked, while leak detection is on. */

@@ -1,6 +1,7 @@
 import {
   type AdmissionLimiter,
   type AdmissionStats,
+  type BudgetReport,
   type PoolCounters,
   type PoolHealth,
   type PoolStats,
@@ -77,8 +78,18 @@ function utilizationOf(pool: ReportedPool, admission: AdmissionStats | undefined
 /** What a health change is told with: the figures of `stats()` it needs, without a row per connection. */
 export type HealthFigures = Pick<
   PoolStats,
-  'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError'
+  'health' | 'utilization' | 'waiting' | 'clients' | 'ready' | 'maxSize' | 'lastError' | 'budget'
 >;
+
+/** The pool's budget option, and whether it holds callers back now. */
+function budgetOf(pool: ReportedPool): { budget?: BudgetReport } {
+  // Its own budget option's, or, for a pool group's member, the fleet budget its group shares.
+  const { set, maxSizeNow, budget } = pool.supply;
+  const name = budget?.name?.();
+  if (name === undefined) return {};
+  const holdsBack = pool.waiting() > 0 && set.size < maxSizeNow && budget?.asking?.() !== false;
+  return { budget: { name, holdsBack } };
+}
 
 /** The pool's health and the figures behind it, as the house-keeper samples them every sweep. */
 export function healthFigures(pool: ReportedPool): HealthFigures {
@@ -93,6 +104,7 @@ export function healthFigures(pool: ReportedPool): HealthFigures {
     ready: set.ready,
     maxSize: pool.supply.maxSizeNow,
     lastError: lastError === undefined ? undefined : messageOf(lastError),
+    ...budgetOf(pool),
   };
 }
 
@@ -127,13 +139,18 @@ export function statsOf(pool: ReportedPool): PoolStats {
     counters: { ...pool.counters, retiredBy: { ...pool.counters.retiredBy } },
     connections,
     ...(admission === undefined ? {} : { admission }),
+    ...budgetOf(pool),
   };
 }
 
-/** Why callers ran out of time: creates failing, the first connections still opening, or all busy. */
+/**
+ * Why callers ran out of time: creates failing, the first connections still opening, a shared
+ * budget that granted no place while the pool had room, or all busy.
+ */
 export function exhaustedReason(pool: ReportedPool): ExhaustedReason {
-  const { set, backoff } = pool.supply;
+  const { set, backoff, budget } = pool.supply;
   if (backoff.streak > 0) return 'creates-failing';
   if (set.opening > 0 && set.index.size === 0 && set.clients === 0) return 'opening';
+  if (budget !== undefined && set.size < pool.supply.maxSizeNow) return 'budget';
   return 'all-busy';
 }

@@ -157,6 +157,17 @@ export class WaiterQueue<L> {
     }
   }
 
+  /** Calls `fn` on each waiter, in queue order, until it returns false. `fn` must not change the queue. */
+  eachUntil(fn: (w: Waiter<L>) => boolean): void {
+    if (this.head === null) return; // passes over the marked slots in front, once
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    for (let i = 0; i < this.#used; i++) {
+      const w = slots[(this.#first + i) & mask]!;
+      if (w.queued && !fn(w)) return;
+    }
+  }
+
   /** The waiters, in queue order. */
   toArray(): Waiter<L>[] {
     const all: Waiter<L>[] = [];

@@ -39,7 +39,59 @@
   const healthOf = (p) => (p.closed ? 'closed' : p.health);
   const badge = (h) =>
     `<span class="health h-${esc(h)}" data-health="${esc(h)}"><span aria-hidden="true">${ICON[h] || '?'}</span> ${esc(h)}</span>`;
-  const stat = (label, value, attr) => `<div><dt>${esc(label)}</dt><dd${attr ? ' ' + attr : ''}>${value}</dd></div>`;
+  const stat = (label, value, attr, shown = esc(label)) =>
+    `<div><dt>${shown}</dt><dd${attr ? ' ' + attr : ''}>${value}</dd></div>`;
+  // What the group card's words mean: shown as each term's tooltip and in the card's key.
+  const GROUP_TERMS = [
+    ['budget', 'connections open or opening in every member, of the most the group may hold (maxTotal)'],
+    ['hungry', 'members with callers waiting that hold fewer connections than their share'],
+    [
+      'transfers',
+      'connections moved from one member to another since the start: one closed to open one for a member that needed it',
+    ],
+    ['given back', 'connections members closed after a burst, returning them to the server, since the start'],
+    [
+      'forgotten',
+      'members closed and dropped since the start: idle past memberIdleMs, or making room for a new key past maxMembers',
+    ],
+    ['share', "a member's part of the budget, in proportion to its demand"],
+    [
+      'hunger',
+      'hungry: fewer connections than its share; satisfied: about its share; overfull: more than its share, the first to give one up',
+    ],
+  ];
+  // The same for a fleet budget's block.
+  const BUDGET_TERMS = [
+    [
+      'places',
+      'connections open, opening or closing on every instance of the service, each holding a place in Redis, of the budget (maxTotal)',
+    ],
+    ['held here', "this instance's places, and its quota: its part of the budget by demand in the last exchange"],
+    ['waiting elsewhere', 'callers waiting for a connection on the other instances, as last heard'],
+    [
+      'moved out',
+      "connections this instance closed since the start so that another instance's waiting callers have their places",
+    ],
+    ['asking', "this instance's pools waiting in Redis for a place now"],
+    [
+      'lapsed',
+      'places lost while held (this process was frozen past the lease TTL, or Redis lost them); their connections closed',
+    ],
+    [
+      'mode',
+      'redis: Redis counts the places; fallback or unreachable: Redis is not answering, and each instance opens at most its share; quarantine: a restarted Redis waits one lease TTL while instances register their places again',
+    ],
+  ];
+  const TERM = new Map([...GROUP_TERMS, ...BUDGET_TERMS]);
+  /** A term of GROUP_TERMS, its meaning as the tooltip. */
+  const termLabel = (t) => `<abbr title="${esc(TERM.get(t))}" data-term="${esc(t)}">${esc(t)}</abbr>`;
+  /** A stat whose label is a term of GROUP_TERMS. */
+  const term = (label, value, attr) => stat(label, value, attr, termLabel(label));
+  const termsKey = (name, terms = GROUP_TERMS) => {
+    const key = 'terms:' + name;
+    const open = view.open.get(key) === true;
+    return `<details class="terms" data-terms data-key="${esc(key)}" data-drawn="${open ? 'open' : 'closed'}"${open ? ' open' : ''}><summary>What these words mean</summary><dl>${terms.map(([t, meaning]) => `<div data-term-meaning="${esc(t)}"><dt>${esc(t)}</dt><dd>${esc(meaning)}</dd></div>`).join('')}</dl></details>`;
+  };
   function bar(used, limit, label) {
     const share = limit > 0 ? Math.min(used / limit, 1) : 0;
     // The width is set after rendering (fill()): the page's CSP allows no inline style.
@@ -174,8 +226,25 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
         ? `<button type="button" class="more" data-more="${esc(g.name)}">Show ${Math.min(MEMBER_PAGE, hidden)} more of ${num(hidden)}</button>`
         : '';
     return `<section class="group card h-${esc(g.health)}" data-group="${esc(g.name)}"><div><span class="name">${esc(g.name)}</span> ${badge(g.health)}</div>
-<dl class="grid">${stat('budget', bar(g.total, g.maxTotal, `${g.total} of ${g.maxTotal} connections of the budget`), 'data-field="budget"')}${stat('members', num(g.memberCount))}${stat('hungry', num(g.hungry))}${stat('waiting', num(g.waiting))}${stat('used', pct(g.utilization))}${stat('transfers', `${num(g.transfers)} <small>(${num(g.transfersPerSec)}/s)</small>`)}${stat('given back', num(g.givenBack))}${stat('forgotten', num(g.forgotten))}</dl>
-<h3>Members · most trouble first</h3><div class="scroll"><table class="members"><thead><tr><th>member</th><th>share</th><th>connections</th><th>callers</th><th>waiting</th><th>hunger</th><th class="wide">health</th><th class="wide">mean hold</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="quiet">No member matches.</td></tr>'}</tbody></table></div>${more}${timeline(g.timeline, now)}</section>`;
+<dl class="grid">${term('budget', bar(g.total, g.maxTotal, `${g.total} of ${g.maxTotal} connections of the budget`), 'data-field="budget"')}${stat('members', num(g.memberCount))}${term('hungry', num(g.hungry))}${stat('waiting', num(g.waiting))}${stat('used', pct(g.utilization))}${term('transfers', `${num(g.transfers)} <small>(${num(g.transfersPerSec)}/s)</small>`)}${term('given back', num(g.givenBack))}${term('forgotten', num(g.forgotten))}</dl>
+<h3>Members · most trouble first</h3><div class="scroll"><table class="members"><thead><tr><th>member</th><th>${termLabel('share')}</th><th>connections</th><th>callers</th><th>waiting</th><th>${termLabel('hunger')}</th><th class="wide">health</th><th class="wide">mean hold</th></tr></thead><tbody>${rows || '<tr><td colspan="8" class="quiet">No member matches.</td></tr>'}</tbody></table></div>${more}${termsKey(g.name)}${timeline(g.timeline, now)}</section>`;
+  }
+
+  function budgetBlock(b, now) {
+    const rows = b.fleet
+      .map(
+        (f) =>
+          `<tr data-instance="${esc(f.instance)}" data-places="${f.places}" data-quota="${f.quota}" data-waiting="${f.waiting}"${f.self ? ' data-self' : ''}><td class="key">${esc(f.instance)}${f.self ? ' <small>(this one)</small>' : ''}</td><td>${bar(f.places, Math.max(f.quota, 1), `${f.places} places, quota ${f.quota}`)}</td><td>${num(f.quota)}</td><td>${num(f.inUse)}</td><td>${num(f.waiting)}</td><td class="wide">${f.waiting > 0 ? ms(f.waitedMs) : '–'}</td></tr>`,
+      )
+      .join('');
+    const fleet =
+      b.fleet.length === 0
+        ? '<p class="quiet">No exchange of demand yet (or Redis is unreachable): no other instance heard.</p>'
+        : `<div class="scroll"><table class="members instances"><thead><tr><th>instance</th><th>places</th><th>quota</th><th>in use</th><th>waiting</th><th class="wide">longest wait</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+    return `<section class="budget card h-${esc(b.health)}" data-budget="${esc(b.name)}"><div><span class="name">${esc(b.name)}</span> ${badge(b.health)} <span class="quiet">pools here: ${b.pools.map(esc).join(', ')}</span></div>
+<dl class="grid">${term('places', bar(b.fleetHeld, b.maxTotal, `${b.fleetHeld} of ${b.maxTotal} places of the budget held by the fleet`), 'data-field="places"')}${term('held here', `${num(b.held)} <small>(quota ${num(b.quota)})</small>`, 'data-field="held"')}${term('waiting elsewhere', num(b.waitingElsewhere), 'data-field="waiting-elsewhere"')}${term('moved out', `${num(b.movedOut)} <small>(${num(b.movedPerSec)}/s)</small>`, 'data-field="moved-out"')}${term('asking', num(b.asking))}${term('lapsed', num(b.lapsed))}${term('mode', `<span data-field="budget-mode">${esc(b.mode)}</span>`)}${stat('instances', num(b.fleet.length), 'data-field="instances"')}</dl>
+${b.lastError ? `<p class="error">last error: ${esc(b.lastError)}</p>` : ''}
+<h3>Instances · places as Redis counts them, demand as last heard</h3>${fleet}${termsKey('budget:' + b.name, BUDGET_TERMS)}${timeline(b.timeline, now)}</section>`;
   }
 
   /** A selector for the focused control, to give focus back after a re-render. */
@@ -208,6 +277,12 @@ ${connections(p)}${timings(p)}<h3>Moved in the last minute</h3>${rates(p)}${limi
         (matches(g.name) || g.members.some((m) => matches(m.key))) &&
         (!view.troubleOnly || g.trouble >= 1000000 || g.waiting > 0),
     );
+    const budgets = (s.budgets || []).filter(
+      (b) => (matches(b.name) || b.pools.some((p) => matches(p))) && (!view.troubleOnly || b.health !== 'healthy'),
+    );
+    $('budgets-section').hidden = (s.budgets || []).length === 0;
+    $('budget-count').textContent = `(${(s.budgets || []).length})`;
+    $('budgets').innerHTML = budgets.map((b) => budgetBlock(b, s.at)).join('');
     $('groups-section').hidden = s.groups.length === 0;
     $('group-count').textContent = `(${s.groups.length})`;
     $('groups').innerHTML = groups.map((g) => groupBlock(g, s.at)).join('');

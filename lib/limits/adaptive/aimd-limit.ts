@@ -3,15 +3,17 @@ import { BackendLatency, NoLoadProbe } from './no-load-latency.js';
 
 /** Calls the latency without a queue averages over, as the gradient's default. */
 const LONG_WINDOW = 600;
+/** Calls since the last cut before their mean may say a queue builds: one slow call alone is no queue. */
+const MIN_CALLS = 10;
 
 export class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
   readonly growth = 'call';
   readonly #latency = new BackendLatency(LONG_WINDOW);
   protected override readonly probe: NoLoadProbe | undefined;
-  /** The mean latency of about the last limit's worth of calls, and its variance (NaN: none since the last cut). */
+  /** The mean latency of about the last limit's worth of calls (NaN: none since the last cut), and how many calls it has seen. */
   #recent = NaN;
-  #variance = 0;
+  #count = 0;
 
   /** `tolerance`: the recent calls' mean past this × the latency without a queue is a queue building (Infinity: overloads only cut). */
   constructor(
@@ -34,7 +36,7 @@ export class AimdLimit extends BoundedLimit {
       // Calls admitted before the last cut were admitted at the old limit: their latency says nothing of the new one.
       if (latency.learning || this.appLimited(inflight)) {
         latency.call(durationMs);
-        this.#recent = NaN;
+        this.#forget(); // a queue builds afresh from here
       } else if (this.#queue(durationMs)) {
         this.backOff(endedAt - durationMs, endedAt);
         return this.estimate;
@@ -46,19 +48,17 @@ export class AimdLimit extends BoundedLimit {
 
   /** Whether a call that tested the limit, with those before it, shows a queue building. */
   #queue(durationMs: number): boolean {
-    // Over about a limit's worth of calls (a round trip's, 20 at least), with how far that mean may
-    // be off by chance alone: one slow call, or a backend whose calls vary widely, is no queue.
+    // The mean of about a limit's worth of calls (a round trip's, 20 at least) past the tolerance,
+    // by twice what chance alone moves such a mean on this backend (from how widely its calls vary
+    // without a queue; the spread of calls in a queue is no measure of chance, it is the queue). A
+    // call counts for at most twice the tolerance: one call of a long tail is no queue.
     const weight = 2 / (Math.max(20, this.limit) + 1);
-    if (Number.isNaN(this.#recent)) {
-      this.#recent = durationMs;
-      this.#variance = 0;
-    } else {
-      const delta = durationMs - this.#recent;
-      this.#recent += delta * weight;
-      this.#variance = (1 - weight) * (this.#variance + weight * delta * delta);
-    }
-    const error = Math.sqrt((this.#variance * weight) / (2 - weight));
-    return this.#recent - error > this.tolerance * this.#latency.value;
+    const bound = this.tolerance * this.#latency.value;
+    const counted = Math.min(durationMs, 2 * bound);
+    this.#recent = Number.isNaN(this.#recent) ? counted : this.#recent + (counted - this.#recent) * weight;
+    if (++this.#count < MIN_CALLS) return false;
+    const error = this.#latency.spread * Math.sqrt(weight / (2 - weight));
+    return this.#recent - 2 * error > bound;
   }
 
   /** A success counts whether it was timed or not. */
@@ -67,7 +67,12 @@ export class AimdLimit extends BoundedLimit {
   }
 
   protected override cut(): void {
+    this.#forget();
+  }
+
+  #forget(): void {
     this.#recent = NaN;
+    this.#count = 0;
   }
 
   #grow(inflight: number): number {

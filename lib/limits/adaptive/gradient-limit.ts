@@ -35,8 +35,11 @@ export class GradientLimit extends WindowedLimit {
     this.#long.lower(closed.meanMs + closed.errorMs, closed.calls);
     if (this.appLimited(closed.inflight)) return this.estimate;
     const estimate = this.estimate;
-    // Latency above the long-term one by less than chance explains (its standard error) is no queue.
-    const short = Math.max(0.001, closed.meanMs - closed.errorMs);
+    // Latency above the long-term one by less than chance explains is no queue: a window must be
+    // past the tolerance by two standard errors of its mean (one in 40 by chance alone). With
+    // calls whose times vary widely (exponential), one error let chance cut a limit far below the
+    // knee, window after window, down to its least.
+    const short = Math.max(0.001, closed.meanMs - 2 * closed.errorMs);
     const gradient = (this.tolerance * this.#long.value) / short;
     // Within the tolerance: room to grow, smoothly. Past it: down at once, in proportion (a queue is
     // building, and the limit that would bring latency back within it is this much lower).

@@ -50,7 +50,11 @@ export interface WindowOptions {
  */
 export interface AimdOptions extends LimitBounds, WindowOptions {
   algorithm: 'aimd';
-  /** Recent calls' mean latency past this multiple of the latency without a queue cuts. `Infinity`: only overloads cut (Netflix's AIMD). Default 1.5. */
+  /**
+   * Recent calls' mean latency past this multiple of the latency without a queue cuts. `Infinity`:
+   * only overloads cut (Netflix's AIMD). Default 1.3: on a backend with a knee, a mean of 1.5 × is a
+   * queue half the backend's capacity deep, and a p99 near twice the latency without one.
+   */
   tolerance?: number;
 }
 
@@ -59,7 +63,8 @@ export interface GradientOptions extends LimitBounds, WindowOptions {
   algorithm: 'gradient';
   /**
    * Short-term latency (a window's mean) may exceed the long-term one by this factor: within it the
-   * limit grows by √limit × `smoothing` a window; past it, it shrinks at once in proportion. Default 1.5.
+   * limit grows by √limit × `smoothing` a window; past it (by two standard errors of the window's
+   * mean), it shrinks at once in proportion. Default 1.3, as AIMD's.
    */
   tolerance?: number;
   /**
@@ -115,14 +120,14 @@ export function limitAlgorithm(
   const windowMs = read.get('windowMs', is.finiteAbove(0), 250) as number;
   const probeEvery = read.get('probeEvery', is.whole(1), 30) as number;
   if (algorithm === 'aimd') {
-    const tolerance = read.get('tolerance', is.noted(is.atLeast(1), 'Infinity: only overloads cut'), 1.5) as number;
+    const tolerance = read.get('tolerance', is.noted(is.atLeast(1), 'Infinity: only overloads cut'), 1.3) as number;
     return new AimdLimit(bounds, tolerance, windowMs, probeEvery);
   }
   if (algorithm === 'gradient') {
     return new GradientLimit(
       bounds,
       windowMs,
-      read.get('tolerance', is.finiteAtLeast(1), 1.5) as number,
+      read.get('tolerance', is.finiteAtLeast(1), 1.3) as number,
       read.get('longWindow', is.whole(1), 600) as number,
       read.get('smoothing', is.fraction, 0.2) as number,
       probeEvery,

@@ -92,6 +92,7 @@ export class NoLoadProbe {
 export class BackendLatency {
   /** ms; NaN until the first call. */
   value = NaN;
+  #variance = 0;
   #seen = 0;
   readonly #weight: number;
 
@@ -109,7 +110,18 @@ export class BackendLatency {
     this.#seen++;
     // A plain mean of the first calls, then an exponential average over about `calls` of them.
     const weight = Math.max(this.#weight, 1 / this.#seen);
-    this.value = Number.isNaN(this.value) ? durationMs : this.value + (durationMs - this.value) * weight;
+    if (Number.isNaN(this.value)) {
+      this.value = durationMs;
+      return;
+    }
+    const delta = durationMs - this.value;
+    this.value += delta * weight;
+    this.#variance = (1 - weight) * (this.#variance + weight * delta * delta);
+  }
+
+  /** How widely single calls without a queue vary: their standard deviation, ms (0 until two calls). */
+  get spread(): number {
+    return Math.sqrt(this.#variance);
   }
 
   /** The mean latency of `calls` calls that tested the limit: it can only lower the value, by as much as they weigh. */

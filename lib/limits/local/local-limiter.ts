@@ -211,11 +211,10 @@ export class LocalLimiter implements ConcurrencyLimiter {
 
   /** First come, first served: a waiter whose key is full does not block the others. */
   #serveWaiters(): void {
-    for (const w of this.#waiters.snapshot()) {
+    this.#waiters.serve((w) => {
       const key = w.request.key ?? undefined; // checked by admit(); null: no key on purpose
       const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
-      if (refusal === 'global') return;
-      if (refusal === null) w.resolve(this.#admitted(key));
-    }
+      return refusal === 'global' ? false : refusal === null ? this.#admitted(key) : undefined;
+    });
   }
 }

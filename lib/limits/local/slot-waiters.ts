@@ -58,6 +58,23 @@ export class SlotWaiters<V> {
     return promise;
   }
 
+  /**
+   * Hands slots over in arrival order: `grant` says what a waiter gets, `undefined` to pass over it
+   * (its key is full) or `false` once no slot is left for anyone. It costs the waiters granted and
+   * passed over, not a copy of the queue: a release in front of thousands of waiters serves one.
+   */
+  serve(grant: (w: SlotWaiter<V>) => V | undefined | false): void {
+    let granted: [Entry<V>, V][] | undefined;
+    // Granted first, settled after: settling takes a waiter out of the queue being read.
+    this.#queue.eachUntil((w) => {
+      const value = grant(w as Entry<V>);
+      if (value === false) return false;
+      if (value !== undefined) (granted ??= []).push([w as Entry<V>, value]);
+      return true;
+    });
+    if (granted !== undefined) for (const [entry, value] of granted) entry.resolve(value);
+  }
+
   /** The waiters in arrival order (a copy: serving one removes it). */
   snapshot(): SlotWaiter<V>[] {
     return this.#queue.toArray() as Entry<V>[];

@@ -1,5 +1,7 @@
 export type { LimitReport, LimitShare, Taken } from './redis-calls.js';
+export type { HeardInstance, RedisDemand } from './redis-demand.js';
 export {
+  kDemand,
   kInstances,
   kProbe,
   kReport,

@@ -117,6 +117,8 @@ export class RedisCalls {
   /** Releases of this tick, sent together. */
   readonly #toRelease: Held[] = [];
   #admitting = false;
+  /** The admission calls under way, until the last is answered. */
+  #sending: Promise<void> | undefined;
   /**
    * The run_id of the server this connection talks to, learned once per connection (not by each
    * script: INFO is in @dangerous, and was most of the scripts' cost); '' when the user may not run INFO.
@@ -139,8 +141,13 @@ export class RedisCalls {
   admit(held: Held, probe = false): Promise<AcquireReply> {
     return new Promise<AcquireReply>((settle) => {
       this.#toAdmit.push({ held, settle, probe });
-      if (!this.#admitting) void this.#sendAdmissions();
+      if (!this.#admitting) this.#sending = this.#sendAdmissions();
     });
+  }
+
+  /** Settles once no admission call is under way: those sent are answered (or timed out). */
+  idle(): Promise<void> {
+    return this.#sending ?? Promise.resolve();
   }
 
   /** Releases of one tick go in one call. */

@@ -38,6 +38,7 @@ import { RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
 import { RedisWaiting } from './redis-waiting.js';
 import { RedisHeartbeat } from './redis-heartbeat.js';
+import { RedisDemand } from './redis-demand.js';
 
 /** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
 export const kShare = Symbol('share');
@@ -49,6 +50,8 @@ export const kReport = Symbol('report');
 export const kProbe = Symbol('probe');
 /** @internal Instances that heartbeated within a TTL (at least 1). */
 export const kInstances = Symbol('instances');
+/** @internal Where a FleetBudget's instances trade their demand (see RedisDemand). */
+export const kDemand = Symbol('demand');
 
 /** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
 export interface RedisLimiterOptions extends LimitOptions {
@@ -91,14 +94,15 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   /** Refreshes the leases held, and learns what Redis counts. */
   readonly #heartbeat: RedisHeartbeat;
-  /** The mode as last published (see #noteMode). */
-  #modeSeen: LimiterMode | undefined;
+  #modeSeen: LimiterMode | undefined; // as last published (see #noteMode)
   #closed = false;
+  #hungUp = false; // at close's end; releases go until then (a lease granted as it closed too)
   /** Gives back this limiter's claim on its namespace, once started. */
   #unclaim: (() => void) | undefined;
   /** An adaptive limit shared through Redis, in place of `limits.global`; and who hears of its pauses. */
   #shared: LimitShare | undefined;
   #onPause: ((ms: number) => void) | undefined;
+  #demand: RedisDemand | undefined;
 
   constructor(options: RedisLimiterOptions) {
     this.limits = resolveLimits(options, ['redis']);
@@ -115,7 +119,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       counters: this.#counters,
       released: (held) => {
         this.#local.give(held.key);
-        if (this.#redis !== undefined && this.#availability.reachable && !this.#closed) this.#calls.releaseSoon(held);
+        if (this.#redis !== undefined && this.#availability.reachable && !this.#hungUp) this.#calls.releaseSoon(held);
         if (this.#waiting.length > 0) void this.#waiting.serve();
       },
     });
@@ -144,15 +148,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
     };
     this.#waiting = new RedisWaiting(inside, this.#clock, this.#keys.channel, this.#settings.pollMs);
     this.#calls = new RedisCalls(inside, this.#keys, this.#settings, this.limits);
-    const s = this.#settings;
-    this.#heartbeat = new RedisHeartbeat(
-      inside,
-      this.#clock,
-      s.heartbeatMs,
-      this.#leases,
-      this.#calls,
-      this.#availability,
-    );
+    const [s, leases] = [this.#settings, this.#leases];
+    this.#heartbeat = new RedisHeartbeat(inside, this.#clock, s.heartbeatMs, leases, this.#calls, this.#availability);
   }
 
   /** Connects; if Redis is not reachable the limiter starts as unreachable (see `fallbackAfterMs`) and keeps trying. */
@@ -206,6 +203,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** @internal */
   get [kInstances](): number {
     return this.#heartbeat.instances;
+  }
+
+  /** @internal */
+  get [kDemand](): RedisDemand {
+    const timeoutMs = this.#settings.commandTimeoutMs;
+    return (this.#demand ??= new RedisDemand(() => this.#redis, this.#keys, this.#leases.instance, timeoutMs));
   }
 
   /** The global limit now: the shared adaptive one's, or the fixed one. */
@@ -267,12 +270,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#leases.close();
     const redis = this.#redis;
     if (redis !== undefined && this.#availability.reachable) {
+      await this.#calls.idle(); // admissions under way: what they are granted goes back too, not at its TTL
       await this.#calls.release(redis, [
         ...this.#leases.held.values(),
         ...this.#calls.takeQueued(),
         ...this.#calls.phantoms.values(),
       ]);
     }
+    this.#hungUp = true;
     await Promise.all([this.#waiting.subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
     this.#unclaim?.();
   }
@@ -300,6 +305,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
    * whose answer came too late to hold on to.
    */
   async #try(request: AdmissionRequest, key: string | undefined, retried = false, probe = false): Promise<Outcome> {
+    if (this.#closed) return new PoolClosedError(request.pool); // a retry, or a waiter served as the limiter closed
     if (this.#availability.reachable) {
       const held = this.#leases.create(request, key, true);
       const sentAt = this.#clock.now();

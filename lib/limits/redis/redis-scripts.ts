@@ -235,15 +235,54 @@ return reply
 `;
 
 /**
+ * KEYS: the demand hash, the global set. ARGV: instance id, its figures ('': it leaves), ms after
+ * which an instance's figures are stale. Writes the instance's figures, dated on the server's
+ * clock, drops stale ones, and returns { instance, figures, places, ... } of every instance heard
+ * within that time, where places counts the instance's live leases (their ids start with its id):
+ * one reading of every instance's places at one moment, so they never add up past the budget, as
+ * figures each instance published at its own moment may while places move.
+ */
+const DEMAND = `${PRELUDE}
+local now = now_ms()
+local stale = tonumber(ARGV[3])
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], now .. ' ' .. ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], stale * 4)
+end
+local places = {}
+for _, lease in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf')) do
+  local holder = string.match(lease, '^(.-):')
+  if holder then places[holder] = (places[holder] or 0) + 1 end
+end
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do
+  local at, figures = string.match(all[i + 1], '^(%S+) (.*)$')
+  if not at or now - tonumber(at) > stale then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    out[#out + 1] = all[i]
+    out[#out + 1] = figures
+    out[#out + 1] = places[all[i]] or 0
+  end
+end
+return out
+`;
+
+/**
  * The names of a namespace's keys. Every name carries the namespace as a hash tag, so a namespace
  * lives on one slot of a Redis Cluster: `{ns}:g` (the global set), `{ns}:k:<key>` (a key's set),
- * `{ns}:meta`, `{ns}:i` (instances), and the `{ns}:released` channel.
+ * `{ns}:meta`, `{ns}:i` (instances), `{ns}:demand` (a fleet budget's instances' demand), and the
+ * `{ns}:released` channel.
  */
 export class RedisKeys {
   readonly global: string;
   readonly keySetPrefix: string;
   readonly meta: string;
   readonly instances: string;
+  readonly demand: string;
   readonly channel: string;
 
   constructor(namespace: string) {
@@ -252,6 +291,7 @@ export class RedisKeys {
     this.keySetPrefix = `${tag}:k:`;
     this.meta = `${tag}:meta`;
     this.instances = `${tag}:i`;
+    this.demand = `${tag}:demand`;
     this.channel = `${tag}:released`;
   }
 }
@@ -284,3 +324,4 @@ export class RedisScript {
 
 export const acquireScript = new RedisScript(ACQUIRE);
 export const heartbeatScript = new RedisScript(HEARTBEAT);
+export const demandScript = new RedisScript(DEMAND);

@@ -64,6 +64,8 @@ export class RedisWaiting {
     this.#serving = true;
     try {
       for (const w of this.#waiters.snapshot()) {
+        // Closed meanwhile: no admission call may start after the limiter's close has waited for those under way.
+        if (this.host.closed()) break;
         const outcome = await this.host.attempt(w.request);
         if (!(outcome instanceof Error)) {
           // The waiter may have timed out during the call: then nobody would hold the lease.
