@@ -19,7 +19,7 @@ import {
   Timers,
   type TimerHandle,
 } from '../core/index.js';
-import { type HeardInstance, kDemand, RedisLimiter } from '../limits/index.js';
+import { type HeardInstance, kCountLapsed, kDemand, RedisLimiter } from '../limits/index.js';
 import {
   BUDGET_TTL_MS,
   budgetError,
@@ -61,9 +61,13 @@ const SPARE_MS = 1_500;
 /** Per member: its connections' places, and those of its connections that lost theirs. */
 interface MemberPlaces {
   readonly places: Admission[];
-  /** Connections whose place lapsed: their end gives nothing back. */
-  unplaced: number;
-  /** Of those, connections not yet retired. */
+  /**
+   * Places that lapsed while their connections stay open (busy): each is released when one of those
+   * connections ends, so that this instance counts them until then. Without Redis, the limiter's
+   * share per instance then holds the connections that are open, not only those still placed.
+   */
+  readonly lapsed: Admission[];
+  /** Of those connections, the ones not yet retired. */
   owed: number;
 }
 
@@ -117,20 +121,21 @@ export class FleetBudget {
     const places = (options as { [kFleetPlaces]?: FleetPlaces })[kFleetPlaces];
     this.#limiter =
       places ??
-      budgetError(
-        this.name,
-        () =>
-          new RedisLimiter({
-            name: `budget:${this.name}`,
-            global: this.maxTotal,
-            wait: true,
-            // A TTL of 2 s, not the limiter's 5: a fleet's first connections, and those after a Redis
-            // restart, wait one TTL (the quarantine), and a dead instance's places come back after one.
-            redis: { namespace: `budget:${this.name}`, leaseTtlMs: BUDGET_TTL_MS, ...options.redis },
-            clock,
-            logger: options.logger ?? consoleLogger,
-          }),
-      );
+      budgetError(this.name, () => {
+        const limiter = new RedisLimiter({
+          name: `budget:${this.name}`,
+          global: this.maxTotal,
+          wait: true,
+          // A TTL of 2 s, not the limiter's 5: a fleet's first connections, and those after a Redis
+          // restart, wait one TTL (the quarantine), and a dead instance's places come back after one.
+          redis: { namespace: `budget:${this.name}`, leaseTtlMs: BUDGET_TTL_MS, ...options.redis },
+          clock,
+          logger: options.logger ?? consoleLogger,
+        });
+        // A lapsed place's connection stays open until its caller leaves: Redis counts it until then.
+        limiter[kCountLapsed]();
+        return limiter;
+      });
   }
 
   /** Pools made on this budget and not yet closed. */
@@ -207,7 +212,7 @@ export class FleetBudget {
 
   #placesOf(member: BudgetMember): MemberPlaces {
     let m = this.#members.get(member);
-    if (m === undefined) this.#members.set(member, (m = { places: [], unplaced: 0, owed: 0 }));
+    if (m === undefined) this.#members.set(member, (m = { places: [], lapsed: [], owed: 0 }));
     return m;
   }
 
@@ -222,23 +227,23 @@ export class FleetBudget {
 
   #ended(member: BudgetMember): void {
     const m = this.#placesOf(member);
-    if (m.unplaced > 0) {
-      m.unplaced--;
-      if (m.owed > m.unplaced) m.owed = m.unplaced;
+    const lapsed = m.lapsed.pop();
+    if (lapsed !== undefined) {
+      lapsed.release(); // lost already: the limiter stops counting it now that its connection is gone
+      if (m.owed > m.lapsed.length) m.owed = m.lapsed.length;
     } else {
       const place = m.places.pop();
       if (place !== undefined) this.#free(place);
     }
-    if (m.places.length === 0 && m.unplaced === 0) this.#members.delete(member);
+    if (m.places.length === 0 && m.lapsed.length === 0) this.#members.delete(member);
   }
 
   #lost(member: BudgetMember, m: MemberPlaces, admission: Admission): void {
     const at = m.places.indexOf(admission);
     if (at < 0) return; // already given back
     m.places.splice(at, 1);
-    admission.release(); // lost already; the limiter stops counting it here too
     this.#lapsed++;
-    m.unplaced++;
+    m.lapsed.push(admission);
     m.owed++;
     const side = member as MemberSide;
     while (m.owed > 0 && side.retireOldestIdle(0)) m.owed--;

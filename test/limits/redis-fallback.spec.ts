@@ -26,7 +26,7 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     const make = () =>
       started(
         new RedisLimiter({
-          global: 4,
+          global: 6,
           perKey: 2,
           logger,
           redis: {
@@ -43,16 +43,20 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     const [a, b] = [await make(), await make()];
     await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis'); // first use of a namespace: one TTL of quarantine
     const held: Admission[] = [await a.admit(ask('ann')), await a.admit(ask('bob'))];
+    await until(() => b.stats().used === 2); // b heard of a's leases
 
     await server.stop();
     await until(() => a.stats().mode === 'unreachable');
     await expect(b.admit(ask('cy'))).rejects.toMatchObject({ reason: 'unavailable' });
-    await until(() => b.stats().mode === 'fallback');
-    // Each instance gets its share: 4 / 2 = 2 leases, 2 / 2 = 1 per key. a already holds 2.
-    await expect(a.admit(ask('dee'))).rejects.toBeInstanceOf(CapacityExceededError);
+    await until(() => a.stats().mode === 'fallback' && b.stats().mode === 'fallback');
+    // Each instance gets its share: 6 / 2 = 3 leases, 2 / 2 = 1 per key, and no more than it held
+    // when Redis last answered and its part of the 4 slots then free: a 2 + 2, so 3; b 0 + 2.
+    held.push(await a.admit(ask('dee')));
+    await expect(a.admit(ask('eve'))).rejects.toBeInstanceOf(CapacityExceededError);
     held.push(await b.admit(ask('cy')));
     await expect(b.admit(ask('cy'))).rejects.toBeInstanceOf(KeyLimitError);
     held.push(await b.admit(ask('dee')));
+    await expect(b.admit(ask('fay'))).rejects.toBeInstanceOf(CapacityExceededError);
     expect(b.stats()).toMatchObject({ mode: 'fallback', held: 2, used: 2 });
 
     // Redis has been away for more than a TTL: a's leases, admitted through Redis, may have lapsed
@@ -63,14 +67,14 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
       expect.stringMatching(/no heartbeat confirmed it within its TTL/),
       expect.stringMatching(/no heartbeat confirmed it within its TTL/),
     ]);
-    expect(a.stats()).toMatchObject({ held: 2, counters: { lost: 2 } });
+    expect(a.stats()).toMatchObject({ held: 3, counters: { lost: 2 } });
 
     await server.start();
     // Back: a restarted Redis means a quarantine, in which b registers what it admitted meanwhile.
     await until(() => a.stats().mode !== 'fallback' && b.stats().mode !== 'fallback');
     const redis = inspector(server.url);
     await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
-    expect(await leasesIn(redis, ns)).toBe(2);
+    expect(await leasesIn(redis, ns)).toBe(3); // what a and b admitted meanwhile
     expect(held.slice(2).some((l) => l.signal.aborted)).toBe(false);
 
     for (const lease of held) lease.release();
@@ -91,5 +95,40 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     ]);
     const last = modes[modes.length - 1]!;
     expect(`${last.from} → ${last.to}`).toBe('quarantine → redis'); // back through a quarantine after the restart
+  });
+
+  it('keeps the fleet within the global limit without Redis when one instance held more than its share', async () => {
+    const ns = namespace(server.url);
+    const make = () =>
+      started(
+        new RedisLimiter({
+          global: 4,
+          logger: new RecordingLogger(),
+          redis: { url: server.url, namespace: ns, leaseTtlMs: 600, heartbeatMs: 150, fallbackAfterMs: 300 },
+        }),
+      );
+    const [a, b] = [await make(), await make()];
+    await until(() => a.stats().mode === 'redis' && b.stats().mode === 'redis');
+    const held = [await a.admit(ask('x')), await a.admit(ask('y')), await a.admit(ask('z'))];
+    await until(() => b.stats().used === 3);
+
+    await server.stop();
+    await until(() => a.stats().mode === 'fallback' && b.stats().mode === 'fallback');
+    // The even share is 4 / 2 = 2. a holds 3, more than it: nothing new. b held nothing, and the one
+    // slot then free is not its to take alone (half of it is its part): nothing either. An even share
+    // for b would have made 5 of 4.
+    await expect(a.admit(ask('w'))).rejects.toBeInstanceOf(CapacityExceededError);
+    await expect(b.admit(ask('w'))).rejects.toBeInstanceOf(CapacityExceededError);
+    // As a gives back, it may take again up to what it held, never past its even share: 2.
+    held.pop()!.release();
+    held.pop()!.release();
+    held.push(await a.admit(ask('v')));
+    await expect(a.admit(ask('u'))).rejects.toBeInstanceOf(CapacityExceededError);
+
+    await server.start();
+    await until(() => a.stats().mode !== 'fallback' && b.stats().mode !== 'fallback');
+    for (const lease of held) lease.release();
+    await a.close();
+    await b.close();
   });
 });

@@ -74,3 +74,20 @@ export class RedisAvailability {
     return true;
   }
 }
+
+/**
+ * An instance's share of a limit while Redis is unreachable: `floor(limit / instances)`, at least
+ * 1. Of the global limit (`seen`), once Redis has answered, never more than the instance held then
+ * (`mine` of `used`) and its part of the slots then free: instances that held more than their share
+ * when Redis went away then cannot take the fleet past the limit with the others' shares.
+ */
+export function fallbackShare(
+  limit: number,
+  instances: number,
+  seen?: { readonly used: number; readonly mine: number | undefined },
+): number {
+  if (limit === Infinity) return Infinity;
+  const even = Math.max(1, Math.floor(limit / instances));
+  if (seen?.mine === undefined) return even;
+  return Math.min(even, seen.mine + Math.floor(Math.max(0, limit - seen.used) / instances));
+}

@@ -9,24 +9,32 @@ export type Client = Redis | Cluster;
 
 /**
  * A client of the limiter's own, with fail-fast settings: no offline queue, no retries per
- * command, each command bounded by `timeout`, reconnecting in the background. A given client is
+ * command, each command bounded by `timeout`, reconnecting in the background four times a
+ * heartbeat at least (held leases have two heartbeats of their TTL left: a failover or a restart
+ * shorter than that is back before they lapse), once a second at most. A given client is
  * duplicated (never used or closed).
  */
-export async function connectRedis(limiter: string, connection: RedisLimitOptions, timeout: number): Promise<Client> {
+export async function connectRedis(
+  limiter: string,
+  connection: RedisLimitOptions,
+  timeout: number,
+  heartbeatMs: number,
+): Promise<Client> {
+  const most = Math.min(1_000, heartbeatMs / 4);
+  const reconnect = (attempt: number) => backoffMs(attempt, Math.min(100, most), most);
   const { url, client, options, cluster } = connection;
+  const own = client === undefined ? options : (client as Redis).options;
   const failFast: RedisOptions = {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: timeout,
     disconnectTimeout: timeout,
-    retryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
+    retryStrategy: reconnect,
     // ioredis's ready check runs INFO, which a hardened ACL user may not (it then warns on every
     // connect); a loading server answers LOADING, which counts as unreachable. Behind Sentinel
     // the check also confirms the node's role, so it stays.
-    ...((client === undefined ? options : (client as Redis).options)?.sentinels === undefined
-      ? { enableReadyCheck: false }
-      : {}),
+    ...(own?.sentinels === undefined ? { enableReadyCheck: false } : {}),
   };
   // A Cluster retries a command through redirections and failovers for as long as its own
   // settings allow: short waits here, and each call is bounded by commandTimeoutMs besides.
@@ -40,7 +48,7 @@ export async function connectRedis(limiter: string, connection: RedisLimitOption
     retryDelayOnTryAgain: 50,
     slotsRefreshTimeout: timeout,
     slotsRefreshInterval: 5_000,
-    clusterRetryStrategy: (attempt: number) => backoffMs(attempt, 100, 1_000),
+    clusterRetryStrategy: reconnect,
     redisOptions: {
       ...given?.redisOptions,
       commandTimeout: timeout,

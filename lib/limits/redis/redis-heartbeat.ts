@@ -28,12 +28,16 @@ export interface HeartbeatHost {
 export class RedisHeartbeat {
   /** Leases in Redis at the last call. */
   used = 0;
+  /** Of those, this instance's (those it held or registered): undefined until Redis first answers. */
+  mine: number | undefined;
   /** Instances that heartbeated within a TTL, at least 1. */
   instances = 1;
   #timer: TimerHandle | undefined;
   #reportTimer: TimerHandle | undefined;
   #beat: Promise<void> | undefined;
   #sentAt = -Infinity;
+  /** Whether the last heartbeat failed. */
+  #failed = false;
 
   constructor(
     readonly host: HeartbeatHost,
@@ -44,12 +48,17 @@ export class RedisHeartbeat {
     readonly availability: RedisAvailability,
   ) {}
 
-  /** The next heartbeat in `heartbeatMs`, and each after it, until the limiter closes. */
+  /**
+   * The next heartbeat in `heartbeatMs`, and each after it, until the limiter closes. After a
+   * failed one, four times as often: held leases have two heartbeats of their TTL left, and Redis
+   * back after a stall or a failover should confirm them before they lapse.
+   */
   schedule(): void {
     if (this.host.closed()) return;
+    const delay = this.#failed ? this.heartbeatMs / 4 : this.heartbeatMs;
     this.#timer = this.clock.setTimeout(() => {
       void this.beat().finally(() => this.schedule());
-    }, this.heartbeatMs);
+    }, delay);
   }
 
   /** A heartbeat now; a caller during one in flight waits for that one. */
@@ -69,6 +78,12 @@ export class RedisHeartbeat {
     }, delay);
   }
 
+  /** Another call (an admission, a release) told how many leases Redis holds. */
+  counted(used: number): void {
+    this.used = used;
+    this.mine = this.leases.held.size + this.leases.lapsed.size;
+  }
+
   /** No heartbeat from now on. */
   stop(): void {
     for (const t of [this.#timer, this.#reportTimer]) if (t !== undefined) this.clock.clearTimeout(t);
@@ -77,13 +92,15 @@ export class RedisHeartbeat {
   async #beatOnce(): Promise<void> {
     const redis = this.host.redis();
     if (redis === undefined || this.host.closed()) return;
-    const held = [...this.leases.held.values()];
+    const held = [...this.leases.held.values(), ...this.leases.lapsed.values()];
     const sentAt = this.clock.now();
     this.#sentAt = sentAt;
     try {
       const { used, instances, quietMs, lost } = await this.calls.heartbeat(redis, this.leases.instance, held);
+      this.#failed = false;
       this.host.up();
       this.used = used;
+      this.mine = held.length;
       this.instances = Math.max(1, instances);
       this.availability.quietUntil = this.clock.now() + quietMs;
       for (const member of lost)
@@ -94,6 +111,7 @@ export class RedisHeartbeat {
       this.leases.confirmed(held, sentAt);
       if (this.calls.phantoms.size > 0) void this.calls.release(redis, [...this.calls.phantoms.values()]);
     } catch (err) {
+      this.#failed = true;
       this.host.down(err);
     }
     this.host.beaten();

@@ -28,10 +28,20 @@ export interface LeasesHost {
  * instance's clock. The local expiry is checked by a timer and, so that a process frozen past the
  * TTL (SIGSTOP, a blocked loop) learns it before its own callbacks go on, on every read of a
  * lease's signal and at its release.
+ *
+ * A lost lease's holder is told to stop, but until it releases the lease its work may still run
+ * (a busy connection closes only as its caller leaves). With `countLapsed` (a FleetBudget's places,
+ * which are connections), such a lease is `lapsed`, and heartbeats register it again, so that Redis
+ * counts it as soon as Redis can hear of it (after a failover, say, where the quarantine then
+ * holds new admissions back until it is counted). One expired at the pool's maxHoldMs is not: it
+ * lapses at its TTL everywhere.
  */
 export class RedisLeases {
   /** Held leases by id; a lost one leaves at once (it still counts locally until released). */
   readonly held = new Map<string, Held>();
+  /** With `countLapsed`: lost leases not yet released, which heartbeats register again. */
+  readonly lapsed = new Map<string, Held>();
+  countLapsed = false;
   /** This instance's part of every lease id. */
   readonly instance = randomUUID().slice(0, 8);
   readonly #expiry: LocalExpiry;
@@ -86,7 +96,7 @@ export class RedisLeases {
       // Held past the pool's maxHoldMs: no longer refreshed, so it lapses at its TTL everywhere.
       expire: () => {
         if (!released)
-          this.lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL");
+          this.lose(held.id, "held past the pool's maxHoldMs; it is no longer refreshed and lapses at its TTL", false);
       },
       release: () => {
         if (released) return;
@@ -94,6 +104,7 @@ export class RedisLeases {
         // A frozen process can run the work's own timers before the expiry's: still reported.
         fresh();
         this.held.delete(held.id);
+        this.lapsed.delete(held.id);
         this.host.counters.released++;
         this.host.released(held);
       },
@@ -104,17 +115,25 @@ export class RedisLeases {
   confirmed(leases: Held[], sentAt: number): void {
     const expiresAt = this.#expiry.after(sentAt);
     for (const h of leases) {
+      if (!this.held.has(h.id)) continue; // released, or lapsed: registered again each time
       h.viaRedis = true;
-      if (this.held.has(h.id)) h.expiresAt = expiresAt;
+      h.expiresAt = expiresAt;
     }
     this.#expiry.rearm();
   }
 
-  /** The lease is lost: out of the held ones, counted, logged, and its signal aborted. */
-  lose(id: string, why: string): void {
+  /**
+   * The lease is lost: out of the held ones, counted, logged, and its signal aborted. `register`:
+   * registered again by heartbeats until its holder releases it (see `lapsed`).
+   */
+  lose(id: string, why: string, register = true): void {
     const held = this.held.get(id);
     if (held === undefined) return;
     this.held.delete(id); // it still counts locally until its holder releases it
+    if (register && this.countLapsed) {
+      held.viaRedis = false;
+      this.lapsed.set(id, held);
+    }
     this.host.counters.lost++;
     const error = new LeaseLostError(held.pool, id, why);
     this.host.logger.warn(error.message);

@@ -34,24 +34,12 @@ import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Cl
 import { RedisCalls, type LimitShare } from './redis-calls.js';
 import { RedisKeys } from './redis-scripts.js';
 import { RedisLeases } from './redis-leases.js';
-import { RedisAvailability } from './redis-availability.js';
+import { kCountLapsed, kDemand, kInstances, kProbe, kReport, kShare, kThroughRedis } from './limiter-symbols.js';
+import { fallbackShare, RedisAvailability } from './redis-availability.js';
 import { claimNamespace } from './namespace-registry.js';
 import { RedisWaiting } from './redis-waiting.js';
 import { RedisHeartbeat } from './redis-heartbeat.js';
 import { RedisDemand } from './redis-demand.js';
-
-/** @internal Makes the global limit an adaptive one shared through Redis (see `AdaptiveLimiter`). */
-export const kShare = Symbol('share');
-/** @internal Whether admissions go through Redis now (not a fallback, an outage or a quarantine). */
-export const kThroughRedis = Symbol('throughRedis');
-/** @internal Sends the shared limit's reports now (a cut should not wait for the next admission). */
-export const kReport = Symbol('report');
-/** @internal One admission through an adaptive limit's pause (a probe). */
-export const kProbe = Symbol('probe');
-/** @internal Instances that heartbeated within a TTL (at least 1). */
-export const kInstances = Symbol('instances');
-/** @internal Where a FleetBudget's instances trade their demand (see RedisDemand). */
-export const kDemand = Symbol('demand');
 
 /** Options of a {@link RedisLimiter}: the limits, and how to reach Redis. */
 export interface RedisLimiterOptions extends LimitOptions {
@@ -135,7 +123,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       down: (err: unknown) => this.#down(err),
       // null: no key on purpose; the key was checked by #admit().
       attempt: (request: AdmissionRequest) => this.#try(request, request.key ?? undefined),
-      used: (n: number) => (this.#heartbeat.used = n),
+      used: (n: number) => this.#heartbeat.counted(n),
       quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
       get shared() {
         return self.#shared;
@@ -156,8 +144,8 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async start(): Promise<void> {
     if (this.#redis !== undefined) return;
     this.#unclaim = claimNamespace(whereOf(this.#connection), this.#settings.namespace, this.limits);
-    const redis = await connectRedis(this.limits.name, this.#connection, this.#settings.commandTimeoutMs);
-    this.#redis = redis;
+    const { commandTimeoutMs: timeout, heartbeatMs } = this.#settings;
+    const redis = (this.#redis = await connectRedis(this.limits.name, this.#connection, timeout, heartbeatMs));
     redis.on('error', (err: Error) => this.#down(err));
     // A new connection may reach another server (a failover): learn its run_id again.
     redis.on('close', () => this.#calls.reconnected());
@@ -166,7 +154,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       void this.#heartbeat.beat();
     });
     try {
-      await withTimeout(redis.connect(), this.#settings.commandTimeoutMs * 2, 'connect');
+      await withTimeout(redis.connect(), timeout * 2, 'connect');
       await this.#heartbeat.beat();
     } catch (err) {
       this.#down(err);
@@ -203,6 +191,11 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** @internal */
   get [kInstances](): number {
     return this.#heartbeat.instances;
+  }
+
+  /** @internal A FleetBudget's places: a lapsed lease counts in Redis until released (see RedisLeases). */
+  [kCountLapsed](): void {
+    this.#leases.countLapsed = true;
   }
 
   /** @internal */
@@ -273,6 +266,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       await this.#calls.idle(); // admissions under way: what they are granted goes back too, not at its TTL
       await this.#calls.release(redis, [
         ...this.#leases.held.values(),
+        ...this.#leases.lapsed.values(),
         ...this.#calls.takeQueued(),
         ...this.#calls.phantoms.values(),
       ]);
@@ -355,7 +349,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
       const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
       return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
     }
-    const refusal = this.#local.take(key, this.#share(this.#global()), this.#share(this.limits.perKey));
+    const instances = this.#settings.instances ?? this.#heartbeat.instances;
+    const [global, perKey] = [
+      fallbackShare(this.#global(), instances, this.#heartbeat),
+      fallbackShare(this.limits.perKey, instances),
+    ];
+    const refusal = this.#local.take(key, global, perKey);
     if (refusal !== null) {
       this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
       return refusalError(refusal, request, this.#limitsNow());
@@ -390,11 +389,5 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (!this.#availability.up()) return;
     this.#logger.warn(`limiter "${this.limits.name}": Redis is reachable again; limits are shared again`);
     void this.#heartbeat.beat(); // registers what was admitted meanwhile
-  }
-
-  /** This instance's share of a limit while Redis is unreachable. */
-  #share(limit: number): number {
-    if (limit === Infinity) return Infinity;
-    return Math.max(1, Math.floor(limit / (this.#settings.instances ?? this.#heartbeat.instances)));
   }
 }
