@@ -10,6 +10,12 @@ import { html, table } from './report.js';
 import { percentile, scale, score, variation } from './scoring.js';
 
 /**
+ * How long a simulation may take on the wall clock: a few seconds alone, but CPU-bound, so beside
+ * the suite's heaviest specs (pack.spec's installs and compiles) ten times that was seen.
+ */
+const SIMULATION_MS = 120_000;
+
+/**
  * Runs `scenario` against `contenders` (the planner first, then the baselines): the planner
  * serves every query, nobody has more than the budget, and the planner reaches the threshold and
  * beats both baselines.
@@ -33,33 +39,43 @@ describe('the QoS simulation of a pool group', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))(
     '%s: the group reaches its threshold and beats both baselines',
     (_, scenario) => gate(scenario, CONTENDERS),
+    SIMULATION_MS,
   );
 
-  it('is deterministic per seed, and another seed gives another run', async () => {
-    const scenario = SCENARIOS.find((s) => s.name === 'cheap connects')!;
-    const [a, b, other] = [
-      await runScenario(scenario, 'group'),
-      await runScenario(scenario, 'group'),
-      await runScenario({ ...scenario, seed: 99 }, 'group'),
-    ];
-    expect(b.queries).toEqual(a.queries);
-    expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
-    expect(other.queries).not.toEqual(a.queries);
-  });
+  it(
+    'is deterministic per seed, and another seed gives another run',
+    async () => {
+      const scenario = SCENARIOS.find((s) => s.name === 'cheap connects')!;
+      const [a, b, other] = [
+        await runScenario(scenario, 'group'),
+        await runScenario(scenario, 'group'),
+        await runScenario({ ...scenario, seed: 99 }, 'group'),
+      ];
+      expect(b.queries).toEqual(a.queries);
+      expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
+      expect(other.queries).not.toEqual(a.queries);
+    },
+    SIMULATION_MS,
+  );
 });
 
 describe('the QoS simulation of a fleet budget (instances on one simulated Redis)', () => {
   it.each(FLEET_SCENARIOS.map((s) => [s.name, s] as const))(
     '%s: the fleet reaches its threshold and beats both baselines',
     (_, scenario) => gate(scenario, FLEET_CONTENDERS),
+    SIMULATION_MS,
   );
 
-  it('is deterministic per seed', async () => {
-    const scenario = FLEET_SCENARIOS[0]!;
-    const [a, b] = [await runScenario(scenario, 'fleet'), await runScenario(scenario, 'fleet')];
-    expect(b.queries).toEqual(a.queries);
-    expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
-  });
+  it(
+    'is deterministic per seed',
+    async () => {
+      const scenario = FLEET_SCENARIOS[0]!;
+      const [a, b] = [await runScenario(scenario, 'fleet'), await runScenario(scenario, 'fleet')];
+      expect(b.queries).toEqual(a.queries);
+      expect([b.connects, b.disconnects]).toEqual([a.connects, a.disconnects]);
+    },
+    SIMULATION_MS,
+  );
 });
 
 describe('QoS scoring', () => {
