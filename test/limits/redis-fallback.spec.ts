@@ -131,4 +131,33 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
     await a.close();
     await b.close();
   });
+
+  it('counts its own leases as Redis did at its last answer: a burst given back as Redis stalls leaves its whole share', async () => {
+    const ns = namespace(server.url);
+    const a = await started(
+      new RedisLimiter({
+        global: 6,
+        logger: new RecordingLogger(),
+        redis: { url: server.url, namespace: ns, commandTimeoutMs: 200, fallbackAfterMs: 0, instances: 1 },
+      }),
+    );
+    await until(() => a.stats().mode === 'redis');
+    // Six admitted in two calls (one, then five batched); their releases sent and never answered.
+    const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => a.admit(ask(`k${i}`))));
+    for (const lease of burst) lease.release();
+    server.pause();
+    try {
+      // Redis last answered "6 leases", all of them this instance's: none are others', so its
+      // share is all 6 (not the 1 it held when that answer was read, nor 0 after the releases).
+      const again = [];
+      for (let i = 0; i < 6; i++) again.push(await a.admit(ask(`k${i}`)));
+      expect(a.stats().mode).toBe('fallback');
+      await expect(a.admit(ask('k9'))).rejects.toBeInstanceOf(CapacityExceededError);
+      for (const lease of again) lease.release();
+    } finally {
+      server.resume();
+    }
+    await until(() => a.stats().mode === 'redis', 10_000);
+    await a.close();
+  }, 30_000);
 });

@@ -82,8 +82,11 @@ export interface CallsHost {
   up(): void;
   /** A call failed. */
   down(err: unknown): void;
-  /** Leases in Redis, as the last call saw them. */
-  used(n: number): void;
+  /**
+   * Leases in Redis, as the last call saw them; `granted` of them were admitted by that call and
+   * are not held yet.
+   */
+  used(n: number, granted?: number): void;
   /** Redis told of a quarantine of `ms` more. */
   quiet(ms: number): void;
   /** An adaptive limit shared through Redis: its reports go with the calls, its answers come back. */
@@ -116,6 +119,7 @@ export class RedisCalls {
   readonly #toAdmit: ToAdmit[] = [];
   /** Releases of this tick, sent together. */
   readonly #toRelease: Held[] = [];
+  readonly #releasing = new Set<Held>();
   #admitting = false;
   /** The admission calls under way, until the last is answered. */
   #sending: Promise<void> | undefined;
@@ -150,9 +154,18 @@ export class RedisCalls {
     return this.#sending ?? Promise.resolve();
   }
 
+  /**
+   * Releases queued or sent and not yet answered, of leases Redis counts: still in its count
+   * until their call is answered. (A forgotten admission may or may not be counted: not here.)
+   */
+  get releasing(): number {
+    return this.#releasing.size;
+  }
+
   /** Releases of one tick go in one call. */
   releaseSoon(held: Held): void {
     const redis = this.host.redis()!;
+    if (held.viaRedis && !this.phantoms.has(held.id)) this.#releasing.add(held);
     this.#toRelease.push(held);
     if (this.#toRelease.length === 1) queueMicrotask(() => void this.release(redis, this.#toRelease.splice(0)));
   }
@@ -169,7 +182,9 @@ export class RedisCalls {
 
   /** Releases not sent yet, taken out (to give back at close). */
   takeQueued(): Held[] {
-    return this.#toRelease.splice(0);
+    const queued = this.#toRelease.splice(0);
+    for (const h of queued) this.#releasing.delete(h);
+    return queued;
   }
 
   /** Gives `helds` back in calls of RELEASE_BATCH; on failure they expire by themselves within a TTL. */
@@ -177,10 +192,14 @@ export class RedisCalls {
     try {
       for (let from = 0; from < helds.length; from += RELEASE_BATCH) {
         const batch = helds.slice(from, from + RELEASE_BATCH);
-        this.host.used(await this.#release(redis, batch));
+        const used = await this.#release(redis, batch);
+        for (const h of batch) this.#releasing.delete(h);
+        this.host.used(used);
         if (this.phantoms.size > 0) for (const h of batch) this.phantoms.delete(h.id);
       }
     } catch (err) {
+      // Redis counts them until their TTL; the count seen before the failure stands meanwhile.
+      for (const h of helds) this.#releasing.delete(h);
       this.host.down(err);
     }
   }
@@ -264,7 +283,9 @@ export class RedisCalls {
         )) as number[];
         this.host.up();
         const [used, quietMs] = reply as [number, number];
-        this.host.used(used);
+        let granted = 0;
+        for (let i = 0; i < batch.length; i++) if (reply[i + 2]! > 0) granted++;
+        this.host.used(used, granted);
         if (quietMs > 0) this.host.quiet(quietMs);
         const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
         if (shared !== undefined) this.#adapted(shared, reply[batch.length + 2]!, pausedMs, reply[batch.length + 4]!);

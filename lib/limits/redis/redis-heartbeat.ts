@@ -78,10 +78,15 @@ export class RedisHeartbeat {
     }, delay);
   }
 
-  /** Another call (an admission, a release) told how many leases Redis holds. */
-  counted(used: number): void {
+  /**
+   * Another call (an admission, a release) told how many leases Redis holds, `granted` of them
+   * admitted by that call and not held yet. This instance's part of them is what it holds, those
+   * granted, and those it gave back whose release Redis has not answered yet (replies come in the
+   * order of the calls on the one connection, so this is its part when Redis counted `used`).
+   */
+  counted(used: number, granted = 0): void {
     this.used = used;
-    this.mine = this.leases.held.size + this.leases.lapsed.size;
+    this.mine = this.leases.held.size + this.leases.lapsed.size + this.calls.releasing + granted;
   }
 
   /** No heartbeat from now on. */
@@ -100,7 +105,7 @@ export class RedisHeartbeat {
       this.#failed = false;
       this.host.up();
       this.used = used;
-      this.mine = held.length;
+      this.mine = held.length - lost.length; // those Redis kept or registered
       this.instances = Math.max(1, instances);
       this.availability.quietUntil = this.clock.now() + quietMs;
       for (const member of lost)

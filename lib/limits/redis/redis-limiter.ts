@@ -123,7 +123,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       down: (err: unknown) => this.#down(err),
       // null: no key on purpose; the key was checked by #admit().
       attempt: (request: AdmissionRequest) => this.#try(request, request.key ?? undefined),
-      used: (n: number) => this.#heartbeat.counted(n),
+      used: (n: number, granted?: number) => this.#heartbeat.counted(n, granted),
       quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
       get shared() {
         return self.#shared;
