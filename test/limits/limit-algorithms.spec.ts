@@ -309,6 +309,28 @@ describe('latency-based limits', () => {
     expect(algorithm.limit).toBeLessThan(cut);
   });
 
+  it('AIMD grows back slowly near where it last saw a queue, and at full speed below and past it', () => {
+    // A backend with a knee at 20: past it, calls queue, and a call takes 10 ms × limit / 20.
+    const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 10, max: 60 });
+    // A call ends a limit's worth of calls after it was admitted, at the limit then.
+    const admittedAt: number[] = [];
+    const knee = (i: number) => {
+      admittedAt.push(algorithm.limit);
+      const then = admittedAt[Math.max(0, i - algorithm.limit)]!;
+      return 10 * Math.max(1, then / 20) + (i % 7) * 0.1;
+    };
+    const limits = steady(algorithm, 30_000, knee)
+      .slice(5_000)
+      .filter((l) => l > 3); // probes left out
+    // Each cut follows a queue seen a mean's worth of calls late; growing slowly near the last
+    // one, the limit passes the knee by less before the next. Growing at full speed there, it
+    // queued past one call in 53 % of calls, and was no more often at the knee or above.
+    const queued = limits.filter((l) => l > 21).length / limits.length;
+    const below = limits.filter((l) => l < 18).length / limits.length;
+    expect(queued).toBeLessThan(0.4); // 30 %
+    expect(below).toBeLessThan(0.18); // 16 % (19 % growing at full speed)
+  });
+
   it('AIMD holds its limit where one call in a hundred is slow: a tail is no queue', () => {
     const algorithm = limitAlgorithm({ algorithm: 'aimd', initial: 30, max: 40 });
     const limits = steady(algorithm, 20_000, (i) => (i % 100 === 99 ? 200 : 10));

@@ -5,6 +5,8 @@ import { BackendLatency, NoLoadProbe } from './no-load-latency.js';
 const LONG_WINDOW = 600;
 /** Calls since the last cut before their mean may say a queue builds: one slow call alone is no queue. */
 const MIN_CALLS = 10;
+/** Growth slows from this share of the limit where a queue was last seen. */
+const KNEE_APPROACH = 0.85;
 
 export class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
@@ -14,6 +16,8 @@ export class AimdLimit extends BoundedLimit {
   /** The mean latency of about the last limit's worth of calls (NaN: none since the last cut), and how many calls it has seen. */
   #recent = NaN;
   #count = 0;
+  /** The limit when a queue was last seen building (Infinity: never): growth slows near it. */
+  #knee = Infinity;
 
   /** `tolerance`: the recent calls' mean past this × the latency without a queue is a queue building (Infinity: overloads only cut). */
   constructor(
@@ -38,7 +42,9 @@ export class AimdLimit extends BoundedLimit {
         latency.call(durationMs);
         this.#forget(); // a queue builds afresh from here
       } else if (this.#queue(durationMs)) {
+        const at = this.estimate;
         this.backOff(endedAt - durationMs, endedAt);
+        if (this.estimate < at) this.#knee = at;
         return this.estimate;
       }
       if (probe.tick(this.limit, endedAt)) return this.estimate;
@@ -77,7 +83,15 @@ export class AimdLimit extends BoundedLimit {
 
   #grow(inflight: number): number {
     if (this.appLimited(inflight)) return this.estimate;
-    // One more per limit's worth of successes, as TCP's congestion avoidance.
-    return this.estimate + 1 / Math.max(1, this.limit);
+    // One more per limit's worth of successes, as TCP's congestion avoidance; a quarter of that
+    // near where a queue was last seen, as CUBIC slows near its last loss. A queue is seen only
+    // some calls after the limit passed the knee (they end a latency later, and their mean is
+    // over a limit's worth of them): the slower the growth there, the less it overshoots, and the
+    // shorter the queue each cut follows. Past the knee by a little, the capacity may have grown:
+    // full speed again.
+    const estimate = this.estimate;
+    const knee = this.#knee;
+    const slow = estimate >= KNEE_APPROACH * knee && estimate < knee + 1;
+    return estimate + (slow ? 0.25 : 1) / Math.max(1, this.limit);
   }
 }
