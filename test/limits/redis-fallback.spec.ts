@@ -34,7 +34,9 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
             namespace: ns,
             leaseTtlMs: 600,
             heartbeatMs: 150,
-            fallbackAfterMs: 300,
+            // Long enough that b, which may see the outage a heartbeat before a, still refuses when
+            // the test sees a unreachable on a loaded machine (at 300 ms, b was once in fallback).
+            fallbackAfterMs: 1_500,
             commandTimeoutMs: 200,
             instances: 2,
           },
@@ -138,7 +140,14 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
       new RedisLimiter({
         global: 6,
         logger: new RecordingLogger(),
-        redis: { url: server.url, namespace: ns, commandTimeoutMs: 200, fallbackAfterMs: 0, instances: 1 },
+        redis: {
+          url: server.url,
+          namespace: ns,
+          leaseTtlMs: 1_000,
+          commandTimeoutMs: 200,
+          fallbackAfterMs: 0,
+          instances: 1,
+        },
       }),
     );
     await until(() => a.stats().mode === 'redis');
