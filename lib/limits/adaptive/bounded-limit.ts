@@ -50,6 +50,12 @@ export interface LimitAlgorithm {
   untimedSuccess(inflight: number): number;
   /** The shared limit moved (another instance, or Redis): go on from `estimate`, within the bounds. */
   follow(estimate: number): void;
+  /** Whether a probe of the latency without a queue is under way (the limit pinned low for it). */
+  readonly probing: boolean;
+  /** Shared through Redis: how long the fleet should pin the limit for a probe that began here, calls taking `latencyMs` (0: it has no probes). */
+  fleetProbeMs(latencyMs: number): number;
+  /** Shared through Redis: the fleet pinned the limit for `forMs` from `now`; a probe here measures meanwhile. */
+  joinProbe(now: number, forMs: number): void;
 }
 
 export interface Bounds {
@@ -95,6 +101,18 @@ export abstract class BoundedLimit implements LimitAlgorithm {
 
   follow(estimate: number): void {
     this.#set(estimate);
+  }
+
+  get probing(): boolean {
+    return this.probe?.running === true;
+  }
+
+  fleetProbeMs(latencyMs: number): number {
+    return this.probe?.fleetMs(latencyMs) ?? 0;
+  }
+
+  joinProbe(now: number, forMs: number): void {
+    this.probe?.join(now, forMs);
   }
 
   sample(s: LimitSample): number {

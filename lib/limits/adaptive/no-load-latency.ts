@@ -9,14 +9,21 @@
 const PROBE_CONCURRENCY = 3;
 /** Successes a probe takes its measure from. */
 const PROBE_SAMPLES = 20;
+/** The fewest a probe in a fleet's pin measures from: the pin's few calls at once go round every instance. */
+const FLEET_SAMPLES = 5;
 
 /**
  * Pins the limit low now and then to measure the latency without a queue: the first time after
  * `every` windows (in case the limit started past the knee), then every `every` × limit windows.
  */
 export class NoLoadProbe {
-  /** When the probe under way pinned the limit (NaN: none). */
+  /** When the probe under way pinned the limit (NaN: none), and when it gives up for too few calls. */
   #pinnedAt = NaN;
+  #givesUpAt = NaN;
+  /** The fewest calls it measures from by the time it would give up. */
+  #least = PROBE_SAMPLES;
+  /** When the last fleet's pin it joined ends. */
+  #pinEnds = -Infinity;
   #sum = 0;
   #count = 0;
   #windows = 0;
@@ -41,8 +48,38 @@ export class NoLoadProbe {
   /** A window closed with the limit at `limit`: whether a probe begins now (then the window says nothing). */
   due(limit: number, now: number): boolean {
     if (++this.#windows < this.every * (this.#probed ? limit : 1)) return false;
-    this.#pinnedAt = now;
+    this.#begin(now, 4 * this.windowMs);
     return true;
+  }
+
+  /**
+   * A fleet sharing the limit through Redis pinned it for `forMs` from `now` (another instance
+   * asked, or this one): a probe here measures too, until then at least. One under way goes on.
+   */
+  join(now: number, forMs: number): void {
+    const ends = now + forMs;
+    if (this.running) this.#givesUpAt = Math.max(this.#givesUpAt, ends);
+    else if (ends > this.#pinEnds + this.windowMs) this.#begin(now, forMs);
+    else return; // the pin it measured in already: every answer meanwhile tells of it
+    this.#pinEnds = ends;
+    this.#least = FLEET_SAMPLES;
+  }
+
+  /**
+   * How long a fleet should pin a shared limit for a probe: as long as one instance's probe takes
+   * alone (PROBE_SAMPLES calls of `latencyMs`, the pin's worth at once, half again for chance; 4
+   * windows at least, 10 s at most), so that the fleet pays what one instance would. Its calls go
+   * round the instances, each of which measures from those it gets (FLEET_SAMPLES at least).
+   */
+  fleetMs(latencyMs: number): number {
+    const needed = (1.5 * PROBE_SAMPLES * latencyMs) / this.pin;
+    return Math.ceil(Math.min(10_000, Math.max(4 * this.windowMs, Number.isFinite(needed) ? needed : 0)));
+  }
+
+  #begin(now: number, forMs: number): void {
+    this.#pinnedAt = now;
+    this.#givesUpAt = now + forMs;
+    this.#least = PROBE_SAMPLES;
   }
 
   /** A call ended `now`, for an algorithm without windows of calls: windows of `windowMs` of time count instead. */
@@ -62,21 +99,18 @@ export class NoLoadProbe {
       this.#sum += durationMs;
       this.#count++;
     }
-    if (this.#count >= PROBE_SAMPLES) {
+    if (this.#count >= PROBE_SAMPLES || (endedAt > this.#givesUpAt && this.#count >= this.#least)) {
       const mean = this.#sum / this.#count;
       this.#end();
       return mean;
     }
-    if (endedAt - this.#pinnedAt > 4 * this.windowMs) {
-      this.#end(); // too few calls to measure: try again later
-      return undefined;
-    }
+    if (endedAt > this.#givesUpAt) this.#end(); // too few calls to measure: try again later
     return undefined;
   }
 
   #end(): void {
     this.#probed = true;
-    this.#pinnedAt = NaN;
+    this.#pinnedAt = this.#givesUpAt = NaN;
     this.#sum = 0;
     this.#count = 0;
     this.#windows = 0;

@@ -6,6 +6,10 @@
 // are kept for the next call), a call Redis runs after its sender gave up on it (a stall) brings
 // no growth, growth is not counted while Redis is unreachable, and a Redis that lost the
 // estimate (a restart) starts from the instance's last seen one, not the initial.
+// The latency without a queue is measured as one instance's is, by a probe at a pinned low
+// concurrency, but for the whole fleet: an instance whose probe comes due asks Redis to pin the
+// fleet's limit for as long as its probe would take alone, and every instance that hears of the
+// pin, in any answer, measures from its share of the pinned calls while it lasts.
 import type { Clock } from '../../core/index.js';
 import type { LimitAlgorithm, LimitSample } from './limit-algorithms.js';
 import type { LimitReport, LimitShare, Taken } from '../redis/index.js';
@@ -26,6 +30,8 @@ export class SharedLimit implements LimitShare {
   readonly #initial: number;
   /** Redis's clock less this one's, ms, as the last answer told (NaN: not known yet). */
   #offset = NaN;
+  /** Ms to ask the fleet to pin the limit for: a probe came due here (0: none). */
+  #probeMs = 0;
 
   constructor(
     readonly algorithm: LimitAlgorithm,
@@ -49,7 +55,10 @@ export class SharedLimit implements LimitShare {
     algorithm.follow(this.#estimate);
     const before = algorithm.estimate;
     const cuts = algorithm.cuts;
+    const probing = algorithm.probing;
     algorithm.sample(sample);
+    // A probe came due: the fleet's calls must meet no queue, every instance's, not this one's.
+    if (!probing && algorithm.probing) this.#probeMs = algorithm.fleetProbeMs(sample.durationMs);
     // A cut by backoff on a success (AIMD's, for a queue building) is a cut as an overload's: once per round for the fleet.
     if (algorithm.cuts !== cuts) return this.#cutTo(algorithm.estimate, fence);
     let delta = algorithm.estimate - before;
@@ -84,10 +93,12 @@ export class SharedLimit implements LimitShare {
     const pauseMs = this.#pauseMs > 0 ? Math.ceil(this.#pauseMs) : this.#resume ? -1 : 0;
     const report =
       this.#delta === 0 && this.#cut === 0 && pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs };
+    const probeMs = Math.ceil(this.#probeMs);
     this.#delta = 0;
     this.#cut = 0;
     this.#pauseMs = 0;
     this.#resume = false;
+    this.#probeMs = 0;
     // A probe says so in the pause field, unless it carries a pause or its end (either settles what it asks).
     const pauseField = report.pauseMs === 0 && probe ? -2 : report.pauseMs;
     const { min, max, backoff } = this.algorithm;
@@ -96,22 +107,29 @@ export class SharedLimit implements LimitShare {
     // On Redis's clock, when this instance gives up on the call: later, Redis must not apply its growth.
     const deadline = Number.isNaN(this.#offset) ? 0 : Math.ceil(sentAt + this.#offset + this.commandTimeoutMs);
     return {
-      spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline}`,
+      spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline} ${probeMs}`,
       report,
       sentAt,
+      probeMs,
     };
   }
 
-  /** Redis answered a call: the estimate (× 1000) after it, and its clock. Reports taken since still count. */
-  answered(taken: Taken, milli: number, serverNow: number): void {
-    if (Number.isFinite(serverNow)) this.#offset = serverNow - (taken.sentAt + this.clock.now()) / 2;
+  /**
+   * Redis answered a call: the estimate (× 1000) after it, its clock, and the ms left of a probe
+   * the fleet runs. Reports taken since still count.
+   */
+  answered(taken: Taken, milli: number, serverNow: number, probingMs: number): void {
+    const now = this.clock.now();
+    if (Number.isFinite(serverNow)) this.#offset = serverNow - (taken.sentAt + now) / 2;
+    if (probingMs > 0) this.algorithm.joinProbe(now, probingMs);
     if (!(milli >= 0)) return;
     this.#seen = true;
     this.#set(milli / 1000 + this.#delta);
   }
 
   /** A call failed: its cut and pause go with the next one, its growth is dropped (a fault never raises the limit). */
-  failed({ report }: Taken): void {
+  failed({ report, probeMs }: Taken): void {
+    if (probeMs > 0) this.#probeMs = Math.max(this.#probeMs, probeMs);
     if (report === NONE) return;
     if (report.cut !== 0) this.#cut = report.cut < 0 || this.#cut < 0 ? -1 : Math.max(this.#cut, report.cut);
     if (report.pauseMs === -1) this.#resume = true;

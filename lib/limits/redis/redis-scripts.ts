@@ -52,11 +52,13 @@ end
 -- succeeded, the pause ends for every instance; -2: this call is a probe (admitted through a
 -- pause, see ACQUIRE). deadline: the server time (ms) after
 -- which the caller has given up on this call (its command timeout; 0: not known yet): a call that
--- Redis runs later, after a stall, brings no growth, so a fault never raises the limit.
--- Returns the estimate and the ms of pause left.
+-- Redis runs later, after a stall, brings no growth, so a fault never raises the limit. probe:
+-- ms the caller asks every instance to pin the limit for, to measure the latency without a queue
+-- (0: none); a probe begins unless one runs or ended less than that long ago ('aprobe': until when).
+-- Returns the estimate, the ms of pause left, and the ms of probe left with the pin (3, or min).
 local function adapt(meta, spec, now)
-  local seed, min, max, backoff, delta, cut, pause, deadline = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
-  local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence')
+  local seed, min, max, backoff, delta, cut, pause, deadline, probe = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence', 'aprobe')
   local was = tonumber(m[1])
   delta = tonumber(delta)
   deadline = tonumber(deadline)
@@ -78,7 +80,13 @@ local function adapt(meta, spec, now)
     paused = now + pause
     redis.call('HSET', meta, 'apause', paused)
   end
-  return e, math.max(0, paused - now)
+  local probing = tonumber(m[5]) or 0
+  probe = tonumber(probe)
+  if probe > 0 and now >= probing + probe then
+    probing = now + probe
+    redis.call('HSET', meta, 'aprobe', probing)
+  end
+  return e, math.max(0, paused - now), math.max(0, probing - now), math.max(3, tonumber(min))
 end
 `;
 
@@ -93,7 +101,8 @@ end
  * ('' unknown), the adaptive spec ('' for a fixed limit; see adapt()), then one lease member per admission.
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
  * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
- * the estimate × 1000, the ms of pause left and the server's time (ms).
+ * the estimate × 1000, the ms of pause left, the server's time (ms) and the ms of probe left (the
+ * limit pinned at 3, or min, meanwhile).
  * Fencing tokens grow with every admission of the namespace, across every instance: each is one
  * more than the last (kept in the meta hash), and at least the server's time in µs-sized steps
  * (now ms × 1000), so they keep growing through a restart that lost the hash or a failover.
@@ -107,12 +116,14 @@ local reply = { used, 0 }
 local glimit = tonumber(ARGV[2])
 local paused = 0
 if ARGV[6] ~= '' then
-  local estimate
-  estimate, paused = adapt(KEYS[2], ARGV[6], now)
+  local estimate, probing, pin
+  estimate, paused, probing, pin = adapt(KEYS[2], ARGV[6], now)
   glimit = math.floor(estimate)
+  if probing > 0 then glimit = math.min(glimit, pin) end
   reply[#KEYS + 1] = math.floor(estimate * 1000)
   reply[#KEYS + 2] = paused
   reply[#KEYS + 3] = now
+  reply[#KEYS + 4] = probing
 end
 if ARGV[4] == '1' then
   local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[5], false)
@@ -168,7 +179,7 @@ return reply
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
  * that none blocks Redis for long.
  * Returns { used, live instances, quarantine ms left, the adaptive estimate × 1000 (-1 with no
- * spec), ms of pause left, the server's time (ms), lost members... }.
+ * spec), ms of pause left, the server's time (ms), ms of probe left, lost members... }.
  */
 const HEARTBEAT = `${PRELUDE}
 local g = KEYS[1]
@@ -193,9 +204,9 @@ if first then
 end
 -- The leases' scores in one call, and the refreshed ones written back in one call per set.
 local modes = ARGV[7]
-local estimate, paused = -1, 0
+local estimate, paused, probing = -1, 0, 0
 if ARGV[8] ~= '' then
-  estimate, paused = adapt(KEYS[2], ARGV[8], now)
+  estimate, paused, probing = adapt(KEYS[2], ARGV[8], now)
   estimate = math.floor(estimate * 1000)
 end
 local lost = {}
@@ -229,7 +240,7 @@ if #ARGV > 8 then
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
   for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
 end
-local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now }
+local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now, probing }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
 return reply
 `;
