@@ -5,78 +5,96 @@
 // learned when the backend was fast, reads the slower calls as a queue, and the limit falls to a
 // fraction of the capacity for good (Vegas to half of it, the gradient to its least; AIMD, which
 // also learns from calls that did not fill its limit, holds either way and is checked unharmed).
+// And an instance that starts in a busy fleet takes the fleet's floor instead of pinning the
+// fleet again for a probe of its own.
 import { describe, expect, it } from '@jest/globals';
-import { AdaptiveLimiter } from '../../lib/limits/index.js';
+import { AdaptiveLimiter, type AdaptiveAlgorithmOptions } from '../../lib/limits/index.js';
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, namespace, onCleanup, REDIS_URL, started } from '../support/redis.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 
 /** Calls the backend serves at once before they queue. */
 const C = 20;
-const CALLERS = 20; // per instance, two instances: twice the capacity
+const CALLERS = 20; // per instance: two instances offer twice the capacity
+
+/** Instances sharing one limit in front of one backend, each with CALLERS callers calling in a loop. */
+class Fleet {
+  readonly ns = namespace();
+  /** The backend: C at once take `base` ms; past C, every call in flight slows in proportion. */
+  base = 10;
+  #inflight = 0;
+  #stop = false;
+  readonly #running: Promise<void>[] = [];
+  readonly limiters: AdaptiveLimiter[] = [];
+
+  constructor(readonly adaptive: AdaptiveAlgorithmOptions) {
+    onCleanup(() => this.stop());
+  }
+
+  /** One more instance, its callers calling. */
+  async add(): Promise<AdaptiveLimiter> {
+    const limiter = await started(
+      new AdaptiveLimiter({
+        name: 'llm',
+        logger: new RecordingLogger(),
+        adaptive: this.adaptive,
+        redis: { url: REDIS_URL, namespace: this.ns, leaseTtlMs: 2_000, restartProtection: false },
+      }),
+    );
+    this.limiters.push(limiter);
+    for (let i = 0; i < CALLERS; i++) this.#running.push(this.#caller(limiter));
+    return limiter;
+  }
+
+  /** A field of the limit's meta hash in Redis. */
+  async meta(field: string): Promise<number> {
+    return Number(await inspector().hget(`{${this.ns}}:meta`, field));
+  }
+
+  async stop(): Promise<void> {
+    this.#stop = true;
+    await Promise.all(this.#running);
+  }
+
+  async #caller(limiter: AdaptiveLimiter): Promise<void> {
+    while (!this.#stop) {
+      try {
+        const admission = await limiter.admit({ pool: 'api', timeoutMs: 2_000 });
+        this.#inflight++;
+        await sleep(this.base * Math.max(1, this.#inflight / C));
+        this.#inflight--;
+        admission.ended!({ ok: true, value: { status: 200 } });
+        admission.release();
+      } catch {
+        await sleep(5);
+      }
+    }
+  }
+}
 
 describe('AdaptiveLimiter shared through Redis, probing the latency without a queue', () => {
   it.each(['vegas', 'gradient', 'aimd'] as const)(
     '%s comes back to the capacity after the backend got slower for good: the fleet pins its limit to measure again',
     async (algorithm) => {
-      const ns = namespace();
-      const make = () =>
-        started(
-          new AdaptiveLimiter({
-            name: 'llm',
-            logger: new RecordingLogger(),
-            // Windows of 50 ms and a probe every 2 limits' worth of them: every 2 s at the capacity.
-            adaptive: { algorithm, initial: 10, max: 60, windowMs: 50, probeEvery: 2 },
-            redis: { url: REDIS_URL, namespace: ns, leaseTtlMs: 2_000, restartProtection: false },
-          }),
-        );
-      const limiters = [await make(), await make()];
-      // The backend: C at once take `base` ms; past C, every call in flight slows in proportion.
-      let base = 10;
-      let inflight = 0;
-      let pinnedSeen = 0;
-      const backend = async () => {
-        inflight++;
-        const ms = base * Math.max(1, inflight / C);
-        await sleep(ms);
-        inflight--;
-      };
-      let stop = false;
-      const caller = async (limiter: AdaptiveLimiter) => {
-        while (!stop) {
-          try {
-            const admission = await limiter.admit({ pool: 'api', timeoutMs: 2_000 });
-            if (inflight < 3) pinnedSeen++;
-            await backend();
-            admission.ended!({ ok: true, value: { status: 200 } });
-            admission.release();
-          } catch {
-            await sleep(5);
-          }
-        }
-      };
-      const running = limiters.flatMap((l) => Array.from({ length: CALLERS }, () => caller(l)));
-      onCleanup(async () => {
-        stop = true;
-        await Promise.all(running);
-      });
-
+      // Windows of 50 ms and a probe every 2 limits' worth of them: every 2 s or so at the capacity.
+      const fleet = new Fleet({ algorithm, initial: 10, max: 60, windowMs: 50, probeEvery: 2 });
+      await fleet.add();
+      await fleet.add();
       await sleep(3_000); // learns the backend at 10 ms
-      const fast = limiters[0]!.limit;
-      base = 25; // slower for good, as many at once
+      const fast = fleet.limiters[0]!.limit;
+      fleet.base = 25; // slower for good, as many at once
       await sleep(6_000);
       // The last two seconds: the limit the fleet keeps.
       const seen: number[] = [];
       for (let i = 0; i < 20; i++) {
-        seen.push(Number(await inspector().hget(`{${ns}}:meta`, 'alimit')));
+        seen.push(await fleet.meta('alimit'));
         await sleep(100);
       }
-      stop = true;
-      await Promise.all(running);
+      await fleet.stop();
       seen.sort((a, b) => a - b);
       const median = seen[10]!;
       console.log(
-        `shared ${algorithm}, C ${C}: limit ${fast} at 10 ms; at 25 ms the last 2 s ${seen[0]!.toFixed(1)}–${seen.at(-1)!.toFixed(1)} (median ${median.toFixed(1)}); calls admitted with fewer than 3 in flight ${pinnedSeen}`,
+        `shared ${algorithm}, C ${C}: limit ${fast} at 10 ms; at 25 ms the last 2 s ${seen[0]!.toFixed(1)}–${seen.at(-1)!.toFixed(1)} (median ${median.toFixed(1)})`,
       );
       expect(fast).toBeGreaterThanOrEqual(0.8 * C);
       expect(median).toBeGreaterThanOrEqual(0.8 * C);
@@ -84,4 +102,23 @@ describe('AdaptiveLimiter shared through Redis, probing the latency without a qu
     },
     30_000,
   );
+
+  it('an instance that starts in a busy fleet takes the fleet’s floor: no pin of its own', async () => {
+    // A first probe after 20 windows (1 s), then every 20 limits' worth (about 25 s here).
+    const fleet = new Fleet({ algorithm: 'vegas', initial: 10, max: 60, windowMs: 50, probeEvery: 20 });
+    await fleet.add();
+    await fleet.add();
+    await until(async () => (await fleet.meta('afloor')) > 0, 10_000); // the first probe measured
+    const floor = await fleet.meta('afloor');
+    const pinned = await fleet.meta('aprobe'); // when the pin ends, on Redis's clock (this machine's)
+    // After the pin: an instance that starts during one measures in it, as the others do.
+    await sleep(Math.max(0, pinned - Date.now()) + 500);
+    const newcomer = await fleet.add();
+    await sleep(5_000); // its own first probe would have come due after 20 windows (1.3 s when tried)
+    expect(await fleet.meta('aprobe')).toBe(pinned);
+    expect(floor).toBeGreaterThanOrEqual(10);
+    expect(floor).toBeLessThan(15); // measured with no queue: the 10 ms calls, and timer noise
+    expect(newcomer.limit).toBeGreaterThanOrEqual(0.8 * C);
+    await fleet.stop();
+  }, 30_000);
 });

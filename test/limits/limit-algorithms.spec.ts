@@ -40,6 +40,35 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
   const make = (extra: Partial<AdaptiveAlgorithmOptions> = {}) =>
     limitAlgorithm({ algorithm: name, min: 2, max: 200, initial: 20, ...extra } as AdaptiveAlgorithmOptions);
 
+  it('takes a fleet’s floor as its own probe: the first probe then comes a limit’s worth of periods later', () => {
+    // Calls 25 ms apart, 10 ms each, filling the limit: a window of 250 ms every 10 calls.
+    const probedWithin = (algorithm: LimitAlgorithm, calls: number) => {
+      let probed = false;
+      for (let i = 0; i < calls; i++) {
+        algorithm.sample({ startedAt: i * 25, durationMs: 10, inflight: algorithm.limit, outcome: 'success' });
+        probed ||= algorithm.probing;
+      }
+      return probed;
+    };
+    expect(probedWithin(make({ probeEvery: 3 }), 100)).toBe(true); // alone: after 3 windows
+    const adopted = make({ probeEvery: 3 });
+    adopted.adoptFloor(10);
+    expect(probedWithin(adopted, 100)).toBe(false); // not before 3 × its limit's windows
+    expect(adopted.floor.count).toBe(0); // taken, not measured: nothing to report to the fleet
+    // One that measured keeps its own.
+    const measured = make({ probeEvery: 1 });
+    for (let i = 0; measured.floor.count === 0 && i < 2_000; i++)
+      measured.sample({ startedAt: i * 25, durationMs: 10, inflight: Math.min(3, measured.limit), outcome: 'success' });
+    expect(measured.floor.ms).toBeCloseTo(10, 5);
+    measured.adoptFloor(40);
+    const before = measured.limit;
+    // 30 ms calls: a queue against its own 10 ms (they would be none against 40). Ten windows,
+    // fewer than its next probe's limit's worth.
+    for (let i = 0; i < 100; i++)
+      measured.sample({ startedAt: 1e6 + i * 25, durationMs: 30, inflight: measured.limit, outcome: 'success' });
+    expect(measured.limit).toBeLessThan(before);
+  });
+
   it('keeps a whole number within its bounds whatever it is fed, hostile input included', () => {
     fc.assert(
       fc.property(fc.array(sample, { maxLength: 400 }), (samples) => {

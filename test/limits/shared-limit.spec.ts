@@ -70,14 +70,15 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
             } else if (s.kind === 'send') {
               const taken = limit.take();
               const fields = taken.spec.split(' ');
-              expect(fields).toHaveLength(9);
+              expect(fields).toHaveLength(10);
               for (const f of fields) expect(f).toMatch(/^-?\d+(\.\d+)?$/); // no exponent, no NaN: Lua's tonumber reads each
-              const [, min, max, , , cut, pause, deadline, probe] = fields.map(Number);
+              const [, min, max, , , cut, pause, deadline, probe, floor] = fields.map(Number);
               expect([min, max]).toEqual([2, 50]);
               expect(cut === -1 || cut! >= 0).toBe(true);
               expect(pause).toBeGreaterThanOrEqual(0);
               expect(deadline).toBeGreaterThanOrEqual(0);
               expect(Number.isInteger(probe) && probe! >= 0 && probe! <= 10_000).toBe(true);
+              expect(floor).toBeGreaterThanOrEqual(0);
               inFlight.push(taken);
             } else if (s.kind === 'fail') {
               const taken = inFlight.shift();
@@ -85,7 +86,7 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
               expect(limit.limit).toBeLessThanOrEqual(before);
             } else {
               const taken = inFlight.shift();
-              if (taken !== undefined) limit.answered(taken, s.milli, now + 1_000_000, 0);
+              if (taken !== undefined) limit.answered(taken, s.milli, now + 1_000_000, 0, 0);
             }
             expect(limit.limit).toBeGreaterThanOrEqual(2);
             expect(limit.limit).toBeLessThanOrEqual(50);
@@ -108,8 +109,8 @@ describe('SharedLimit, the instance’s side of a shared adaptive limit', () => 
       (from, to) => void moves.push([from, to]),
     );
     const taken = limit.take();
-    expect(taken.spec).toBe('10 1 100 0.7 0 0 0 0 0'); // the seed is the initial until Redis answered; no deadline before the offset is known
-    limit.answered(taken, 31_500, 5_000, 0);
+    expect(taken.spec).toBe('10 1 100 0.7 0 0 0 0 0 0'); // the seed is the initial until Redis answered; no deadline before the offset is known
+    limit.answered(taken, 31_500, 5_000, 0, 0);
     expect(limit.limit).toBe(31);
     for (let i = 0; i < 31; i++)
       limit.success({ startedAt: now, durationMs: 1, inflight: 31, outcome: 'success' }, 1, 1);

@@ -35,7 +35,7 @@ export class AimdLimit extends BoundedLimit {
     const latency = this.#latency;
     if (probe?.running === true) {
       const measured = probe.call(durationMs, inflight, endedAt);
-      if (measured !== undefined) latency.probed(measured);
+      if (measured !== undefined) this.measured(measured);
     } else if (probe !== undefined && endedAt - durationMs >= this.cutAt) {
       // Calls admitted before the last cut were admitted at the old limit: their latency says nothing of the new one.
       if (latency.learning || this.appLimited(inflight)) {
@@ -65,6 +65,10 @@ export class AimdLimit extends BoundedLimit {
     if (++this.#count < MIN_CALLS) return false;
     const error = this.#latency.spread * Math.sqrt(weight / (2 - weight));
     return this.#recent - 2 * error > bound;
+  }
+
+  protected override probed(ms: number): void {
+    this.#latency.probed(ms);
   }
 
   /** A success counts whether it was timed or not. */

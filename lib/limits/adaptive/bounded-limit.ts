@@ -56,6 +56,13 @@ export interface LimitAlgorithm {
   fleetProbeMs(latencyMs: number): number;
   /** Shared through Redis: the fleet pinned the limit for `forMs` from `now`; a probe here measures meanwhile. */
   joinProbe(now: number, forMs: number): void;
+  /** The latency without a queue its last probe measured, ms (NaN: none yet), and how many it measured. */
+  readonly floor: { readonly ms: number; readonly count: number };
+  /**
+   * Shared through Redis: the fleet's last probe measured `ms` (another instance): taken as its own,
+   * as if it had probed just now, when it has measured none itself.
+   */
+  adoptFloor(ms: number): void;
 }
 
 export interface Bounds {
@@ -114,6 +121,23 @@ export abstract class BoundedLimit implements LimitAlgorithm {
   joinProbe(now: number, forMs: number): void {
     this.probe?.join(now, forMs);
   }
+
+  floor = { ms: NaN, count: 0 };
+
+  adoptFloor(ms: number): void {
+    if (this.probe === undefined || this.floor.count > 0 || !(ms > 0) || ms === Infinity) return;
+    this.probe.adopted();
+    this.probed(ms);
+  }
+
+  /** A probe measured the latency without a queue, ms: what the algorithm keeps of it, and the floor. */
+  protected measured(ms: number): void {
+    this.floor = { ms, count: this.floor.count + 1 };
+    this.probed(ms);
+  }
+
+  /** The latency without a queue is `ms` (a probe, or the fleet's): the algorithm takes it. */
+  protected probed(_ms: number): void {}
 
   sample(s: LimitSample): number {
     const duration = s.durationMs;
@@ -190,7 +214,7 @@ export abstract class WindowedLimit extends BoundedLimit {
       // The limit is pinned for a probe: its calls measure the latency without a queue, not the limit.
       const measured = probe.call(durationMs, inflight, endedAt);
       if (!probe.running) {
-        if (measured !== undefined) this.probed(measured);
+        if (measured !== undefined) this.measured(measured);
         this.calls.reset();
       }
       return this.estimate;
@@ -201,9 +225,6 @@ export abstract class WindowedLimit extends BoundedLimit {
 
   /** A window closed: the estimate after it. */
   protected abstract window(closed: ClosedWindow): number;
-
-  /** A probe measured the latency without a queue, ms. */
-  protected probed(_ms: number): void {}
 
   protected override cut(): void {
     // What the window held was measured at the old limit.

@@ -76,6 +76,11 @@ export class NoLoadProbe {
     return Math.ceil(Math.min(10_000, Math.max(4 * this.windowMs, Number.isFinite(needed) ? needed : 0)));
   }
 
+  /** Another instance of the fleet measured: as if this one had, just now. */
+  adopted(): void {
+    if (!this.running) this.#end();
+  }
+
   #begin(now: number, forMs: number): void {
     this.#pinnedAt = now;
     this.#givesUpAt = now + forMs;
@@ -164,8 +169,9 @@ export class BackendLatency {
     this.value += (meanMs - this.value) * (1 - (1 - this.#weight) ** calls);
   }
 
-  /** A probe measured it. */
+  /** A probe measured it (here or, shared, in the fleet): no longer learning from any call. */
   probed(ms: number): void {
     this.value = ms;
+    this.#seen = Math.max(this.#seen, 10);
   }
 }

@@ -9,7 +9,9 @@
 // The latency without a queue is measured as one instance's is, by a probe at a pinned low
 // concurrency, but for the whole fleet: an instance whose probe comes due asks Redis to pin the
 // fleet's limit for as long as its probe would take alone, and every instance that hears of the
-// pin, in any answer, measures from its share of the pinned calls while it lasts.
+// pin, in any answer, measures from its share of the pinned calls while it lasts. What a probe
+// measured goes to Redis with the next call, so that an instance that starts in a busy fleet takes
+// the fleet's floor rather than pinning the fleet for a probe of its own.
 import type { Clock } from '../../core/index.js';
 import type { LimitAlgorithm, LimitSample } from './limit-algorithms.js';
 import type { LimitReport, LimitShare, Taken } from '../redis/index.js';
@@ -32,6 +34,9 @@ export class SharedLimit implements LimitShare {
   #offset = NaN;
   /** Ms to ask the fleet to pin the limit for: a probe came due here (0: none). */
   #probeMs = 0;
+  /** The algorithm's probes measured so far that went to Redis, and whether it took the fleet's floor. */
+  #floorsSent = 0;
+  #floorTaken = false;
 
   constructor(
     readonly algorithm: LimitAlgorithm,
@@ -94,6 +99,9 @@ export class SharedLimit implements LimitShare {
     const report =
       this.#delta === 0 && this.#cut === 0 && pauseMs === 0 ? NONE : { delta: this.#delta, cut: this.#cut, pauseMs };
     const probeMs = Math.ceil(this.#probeMs);
+    const floor = this.algorithm.floor;
+    const floorMs = floor.count > this.#floorsSent ? floor.ms : 0;
+    this.#floorsSent = floor.count;
     this.#delta = 0;
     this.#cut = 0;
     this.#pauseMs = 0;
@@ -107,10 +115,11 @@ export class SharedLimit implements LimitShare {
     // On Redis's clock, when this instance gives up on the call: later, Redis must not apply its growth.
     const deadline = Number.isNaN(this.#offset) ? 0 : Math.ceil(sentAt + this.#offset + this.commandTimeoutMs);
     return {
-      spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline} ${probeMs}`,
+      spec: `${num(seed)} ${min} ${max} ${backoff} ${num(report.delta)} ${report.cut} ${pauseField} ${deadline} ${probeMs} ${num(floorMs)}`,
       report,
       sentAt,
       probeMs,
+      floorMs,
     };
   }
 
@@ -118,18 +127,24 @@ export class SharedLimit implements LimitShare {
    * Redis answered a call: the estimate (× 1000) after it, its clock, and the ms left of a probe
    * the fleet runs. Reports taken since still count.
    */
-  answered(taken: Taken, milli: number, serverNow: number, probingMs: number): void {
+  answered(taken: Taken, milli: number, serverNow: number, probingMs: number, floorMs: number): void {
     const now = this.clock.now();
     if (Number.isFinite(serverNow)) this.#offset = serverNow - (taken.sentAt + now) / 2;
     if (probingMs > 0) this.algorithm.joinProbe(now, probingMs);
+    // Once, at the first answer that knows one: later probes it joins and measures itself.
+    if (!this.#floorTaken && floorMs > 0) {
+      this.#floorTaken = true;
+      this.algorithm.adoptFloor(floorMs);
+    }
     if (!(milli >= 0)) return;
     this.#seen = true;
     this.#set(milli / 1000 + this.#delta);
   }
 
   /** A call failed: its cut and pause go with the next one, its growth is dropped (a fault never raises the limit). */
-  failed({ report, probeMs }: Taken): void {
+  failed({ report, probeMs, floorMs }: Taken): void {
     if (probeMs > 0) this.#probeMs = Math.max(this.#probeMs, probeMs);
+    if (floorMs > 0) this.#floorsSent--; // sent again with the next call
     if (report === NONE) return;
     if (report.cut !== 0) this.#cut = report.cut < 0 || this.#cut < 0 ? -1 : Math.max(this.#cut, report.cut);
     if (report.pauseMs === -1) this.#resume = true;

@@ -24,6 +24,8 @@ export interface Taken {
   readonly sentAt: number;
   /** Ms the call asks the fleet to pin the limit for, to probe its latency without a queue (0: none). */
   readonly probeMs: number;
+  /** The latency without a queue a probe here measured, ms, that the call reports (0: none). */
+  readonly floorMs: number;
 }
 
 /** An adaptive limit shared through Redis, as its calls see it (`SharedLimit` is the one). */
@@ -32,8 +34,11 @@ export interface LimitShare {
   readonly limit: number;
   /** The part of the next call: the pending reports (a probe goes alone through a pause). */
   take(probe?: boolean): Taken;
-  /** Redis answered a call that carried `taken`: its estimate (x 1000), its clock, and the ms left of a probe the fleet runs. */
-  answered(taken: Taken, milli: number, serverNow: number, probingMs: number): void;
+  /**
+   * Redis answered a call that carried `taken`: its estimate (x 1000), its clock, the ms left of a
+   * probe the fleet runs, and the latency without a queue the fleet's last probe measured (0: none).
+   */
+  answered(taken: Taken, milli: number, serverNow: number, probingMs: number, floorMs: number): void;
   /** A call that carried `taken` failed: its reports are kept for the next one where they must be. */
   failed(taken: Taken): void;
 }
@@ -240,14 +245,14 @@ export class RedisCalls {
     }
     if (shared !== undefined) {
       const r = replies[0]!;
-      this.#adapted(shared, Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]));
+      this.#adapted(shared, Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
     }
     const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
     return {
       used: Number(used),
       instances: Number(instances),
       quietMs: Number(quietMs),
-      lost: replies.flatMap((r) => r.slice(7).map(String)),
+      lost: replies.flatMap((r) => r.slice(8).map(String)),
     };
   }
 
@@ -293,7 +298,14 @@ export class RedisCalls {
         if (quietMs > 0) this.host.quiet(quietMs);
         const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
         if (shared !== undefined)
-          this.#adapted(shared, reply[batch.length + 2]!, pausedMs, reply[batch.length + 4]!, reply[batch.length + 5]!);
+          this.#adapted(
+            shared,
+            reply[batch.length + 2]!,
+            pausedMs,
+            reply[batch.length + 4]!,
+            reply[batch.length + 5]!,
+            reply[batch.length + 6]!,
+          );
         batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs, pausedMs }));
       } catch (err) {
         if (shared !== undefined) this.host.shared!.failed(shared);
@@ -319,9 +331,9 @@ export class RedisCalls {
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
 
-  /** Redis answered a call that carried `taken`: the shared limit's estimate (× 1000), the pause left, its time, the probe left. */
-  #adapted(taken: Taken, milli: number, pausedMs: number, serverNow: number, probingMs: number): void {
-    this.host.shared!.answered(taken, milli, serverNow, probingMs);
+  /** Redis answered a call that carried `taken`: the shared limit's estimate (× 1000), the pause left, its time, the probe left, the floor (× 1000). */
+  #adapted(taken: Taken, milli: number, pausedMs: number, serverNow: number, probingMs: number, floor: number): void {
+    this.host.shared!.answered(taken, milli, serverNow, probingMs, floor / 1000);
     if (pausedMs > 0) this.host.paused(pausedMs);
   }
 

@@ -55,10 +55,12 @@ end
 -- Redis runs later, after a stall, brings no growth, so a fault never raises the limit. probe:
 -- ms the caller asks every instance to pin the limit for, to measure the latency without a queue
 -- (0: none); a probe begins unless one runs or ended less than that long ago ('aprobe': until when).
--- Returns the estimate, the ms of pause left, and the ms of probe left with the pin (3, or min).
+-- floor: the latency without a queue the caller's last probe measured, ms (0: none), kept as the
+-- fleet's ('afloor') for instances that start later.
+-- Returns the estimate, the ms of pause left, the ms of probe left, the pin (3, or min), the floor × 1000.
 local function adapt(meta, spec, now)
-  local seed, min, max, backoff, delta, cut, pause, deadline, probe = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
-  local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence', 'aprobe')
+  local seed, min, max, backoff, delta, cut, pause, deadline, probe, floor = string.match(spec, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+  local m = redis.call('HMGET', meta, 'alimit', 'acut', 'apause', 'fence', 'aprobe', 'afloor')
   local was = tonumber(m[1])
   delta = tonumber(delta)
   deadline = tonumber(deadline)
@@ -86,7 +88,12 @@ local function adapt(meta, spec, now)
     probing = now + probe
     redis.call('HSET', meta, 'aprobe', probing)
   end
-  return e, math.max(0, paused - now), math.max(0, probing - now), math.max(3, tonumber(min))
+  local fleet_floor = tonumber(m[6]) or 0
+  if tonumber(floor) > 0 then
+    fleet_floor = tonumber(floor)
+    redis.call('HSET', meta, 'afloor', floor)
+  end
+  return e, math.max(0, paused - now), math.max(0, probing - now), math.max(3, tonumber(min)), math.floor(fleet_floor * 1000)
 end
 `;
 
@@ -101,8 +108,8 @@ end
  * ('' unknown), the adaptive spec ('' for a fixed limit; see adapt()), then one lease member per admission.
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
  * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
- * the estimate × 1000, the ms of pause left, the server's time (ms) and the ms of probe left (the
- * limit pinned at 3, or min, meanwhile).
+ * the estimate × 1000, the ms of pause left, the server's time (ms), the ms of probe left (the
+ * limit pinned at 3, or min, meanwhile) and the fleet's floor (ms × 1000; 0: none).
  * Fencing tokens grow with every admission of the namespace, across every instance: each is one
  * more than the last (kept in the meta hash), and at least the server's time in µs-sized steps
  * (now ms × 1000), so they keep growing through a restart that lost the hash or a failover.
@@ -116,14 +123,15 @@ local reply = { used, 0 }
 local glimit = tonumber(ARGV[2])
 local paused = 0
 if ARGV[6] ~= '' then
-  local estimate, probing, pin
-  estimate, paused, probing, pin = adapt(KEYS[2], ARGV[6], now)
+  local estimate, probing, pin, floor
+  estimate, paused, probing, pin, floor = adapt(KEYS[2], ARGV[6], now)
   glimit = math.floor(estimate)
   if probing > 0 then glimit = math.min(glimit, pin) end
   reply[#KEYS + 1] = math.floor(estimate * 1000)
   reply[#KEYS + 2] = paused
   reply[#KEYS + 3] = now
   reply[#KEYS + 4] = probing
+  reply[#KEYS + 5] = floor
 end
 if ARGV[4] == '1' then
   local quiet = quiet_until(KEYS[2], now, ttl, lost, ARGV[5], false)
@@ -179,7 +187,7 @@ return reply
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
  * that none blocks Redis for long.
  * Returns { used, live instances, quarantine ms left, the adaptive estimate × 1000 (-1 with no
- * spec), ms of pause left, the server's time (ms), ms of probe left, lost members... }.
+ * spec), ms of pause left, the server's time (ms), ms of probe left, the fleet's floor × 1000, lost members... }.
  */
 const HEARTBEAT = `${PRELUDE}
 local g = KEYS[1]
@@ -204,9 +212,10 @@ if first then
 end
 -- The leases' scores in one call, and the refreshed ones written back in one call per set.
 local modes = ARGV[7]
-local estimate, paused, probing = -1, 0, 0
+local estimate, paused, probing, floor = -1, 0, 0, 0
 if ARGV[8] ~= '' then
-  estimate, paused, probing = adapt(KEYS[2], ARGV[8], now)
+  local _
+  estimate, paused, probing, _, floor = adapt(KEYS[2], ARGV[8], now)
   estimate = math.floor(estimate * 1000)
 end
 local lost = {}
@@ -240,7 +249,7 @@ if #ARGV > 8 then
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
   for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
 end
-local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now, probing }
+local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now, probing, floor }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
 return reply
 `;
