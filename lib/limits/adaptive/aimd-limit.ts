@@ -6,7 +6,7 @@ const LONG_WINDOW = 600;
 /** Calls since the last cut before their mean may say a queue builds: one slow call alone is no queue. */
 const MIN_CALLS = 10;
 /** Growth slows from this share of the limit where a queue was last seen. */
-const KNEE_APPROACH = 0.85;
+const KNEE_APPROACH = 0.9;
 
 export class AimdLimit extends BoundedLimit {
   readonly name = 'aimd';
@@ -87,7 +87,7 @@ export class AimdLimit extends BoundedLimit {
 
   #grow(inflight: number): number {
     if (this.appLimited(inflight)) return this.estimate;
-    // One more per limit's worth of successes, as TCP's congestion avoidance; a quarter of that
+    // One more per limit's worth of successes, as TCP's congestion avoidance; half of that
     // near where a queue was last seen, as CUBIC slows near its last loss. A queue is seen only
     // some calls after the limit passed the knee (they end a latency later, and their mean is
     // over a limit's worth of them): the slower the growth there, the less it overshoots, and the
@@ -96,6 +96,6 @@ export class AimdLimit extends BoundedLimit {
     const estimate = this.estimate;
     const knee = this.#knee;
     const slow = estimate >= KNEE_APPROACH * knee && estimate < knee + 1;
-    return estimate + (slow ? 0.25 : 1) / Math.max(1, this.limit);
+    return estimate + (slow ? 0.5 : 1) / Math.max(1, this.limit);
   }
 }

@@ -44,7 +44,7 @@ export interface WindowOptions {
 }
 
 /**
- * AIMD: grows by one per limit's worth of successes (a quarter of that near the limit where it
+ * AIMD: grows by one per limit's worth of successes (half of that near the limit where it
  * last saw a queue), cuts by `backoff` on overload, and when the
  * mean latency of the last limit's worth of calls (20 at least) is past `tolerance` × the latency
  * without a queue by more than chance explains (a queue building).
