@@ -9,14 +9,15 @@ const esm = {
 };
 
 /**
- * Specs that judge real timers across several processes (a fleet of workers and its upstream on
- * this machine's two cores): `npm test` (scripts/test.mjs) runs them after the rest, one at a
- * time, with no other spec beside them.
+ * Specs that judge real timers closely (a fleet of workers and its upstream on this machine's two
+ * cores, or adaptive limits that read latencies of a few ms): `npm test` (scripts/test.mjs) runs
+ * them after the rest, one at a time, with no other spec beside them.
  */
 export const ALONE = [
   'test/limits/adaptive-knee-fleet.spec.ts',
   'test/limits/adaptive-fleet.spec.ts',
   'test/groups/fleet-budget-faults.spec.ts',
+  'test/limits/adaptive-shared-probe.spec.ts',
 ];
 
 // This repository's own: the package's names lead to its sources, one tsconfig, a setup file.
