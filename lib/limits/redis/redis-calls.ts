@@ -243,10 +243,7 @@ export class RedisCalls {
       if (shared !== undefined) this.host.shared!.failed(shared);
       throw err;
     }
-    if (shared !== undefined) {
-      const r = replies[0]!;
-      this.#adapted(shared, Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
-    }
+    if (shared !== undefined) this.#adapted(shared, replies[0]!, 3);
     const [used, instances, quietMs] = replies.at(-1)!; // the last call saw every other's writes
     return {
       used: Number(used),
@@ -296,16 +293,7 @@ export class RedisCalls {
         for (let i = 0; i < batch.length; i++) if (reply[i + 2]! > 0) granted++;
         this.host.used(used, granted);
         if (quietMs > 0) this.host.quiet(quietMs);
-        const pausedMs = shared === undefined ? 0 : reply[batch.length + 3]!;
-        if (shared !== undefined)
-          this.#adapted(
-            shared,
-            reply[batch.length + 2]!,
-            pausedMs,
-            reply[batch.length + 4]!,
-            reply[batch.length + 5]!,
-            reply[batch.length + 6]!,
-          );
+        const pausedMs = shared === undefined ? 0 : this.#adapted(shared, reply, batch.length + 2);
         batch.forEach((b, i) => b.settle({ status: reply[i + 2]!, quietMs, pausedMs }));
       } catch (err) {
         if (shared !== undefined) this.host.shared!.failed(shared);
@@ -331,10 +319,17 @@ export class RedisCalls {
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them
   }
 
-  /** Redis answered a call that carried `taken`: the shared limit's estimate (× 1000), the pause left, its time, the probe left, the floor (× 1000). */
-  #adapted(taken: Taken, milli: number, pausedMs: number, serverNow: number, probingMs: number, floor: number): void {
-    this.host.shared!.answered(taken, milli, serverNow, probingMs, floor / 1000);
+  /**
+   * Redis answered a call that carried `taken`: from `reply[at]` on, as both scripts end it, the
+   * shared limit's estimate (× 1000), the pause left, the server's time, the probe left and the
+   * fleet's floor (× 1000). The pause left, ms.
+   */
+  #adapted(taken: Taken, reply: readonly (number | string)[], at: number): number {
+    const n = (i: number) => Number(reply[at + i]);
+    this.host.shared!.answered(taken, n(0), n(2), n(3), n(4) / 1000);
+    const pausedMs = n(1);
     if (pausedMs > 0) this.host.paused(pausedMs);
+    return pausedMs;
   }
 
   /** The server's run_id, once per connection; '' when the user may not run INFO (restarts are then told by the sentinel and the silence). */
