@@ -4,6 +4,7 @@ import { CapacityExceededError, KeyLimitError, POOL_CHANNELS, RedisLimiter, type
 import { RecordingLogger } from '../support/harness.js';
 import { inspector, leasesIn, namespace, started } from '../support/redis.js';
 import { RedisServer } from '../support/redis-server.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 import { sleep, until } from '../support/wait.js';
 
 const ask = (key: string) => ({ pool: 'api', key, timeoutMs: 0 });
@@ -167,6 +168,49 @@ describe('RedisLimiter when Redis goes away and comes back', () => {
       server.resume();
     }
     await until(() => a.stats().mode === 'redis', 10_000);
+    await a.close();
+  }, 30_000);
+
+  it('counts as its own the leases of an admission call answered after a heartbeat was built, before that heartbeat', async () => {
+    const clock = new VirtualClock(); // the heartbeat fires when the test says, at an exact point
+    const a = await started(
+      new RedisLimiter({
+        global: 6,
+        clock,
+        logger: new RecordingLogger(),
+        redis: {
+          url: server.url,
+          namespace: namespace(server.url),
+          leaseTtlMs: 1_000,
+          heartbeatMs: 300,
+          commandTimeoutMs: 200,
+          fallbackAfterMs: 0,
+          instances: 1,
+          restartProtection: false,
+        },
+      }),
+    );
+    expect(a.stats().mode).toBe('redis');
+    // One admission call for 'k0'; the other five wait for it and go in the next call. Once k0 is
+    // held, that call is on its way and unanswered: the heartbeat built now holds k0 alone, and Redis
+    // runs it after the five, so it counts 6 leases, all this instance's.
+    const five = Array.from({ length: 5 }, (_, i) => `k${i + 1}`);
+    const burst = await Promise.all([
+      a.admit(ask('k0')).then((lease) => (clock.advanceNow(300), lease)),
+      ...five.map((k) => a.admit(ask(k))),
+    ]);
+    await sleep(50); // the heartbeat's answer, the last Redis gives before it stops
+    for (const lease of burst) lease.release();
+    server.pause();
+    try {
+      const again = [];
+      for (let i = 0; i < 6; i++) again.push(await a.admit(ask(`k${i}`)));
+      expect(a.stats().mode).toBe('fallback');
+      await expect(a.admit(ask('k9'))).rejects.toBeInstanceOf(CapacityExceededError);
+      for (const lease of again) lease.release();
+    } finally {
+      server.resume();
+    }
     await a.close();
   }, 30_000);
 });

@@ -98,6 +98,7 @@ export class RedisHeartbeat {
     const redis = this.host.redis();
     if (redis === undefined || this.host.closed()) return;
     const held = [...this.leases.held.values(), ...this.leases.lapsed.values()];
+    const grantedBefore = this.calls.granted;
     const sentAt = this.clock.now();
     this.#sentAt = sentAt;
     try {
@@ -105,7 +106,9 @@ export class RedisHeartbeat {
       this.#failed = false;
       this.host.up();
       this.used = used;
-      this.mine = held.length - lost.length; // those Redis kept or registered
+      // Those Redis kept or registered, and those granted by admission calls answered meanwhile:
+      // answers come in the order Redis ran the calls, so Redis counted these before this heartbeat.
+      this.mine = held.length - lost.length + this.calls.granted - grantedBefore;
       this.instances = Math.max(1, instances);
       this.availability.quietUntil = this.clock.now() + quietMs;
       for (const member of lost)
