@@ -127,8 +127,7 @@ export class RedisCalls {
   /** Releases of this tick, sent together. */
   readonly #toRelease: Held[] = [];
   readonly #releasing = new Set<Held>();
-  /** Leases granted by admission calls since the limiter started, counted as their answers come. */
-  granted = 0;
+  #granted = 0;
   #admitting = false;
   /** The admission calls under way, until the last is answered. */
   #sending: Promise<void> | undefined;
@@ -169,6 +168,11 @@ export class RedisCalls {
    */
   get releasing(): number {
     return this.#releasing.size;
+  }
+
+  /** Leases granted by admission calls since the limiter started, counted as their answers come. */
+  get granted(): number {
+    return this.#granted;
   }
 
   /** Releases of one tick go in one call. */
@@ -293,7 +297,7 @@ export class RedisCalls {
         const [used, quietMs] = reply as [number, number];
         let granted = 0;
         for (let i = 0; i < batch.length; i++) if (reply[i + 2]! > 0) granted++;
-        this.granted += granted;
+        this.#granted += granted;
         this.host.used(used, granted);
         if (quietMs > 0) this.host.quiet(quietMs);
         const pausedMs = shared === undefined ? 0 : this.#adapted(shared, reply, batch.length + 2);
