@@ -111,7 +111,12 @@ describe('a FleetBudget', () => {
       Promise.all(Array.from({ length: callers }, () => pool.use(() => sleep(ms), { timeoutMs: 20_000 })));
     for (const { pool } of instances) await burst(pool, 12, 25);
     await Promise.all(instances.map(({ pool }) => burst(pool, 12, 25)));
-    await Promise.all(instances.map(({ pool }, i) => burst(pool, 4 + 4 * i, 40)));
+    // Then all wanting places for over a second (5.4 s of holds on 4 places): long enough for the
+    // places to follow the demand across instances (within about a second), so that the rows show
+    // more than one instance holding at once. Bursts of a tenth of a second each (4-12 callers of
+    // 40 ms) could each be served by whichever instance held the places, one after the other: CI
+    // once saw no two instances hold places together.
+    await Promise.all(instances.map(({ pool }, i) => burst(pool, 20 + 10 * i, 60)));
     sampling = false;
     await sampler;
     expect(sums.length).toBeGreaterThan(100);
