@@ -122,17 +122,21 @@ export abstract class BoundedLimit implements LimitAlgorithm {
     this.probe?.join(now, forMs);
   }
 
-  floor = { ms: NaN, count: 0 };
+  #floor = { ms: NaN, count: 0 };
+
+  get floor(): { readonly ms: number; readonly count: number } {
+    return this.#floor;
+  }
 
   adoptFloor(ms: number): void {
-    if (this.probe === undefined || this.floor.count > 0 || !(ms > 0) || ms === Infinity) return;
+    if (this.probe === undefined || this.#floor.count > 0 || !(ms > 0) || ms === Infinity) return;
     this.probe.adopted();
     this.probed(ms);
   }
 
   /** A probe measured the latency without a queue, ms: what the algorithm keeps of it, and the floor. */
   protected measured(ms: number): void {
-    this.floor = { ms, count: this.floor.count + 1 };
+    this.#floor = { ms, count: this.#floor.count + 1 };
     this.probed(ms);
   }
 
