@@ -5,6 +5,7 @@ export {
   brandError,
   closest,
   EarliestTimer,
+  type AbortHook,
   hookAbort,
   is,
   keysOf,
@@ -17,6 +18,7 @@ export {
   scrubbed,
   shown,
   Timers,
+  unhookAbort,
   unknownKey,
   violation,
 } from './common/index.js';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { getEventListeners } from 'node:events';
-import { hookAbort } from '../../lib/core/common/abort-hooks.js';
+import { hookAbort, unhookAbort } from '../../lib/core/common/abort-hooks.js';
 import { backoffMs } from '../../lib/core/common/clock.js';
 import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/common/clock.js';
 import { TurnClock as LeaseDates, TURN_READS } from '../../lib/core/common/turn-clock.js';
@@ -656,18 +656,22 @@ describe('backoffMs', () => {
 });
 
 describe('hookAbort', () => {
-  it('holds one listener per signal, calls each hook still on it once in the order hooked, and none unhooked', () => {
+  it('holds one listener per signal, tells each hook still on it once, in the order hooked, with the reason; none unhooked', () => {
     const controller = new AbortController();
-    const called: number[] = [];
-    const unhooks = Array.from({ length: 1_000 }, (_, i) => hookAbort(controller.signal, () => called.push(i)));
+    const told: [number, unknown][] = [];
+    const hooks = Array.from({ length: 1_000 }, (_, i) => ({ aborted: (reason: unknown) => told.push([i, reason]) }));
+    for (const hook of hooks) hookAbort(controller.signal, hook);
+    hookAbort(controller.signal, hooks[0]!); // the same wait twice: told once
     expect(getEventListeners(controller.signal, 'abort').length).toBe(1);
-    unhooks.forEach((unhook, i) => i % 2 === 1 && unhook());
+    hooks.forEach((hook, i) => i % 2 === 1 && unhookAbort(controller.signal, hook));
+    const reason = new Error('closing');
+    controller.abort(reason);
     controller.abort();
-    controller.abort();
-    expect(called).toEqual(Array.from({ length: 500 }, (_, i) => i * 2));
+    expect(told).toEqual(Array.from({ length: 500 }, (_, i) => [i * 2, reason]));
     // A signal that aborted holds no hooks: a new one is for its own wait (which checks `aborted` first).
-    const late: number[] = [];
-    hookAbort(controller.signal, () => late.push(1));
+    const late: unknown[] = [];
+    hookAbort(controller.signal, { aborted: (r) => late.push(r) });
+    unhookAbort(controller.signal, hooks[0]!); // off a signal with no hooks left: nothing to do
     expect(late).toEqual([]);
   });
 });

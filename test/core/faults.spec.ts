@@ -2,6 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
+  CapacityExceededError,
   ConnectionFailedError,
   ConnectionPool,
   ConnectionsExhaustedError,
@@ -351,6 +352,35 @@ describe('aborted signals', () => {
     held.release();
     await flush();
     expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
+    await pool.close();
+  });
+
+  it('callers waiting in an in-process limiter cost one timer each, the limiter’s: its deadline and refusal hold', async () => {
+    // The pool once raced each such wait with a timer, a hook and a promise of its own, twice what
+    // a waiting caller needs: under overload thousands wait, and the young generation's collector
+    // copies what they hold, stalling every call in flight.
+    const { pool, clock, limiter } = limitedPool();
+    const held = await pool.acquire();
+    const before = clock.pending;
+    const callers = Array.from({ length: 100 }, (_, i) => track(pool.acquire({ timeoutMs: 1_000 + i })));
+    const aborts = new AbortController();
+    const withSignal = track(pool.acquire({ timeoutMs: 5_000, signal: aborts.signal }));
+    await flush();
+    expect(limiter.stats().waiting).toBe(101);
+    expect(clock.pending - before).toBe(101);
+    expect(clock.holds).toBe(1); // the process is held while they wait
+    await clock.advance(1_000);
+    expect(callers[0]!.error).toBeInstanceOf(CapacityExceededError);
+    expect(callers[1]!.settled).toBe(false);
+    aborts.abort(new Error('gone'));
+    await clock.advance(99);
+    expect(callers.every((c) => c.error instanceof CapacityExceededError)).toBe(true);
+    expect((withSignal.error as Error).message).toBe('gone');
+    expect(limiter.stats().waiting).toBe(0);
+    expect(clock.pending).toBe(before);
+    expect(clock.holds).toBe(0);
+    expect(pool.stats().counters).toMatchObject({ aborted: 1, acquired: 1 });
+    held.release();
     await pool.close();
   });
 });

@@ -13,19 +13,21 @@ describe('SlotWaiters', () => {
     const abort = new AbortController();
     const a = waiters.wait(request(10_000), () => new Error('a timed out'));
     const b = waiters.wait(request(10_000, abort.signal), () => new Error('b timed out'));
-    const c = waiters.wait(request(20), () => new Error('c timed out'));
+    const c = waiters.wait(request(20), (r) => new Error(`c timed out after ${r.timeoutMs} ms`));
     const d = waiters.wait(request(10_000), () => new Error('d timed out'));
     expect(waiters.length).toBe(4);
     const [wa, wb, , wd] = waiters.snapshot();
     abort.abort(new Error('b aborted'));
     await expect(b).rejects.toThrow('b aborted');
-    await expect(c).rejects.toThrow('c timed out');
+    await expect(c).rejects.toThrow('c timed out after 20 ms');
     expect(waiters.snapshot()).toEqual([wa, wd]);
     expect(waiters.has(wb!)).toBe(false);
 
-    wd!.resolve('for d');
+    expect(waiters.grant(wd!, 'for d')).toBe(true);
     await expect(d).resolves.toBe('for d');
     expect(waiters.has(wd!)).toBe(false);
+    expect(waiters.grant(wd!, 'again')).toBe(false); // served: a second value stays the caller's
+    expect(waiters.grant(wb!, 'late')).toBe(false); // aborted: likewise
     expect(waiters.snapshot()).toEqual([wa]);
     waiters.rejectAll(new Error('closed'));
     await expect(a).rejects.toThrow('closed');

@@ -1,4 +1,4 @@
-export { hookAbort } from './abort-hooks.js';
+export { type AbortHook, hookAbort, unhookAbort } from './abort-hooks.js';
 export { backoffMs, type Clock, EarliestTimer, ProcessHold, systemClock, type TimerHandle, Timers } from './clock.js';
 export {
   brandError,

@@ -145,5 +145,12 @@ export interface AdmissionLimiter {
    * the pool skip a round of the event loop and the deadline race that `admit()` gets.
    */
   tryAdmit?(request: AdmissionRequest): Admission | undefined;
+  /**
+   * Whether `admit()` settles by the request's deadline and its signal by itself, as an
+   * in-process limiter's wait does: the pool then races nothing against it. Without it (a Redis
+   * round trip hears no signal), the pool holds the deadline and the signal itself, and gives
+   * back an admission that answers after either.
+   */
+  readonly settlesByDeadline?: boolean;
   stats(): AdmissionStats;
 }

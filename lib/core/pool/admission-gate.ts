@@ -1,6 +1,13 @@
-import type { Admission, AdmissionLimiter, PoolCounters, PoolStats } from '../contracts/index.js';
+import type { Admission, AdmissionLimiter, AdmissionRequest, PoolCounters, PoolStats } from '../contracts/index.js';
 import type { AcquireOptions } from '../options/index.js';
-import { ConnectionsExhaustedError, hookAbort, PoolClosedError, type Timers } from '../common/index.js';
+import {
+  type AbortHook,
+  ConnectionsExhaustedError,
+  hookAbort,
+  PoolClosedError,
+  type Timers,
+  unhookAbort,
+} from '../common/index.js';
 import type { Lease } from './lease.js';
 
 /** What the gate needs of its pool. */
@@ -37,10 +44,34 @@ export class AdmissionGate<T> {
     // takes it over (no promise, timer or listener of the gate's own). A caller's signal takes the full path.
     if (limiter.tryAdmit !== undefined && options?.signal === undefined) {
       const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
-      const admission = limiter.tryAdmit({ pool: pool.name, key: options?.key, timeoutMs, signal: pool.closeSignal });
-      return admission === undefined ? this.#acquire(options, false) : pool.acquireConnection({ timeoutMs }, admission);
+      const request = { pool: pool.name, key: options?.key, timeoutMs, signal: pool.closeSignal };
+      const admission = limiter.tryAdmit(request);
+      if (admission !== undefined) return pool.acquireConnection({ timeoutMs }, admission);
+      return limiter.settlesByDeadline === true ? this.#waitFor(request) : this.#acquire(options, false);
     }
     return this.#acquire(options, true);
+  }
+
+  /**
+   * A wait that the limiter ends by the deadline and close() by itself, for a caller without a
+   * signal: no race, and no suspended function of the gate's own (thousands wait under overload,
+   * and what each holds is what the young generation's collector copies, stalling every call in
+   * flight while it does).
+   */
+  #waitFor(request: AdmissionRequest): Promise<Lease<T>> {
+    const pool = this.pool;
+    const started = pool.timers.now();
+    pool.hold();
+    return this.limiter.admit(request).then(
+      (admission) => {
+        pool.unhold();
+        return this.#connectionFor(admission, undefined, request.timeoutMs, started);
+      },
+      (err: unknown) => {
+        pool.unhold();
+        throw err;
+      },
+    );
   }
 
   /** Admission (waiting for it if the limiter does), then a connection. `tryFirst`: a slot free now was not looked for yet. */
@@ -53,16 +84,23 @@ export class AdmissionGate<T> {
     const both = signal === undefined ? undefined : this.#eitherSignal(signal);
     const stop = both?.signal ?? pool.closeSignal;
     const request = { pool: pool.name, key: options?.key, timeoutMs, signal: stop };
-    let admission: Admission;
+    let admission: Admission | undefined;
+    let held = false;
     try {
-      // A slot free now (an in-process limiter) is taken at once; otherwise the wait is raced.
-      admission =
-        (tryFirst ? limiter.tryAdmit?.(request) : undefined) ??
-        (await this.#admitWithin(limiter.admit(request), timeoutMs, stop));
+      // A slot free now (an in-process limiter) is taken at once. A wait that ends by the request's
+      // deadline and signal by itself is awaited as it is (a second timer, hook and promise for
+      // each of thousands of waiters is what a deep queue's collector copies). Any other is raced.
+      admission = tryFirst ? limiter.tryAdmit?.(request) : undefined;
+      if (admission === undefined && limiter.settlesByDeadline === true) {
+        pool.hold();
+        held = true;
+        admission = await limiter.admit(request);
+      } else admission ??= await this.#admitWithin(limiter.admit(request), timeoutMs, stop);
     } catch (err) {
       if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
       throw err;
     } finally {
+      if (held) pool.unhold();
       both?.unlink();
     }
     return this.#connectionFor(admission, signal, timeoutMs, started);
@@ -100,18 +138,17 @@ export class AdmissionGate<T> {
     pool.hold();
     return new Promise<Admission>((resolve, reject) => {
       let over = false;
-      let unhook: (() => void) | undefined;
       const settle = (): void => {
         over = true;
         pool.timers.clear(timer);
-        unhook?.();
+        unhookAbort(stop, onStop);
         pool.unhold();
       };
       const end = (err: unknown): void => {
         settle();
         reject(err);
       };
-      const onStop = () => end(stop.reason);
+      const onStop: AbortHook = { aborted: end };
       const timer = pool.timers.set(() => {
         pool.counters.timeouts++;
         end(new ConnectionsExhaustedError(pool.name, 'admission', timeoutMs, pool.stats()));
@@ -127,8 +164,8 @@ export class AdmissionGate<T> {
         },
       );
       // The pool's close signal, unless the caller gave one: shared by every waiter, hooked once.
-      if (stop.aborted) onStop();
-      else unhook = hookAbort(stop, onStop);
+      if (stop.aborted) end(stop.reason);
+      else hookAbort(stop, onStop);
     });
   }
 

@@ -175,6 +175,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return this.#shared === undefined ? this.#algorithm.limit : this.#shared.limit;
   }
 
+  /** In this process, its waits end by the request's deadline and signal (see `AdmissionLimiter`); through Redis, the pool holds them. */
+  get settlesByDeadline(): boolean {
+    return this.#local !== undefined;
+  }
+
   /** A slot now, in this process (shared through Redis, there is none without a call: undefined). */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
     if (this.#local === undefined || this.#paused() > 0) return undefined;

@@ -115,6 +115,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
   /** @internal Set by an adaptive limiter: its admissions learn. */
   [kLearner]: Learner | undefined;
+  /** What a wait refused by each limit rejects with at its deadline: one function for every waiter. */
+  readonly #refuseGlobal = (request: AdmissionRequest) => refusalError('global', request, this.#limits);
+  readonly #refuseKey = (request: AdmissionRequest) => refusalError('key', request, this.#limits);
 
   constructor(options: LimitOptions = {}) {
     this.#limits = resolveLimits(options);
@@ -138,6 +141,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
     this.#limits = { ...this.#limits, global };
     if (higher && this.#waiters.length > 0) this.#serveWaiters();
   }
+
+  /** Its waits end by the request's deadline and signal (see `AdmissionLimiter`). */
+  readonly settlesByDeadline = true;
 
   /** A slot now, if both limits have room and the key is valid; `admit()` says why not. */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
@@ -163,7 +169,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
       return Promise.reject(refusalError(refusal, request, this.#limits));
-    return this.#waiters.wait(request, () => refusalError(refusal, request, this.#limits));
+    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey);
   }
 
   stats(): LimiterStats {

@@ -1,26 +1,49 @@
 import {
+  type AbortHook,
   type AdmissionRequest,
   type Clock,
   hookAbort,
   type TimerHandle,
   Timers,
+  unhookAbort,
   Waiter,
   WaiterQueue,
 } from '../../core/index.js';
 
 /** A caller waiting for a slot until its deadline. */
-export interface SlotWaiter<V> {
+export interface SlotWaiter {
   readonly request: AdmissionRequest;
-  resolve(value: V): void;
 }
 
-/** A waiter of the engine's queue (O(1) removal anywhere), with its request and timer. */
-class Entry<V> extends Waiter<V> implements SlotWaiter<V> {
+/**
+ * A waiter of the engine's queue (O(1) removal anywhere), with its request and timer. Settled
+ * through its waiters, which take it out of the queue first; it is its own abort hook. It holds no
+ * closure but its timer's: thousands wait under overload, and what they hold is what the young
+ * generation's collector copies, stalling every call in flight while it does.
+ */
+class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
   timer: TimerHandle | undefined = undefined;
-  unhook: (() => void) | undefined = undefined;
 
-  constructor(readonly request: AdmissionRequest) {
+  constructor(
+    readonly request: AdmissionRequest,
+    readonly waiters: SlotWaiters<V>,
+    /** The error its deadline rejects it with. */
+    readonly refuse: (request: AdmissionRequest) => Error,
+  ) {
     super(request.timeoutMs);
+  }
+
+  override fail(err: unknown): void {
+    this.waiters.leave(this);
+    super.fail(err);
+  }
+
+  aborted(reason: unknown): void {
+    this.fail(reason);
+  }
+
+  expire(): void {
+    this.fail(this.refuse(this.request));
   }
 }
 
@@ -38,24 +61,31 @@ export class SlotWaiters<V> {
     return this.#queue.length;
   }
 
-  /** Waits until a slot is handed over (`resolve`), the request's deadline passes (rejects with `onTimeout()`), or its signal aborts. */
-  wait(request: AdmissionRequest, onTimeout: () => Error): Promise<V> {
+  /**
+   * Waits until a slot is handed over ({@link grant}, {@link serve}), the request's deadline
+   * passes (rejects with `refuse(request)`), or its signal aborts. `refuse` may be one function
+   * for every wait: it is handed the request.
+   */
+  wait(request: AdmissionRequest, refuse: (request: AdmissionRequest) => Error): Promise<V> {
     const { timeoutMs, signal } = request;
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const entry = new Entry<V>(request);
+    const entry = new Entry<V>(request, this, refuse);
     const promise = entry.promise();
-    // Whoever settles the entry (a slot, the deadline, an abort: resolve() or fail()) takes it out of the queue first.
-    const resolve = entry.resolve;
-    entry.resolve = (value) => {
-      this.#leave(entry);
-      resolve(value);
-    };
-    entry.timer = this.#timers.set(() => entry.fail(onTimeout()), timeoutMs);
+    entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
-    if (signal !== undefined) entry.unhook = hookAbort(signal, () => entry.fail(signal.reason));
+    if (signal !== undefined) hookAbort(signal, entry);
     this.#queue.push(entry);
     return promise;
+  }
+
+  /** Hands `value` to `waiter` if it still waits; false if it left (timed out or aborted): `value` is still the caller's. */
+  grant(waiter: SlotWaiter, value: V): boolean {
+    const entry = waiter as Entry<V>;
+    if (!entry.queued) return false;
+    this.leave(entry);
+    entry.resolve(value);
+    return true;
   }
 
   /**
@@ -63,7 +93,7 @@ export class SlotWaiters<V> {
    * (its key is full) or `false` once no slot is left for anyone. It costs the waiters granted and
    * passed over, not a copy of the queue: a release in front of thousands of waiters serves one.
    */
-  serve(grant: (w: SlotWaiter<V>) => V | undefined | false): void {
+  serve(grant: (w: SlotWaiter) => V | undefined | false): void {
     let granted: [Entry<V>, V][] | undefined;
     // Granted first, settled after: settling takes a waiter out of the queue being read.
     this.#queue.eachUntil((w) => {
@@ -72,16 +102,16 @@ export class SlotWaiters<V> {
       if (value !== undefined) (granted ??= []).push([w as Entry<V>, value]);
       return true;
     });
-    if (granted !== undefined) for (const [entry, value] of granted) entry.resolve(value);
+    if (granted !== undefined) for (const [entry, value] of granted) this.grant(entry, value);
   }
 
   /** The waiters in arrival order (a copy: serving one removes it). */
-  snapshot(): SlotWaiter<V>[] {
+  snapshot(): SlotWaiter[] {
     return this.#queue.toArray() as Entry<V>[];
   }
 
   /** Whether `waiter` is still waiting (not served, timed out or aborted). */
-  has(waiter: SlotWaiter<V>): boolean {
+  has(waiter: SlotWaiter): boolean {
     return (waiter as Entry<V>).queued;
   }
 
@@ -90,9 +120,12 @@ export class SlotWaiters<V> {
     for (const entry of this.snapshot()) (entry as Entry<V>).fail(err);
   }
 
-  #leave(entry: Entry<V>): void {
+  /** @internal Takes `entry` out: of the queue, its timer and its signal's hooks. Once settled, a no-op. */
+  leave(entry: Entry<V>): void {
+    if (!entry.queued) return;
     this.#queue.remove(entry);
     this.#timers.clear(entry.timer);
-    entry.unhook?.();
+    const signal = entry.request.signal;
+    if (signal !== undefined) unhookAbort(signal, entry);
   }
 }

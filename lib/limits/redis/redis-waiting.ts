@@ -53,7 +53,7 @@ export class RedisWaiting {
   wait(request: AdmissionRequest, refusal: Error): Promise<Admission> {
     this.#listen();
     this.#refusals.set(request, refusal);
-    const waiting = this.#waiters.wait(request, () => this.#refusals.get(request) ?? refusal);
+    const waiting = this.#waiters.wait(request, (r) => this.#refusals.get(r) ?? refusal);
     this.#schedulePoll();
     return waiting;
   }
@@ -69,8 +69,7 @@ export class RedisWaiting {
         const outcome = await this.host.attempt(w.request);
         if (!(outcome instanceof Error)) {
           // The waiter may have timed out during the call: then nobody would hold the lease.
-          if (this.#waiters.has(w)) w.resolve(outcome);
-          else outcome.release();
+          if (!this.#waiters.grant(w, outcome)) outcome.release();
           continue;
         }
         this.#refusals.set(w.request, outcome);
