@@ -126,11 +126,16 @@ async function runLive(
       t.limitSamples++;
     }
   }, 100);
-  const calls: Promise<unknown>[] = [];
+  // The calls still out (a settled one leaves: the run's garbage is not what it measures).
+  const calls = new Set<Promise<unknown>>();
+  const track = (p: Promise<unknown>) => {
+    calls.add(p);
+    void p.finally(() => calls.delete(p));
+  };
   // Closed-loop clients: each calls again as soon as its call ends, a service time later if refused.
   const clients = scenario.phases[0]!.clients ?? 0;
   for (let c = 0; c < clients; c++)
-    calls.push(
+    track(
       (async () => {
         while (now() < end) if (!(await call())) await sleep(scenario.serviceMs);
       })(),
@@ -144,7 +149,7 @@ async function runLive(
     capacity = p.capacity;
     if (p.arrivalsPerSec !== undefined)
       while (next <= now()) {
-        calls.push(call());
+        track(call());
         next += (-Math.log(1 - Math.random()) * 1_000) / p.arrivalsPerSec;
       }
     else next = now();
@@ -153,7 +158,7 @@ async function runLive(
   clearInterval(traced);
   clearInterval(ticker);
   loop.disable();
-  await Promise.allSettled(calls);
+  await Promise.allSettled([...calls]);
   await pool.close();
   await limiter.close();
   const loopDelayMs = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
