@@ -23,9 +23,10 @@ import { VirtualClock } from '../support/virtual-clock.js';
 import { TestReader } from '../support/test-reader.js';
 
 const USE = 'db.client.connection.use_time';
+const WAIT = 'db.client.connection.wait_time';
 const POOL = 'db.client.connection.pool.name';
 
-/** A reader on a new provider; `read()`: per scope, the metrics' names, and the use_time points by pool. */
+/** A reader on a new provider; `read()`: per scope, the metrics' names, and the use_time and wait_time points by pool. */
 function sdk(options: MetricReaderOptions = {}, views: ViewOptions[] = []) {
   const reader = new TestReader(options);
   const provider = new MeterProvider({ readers: [reader], views });
@@ -36,18 +37,20 @@ function sdk(options: MetricReaderOptions = {}, views: ViewOptions[] = []) {
       scope: s.scope.name,
       names: s.metrics.map((m) => m.descriptor.name),
     }));
-    const use = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.descriptor.name === USE);
-    const holds = new Map<string, { count: number; sum: number; temporality: AggregationTemporality }>();
-    for (const m of use)
-      for (const p of m.dataPoints) {
-        const v = p.value as { count: number; sum: number };
-        holds.set(String(p.attributes[POOL]), {
-          count: v.count,
-          sum: Math.round(v.sum * 1e6) / 1e6,
-          temporality: m.aggregationTemporality,
-        });
-      }
-    return { scopes, holds };
+    const points = (name: string) => {
+      const byPool = new Map<string, { count: number; sum: number; temporality: AggregationTemporality }>();
+      for (const m of resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.descriptor.name === name))
+        for (const p of m.dataPoints) {
+          const v = p.value as { count: number; sum: number };
+          byPool.set(String(p.attributes[POOL]), {
+            count: v.count,
+            sum: Math.round(v.sum * 1e6) / 1e6,
+            temporality: m.aggregationTemporality,
+          });
+        }
+      return byPool;
+    };
+    return { scopes, holds: points(USE), waits: points(WAIT) };
   };
   return { reader, provider, read, meter: provider.getMeter('app') };
 }
@@ -86,6 +89,18 @@ describe('timings, however OpenTelemetry is registered', () => {
     const logger = new RecordingLogger();
     const pool = await holds('wrapped', meter, logger, [8]);
     expect(recorded).toContainEqual([USE, 0.008]);
+    const moreClock = new VirtualClock();
+    const more = new ConnectionPool<FakeConnection>(new FakeConnector(), {
+      name: 'wrapped-3',
+      metrics: meter,
+      clock: moreClock,
+      logger,
+    });
+    (await more.acquire()).release(); // before any producer: through the Meter
+    expect(recorded.filter(([name]) => name === USE)).toEqual([
+      [USE, 0.008],
+      [USE, 0],
+    ]);
     expect(logger.warnings).toEqual([
       expect.stringMatching(
         /^pool "wrapped": its Meter does not show where its data goes, so its wait, use and create times are recorded one by one/,
@@ -99,8 +114,25 @@ describe('timings, however OpenTelemetry is registered', () => {
     expect(recorded.filter(([name]) => name === USE)).toEqual([]);
     expect((await read()).holds.get('wrapped-2')).toMatchObject({ count: 1, sum: 0.011 });
     expect(logger.warnings).toHaveLength(1);
-    await Promise.all([pool.close(), later.close()]);
-    await provider.shutdown();
+    // A pool made before the producer aggregates too, from its next lease on: its holds and waits
+    // of 0, which it then counts from its leases rather than records, are all there (the lease
+    // that made it change included), and none from before (they went through the Meter).
+    const { read: readMore, provider: other } = sdk({ metricProducers: [poolMetricProducer()] });
+    for (const ms of [0, 4, 0, 0, 9]) {
+      const done = more.use(() =>
+        ms === 0 ? undefined : new Promise<void>((resolve) => moreClock.setTimeout(resolve, ms)),
+      );
+      await moreClock.advance(ms);
+      await done;
+    }
+    const lease = await more.acquire(); // a wait of 0 told, its hold not yet
+    expect((await readMore()).holds.get('wrapped-3')).toMatchObject({ count: 5, sum: 0.013 });
+    lease.release();
+    expect((await readMore()).holds.get('wrapped-3')).toMatchObject({ count: 6, sum: 0.013 });
+    expect((await readMore()).waits.get('wrapped-3')).toMatchObject({ count: 6, sum: 0 });
+    expect(recorded).toEqual([]);
+    await Promise.all([pool.close(), later.close(), more.close()]);
+    await Promise.all([provider.shutdown(), other.shutdown()]);
   });
 
   it('on a plain MeterProvider, go to its reader through a producer the pool gives it, without a word', async () => {

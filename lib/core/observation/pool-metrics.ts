@@ -126,6 +126,12 @@ export interface MeasuredPool {
   stats(): PoolStats;
 }
 
+/** @internal A pool's own counts of its leases: one wait each as it is made, one hold each as it comes back. */
+export interface LeaseCounts {
+  readonly acquired: number;
+  readonly released: number;
+}
+
 /**
  * One pool's instruments. `waited`, `used` and `created` take milliseconds and record seconds;
  * the rest is observed from `stats()` when a reader collects.
@@ -144,6 +150,13 @@ export class PoolMetrics {
   readonly #aggregates: 'always' | 'with a producer' | 'never';
   /** Whether they are aggregated here now (see #aggregated). */
   #aggregating = false;
+  /**
+   * Whether a wait or hold of 0 may go unrecorded: aggregated here, the histograms count them
+   * from the pool's counts of its leases (a lease begun and ended in one turn is the commonest
+   * case, and then its timings cost no call at all). Until then, every value is recorded.
+   */
+  zerosCounted = false;
+  readonly #leases: LeaseCounts | undefined;
   /** Its three histograms, held directly: recording a value is on every acquire and release. */
   readonly #waited: TimingHistogram;
   readonly #used: TimingHistogram;
@@ -158,16 +171,26 @@ export class PoolMetrics {
     name: string,
     pool: MeasuredPool,
     logger?: PoolLogger,
+    leases?: LeaseCounts,
   ): PoolMetrics | undefined {
     const meter = meterOf(option);
-    return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool, logger);
+    return meter === null ? undefined : new PoolMetrics(meter, timings, name, pool, logger, leases);
   }
 
   /** Whether it times waits, holds and creates (`metricTimings`). */
   readonly timings: boolean;
 
-  constructor(meter: MetricsMeter, timings: boolean, name: string, pool: MeasuredPool, logger?: PoolLogger) {
+  /** `leases`: the pool's counts of its leases, if every lease from now on is timed (then zeros are counted from them). */
+  constructor(
+    meter: MetricsMeter,
+    timings: boolean,
+    name: string,
+    pool: MeasuredPool,
+    logger?: PoolLogger,
+    leases?: LeaseCounts,
+  ) {
     this.timings = timings;
+    this.#leases = leases;
     this.#attributes = { [POOL]: name };
     this.#series = {
       attributes: { [POOL]: name },
@@ -312,37 +335,49 @@ export class PoolMetrics {
     this.#parts.push(part);
   }
 
-  /** An acquire got its connection after `ms`. */
+  /** An acquire got its connection after `ms` (with {@link zerosCounted}, a wait of 0 need not be told). */
   waited(ms: number): void {
-    this.#time(this.#waited, this.#wait, ms);
+    this.#time(this.#waited, this.#wait, ms, 'wait');
   }
 
   /** An acquire got its connection at once: a wait of 0 (the same data as `waited(0)`, for less). */
   waitedNone(): void {
-    if (this.#aggregated()) this.#waited.recordZero();
+    if (this.#aggregated('wait')) this.#waited.recordZero();
     else this.#wait.record(0, this.#attributes);
   }
 
-  /** A lease was held `ms`. */
+  /** A lease was held `ms` (with {@link zerosCounted}, a hold of 0 need not be told). */
   used(ms: number): void {
-    this.#time(this.#used, this.#use, ms);
+    this.#time(this.#used, this.#use, ms, 'hold');
   }
 
   /** A connection took `ms` to open and be ready. */
   created(ms: number): void {
-    this.#time(this.#created, this.#create, ms);
+    this.#time(this.#created, this.#create, ms, undefined);
   }
 
   /** Seconds into the pool's own histogram for the producers, or through the Meter's (see #place). */
-  #time(own: TimingHistogram, instrument: TimingInstrument, ms: number): void {
-    if (this.#aggregated()) own.record(ms / 1000);
+  #time(own: TimingHistogram, instrument: TimingInstrument, ms: number, lease: 'wait' | 'hold' | undefined): void {
+    if (this.#aggregated(lease)) own.record(ms / 1000);
     else instrument.record(ms / 1000, this.#attributes);
   }
 
-  /** Whether the timings are aggregated here now: once they are, for good (producers are never unmade). */
-  #aggregated(): boolean {
+  /**
+   * Whether the timings are aggregated here now: once they are, for good (producers are never
+   * unmade). From then on, the wait and hold histograms count their zeros from the pool's counts of
+   * its leases; `lease` says which timing of a lease already counted is being told now (it is theirs).
+   */
+  #aggregated(lease: 'wait' | 'hold' | undefined): boolean {
     if (this.#aggregating) return true;
     const a = this.#aggregates;
-    return (this.#aggregating = a === 'always' || (a === 'with a producer' && timingsProduced()));
+    if (a === 'never' || (a === 'with a producer' && !timingsProduced())) return false;
+    this.#aggregating = true;
+    const leases = this.#leases;
+    if (leases !== undefined) {
+      this.#waited.zerosFrom(() => leases.acquired, lease === 'wait' ? 1 : 0);
+      this.#used.zerosFrom(() => leases.released, lease === 'hold' ? 1 : 0);
+      this.zerosCounted = true;
+    }
+    return true;
   }
 }

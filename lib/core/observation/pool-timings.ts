@@ -35,15 +35,39 @@ const MAX = 3;
 /**
  * Values recorded into fixed buckets: what a collection reads. Recording is on every acquire and
  * release, so it touches typed arrays only, and a wait of 0 (most acquires of a pool with room)
- * is one increment, counted into the rest when read.
+ * is one increment, counted into the rest when read; or, once its values are also counted
+ * elsewhere ({@link zerosFrom}), nothing at all.
  */
 export class TimingHistogram {
   readonly #counts = new Float64Array(LAST + 1);
   readonly #totals = Float64Array.of(0, 0, Infinity, -Infinity);
   /** Values of 0 recorded since the last read. */
   #zeros = 0;
+  /** A count of every value it is given, 0 or not (see zerosFrom), and what that count stood at before the first. */
+  #events: (() => number) | undefined = undefined;
+  #eventsBefore = 0;
+  #countingSince: HrTime | undefined = undefined;
+  #start: HrTime | undefined = undefined;
+
   /** When the first value was recorded (the series' start), or undefined before. */
-  start: HrTime | undefined;
+  get start(): HrTime | undefined {
+    // Counted elsewhere, a 0 leaves no trace here: the series starts when the counting did.
+    if (this.#start === undefined && this.#events !== undefined && this.#events() > this.#eventsBefore)
+      this.#start = this.#countingSince;
+    return this.#start;
+  }
+
+  /**
+   * From now on, `events()` counts every value this histogram is given, 0 or not (a pool's leases:
+   * one wait each, one hold each), and a 0 need not be recorded at all: a read counts the zeros as
+   * the events less the values recorded. `given` events already counted belong to it (the one under
+   * way). Call once, before any value.
+   */
+  zerosFrom(events: () => number, given = 0): void {
+    this.#events = events;
+    this.#eventsBefore = events() - given;
+    this.#countingSince = now();
+  }
 
   record(value: number): void {
     // A wait or hold of 0 (begun and ended in one turn, as leases are dated per turn) is the common value.
@@ -57,18 +81,19 @@ export class TimingHistogram {
     t[COUNT]!++;
     if (value < t[MIN]!) t[MIN] = value;
     if (value > t[MAX]!) t[MAX] = value;
-    if (this.start === undefined) this.start = now();
+    if (this.#start === undefined) this.#start = this.#countingSince ?? now();
   }
 
-  /** `record(0)`, for a wait that did not happen: the same data, for an increment. */
+  /** `record(0)`, for a wait that did not happen: the same data, for an increment (nothing, where zeros are counted elsewhere). */
   recordZero(): void {
-    if (this.#zeros++ === 0 && this.start === undefined) this.start = now();
+    if (this.#events !== undefined) return;
+    if (this.#zeros++ === 0 && this.#start === undefined) this.#start = now();
   }
 
   /** What was recorded: counts per bucket (a copy), sum, count, min and max (Infinity and -Infinity with none). */
   read(): { counts: Float64Array; sum: number; count: number; min: number; max: number } {
     const t = this.#totals;
-    const zeros = this.#zeros;
+    const zeros = this.#events === undefined ? this.#zeros : this.#events() - this.#eventsBefore - t[COUNT]!;
     if (zeros > 0) {
       this.#zeros = 0;
       this.#counts[0]! += zeros;

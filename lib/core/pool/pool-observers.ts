@@ -81,7 +81,8 @@ export class PoolObservers {
     const o = options;
     this.#dates = timers.clock.defer !== undefined ? new TurnClock(timers) : timers;
     this.health = new HealthWatch(o.name, o.logger);
-    this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool, o.logger);
+    // Every lease is timed while the metrics time (`timed` is for good): its zeros are the pool's counts of leases less the rest.
+    this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool, o.logger, counters);
     this.timed = this.metrics?.timings === true ? this.metrics : undefined;
     if (o.leakDetectionMs !== Infinity || o.maxHoldMs !== Infinity) {
       this.held = new HeldLeases(
@@ -116,9 +117,13 @@ export class PoolObservers {
    */
   timedLease<T>(owner: LeaseOwner<T>, conn: SharedConnection<T>, waiter: Waiter<Lease<T>> | undefined): Lease<T> {
     const now = this.#dates.now();
+    const timed = this.timed!;
     const queued = waiter?.since;
-    if (queued === undefined) this.timed!.waitedNone();
-    else this.timed!.waited(now > queued ? now - queued : 0);
+    // A wait of 0, counted from the pool's leases once the metrics aggregate: no call at all.
+    if (queued === undefined) {
+      if (!timed.zerosCounted) timed.waitedNone();
+    } else if (now > queued) timed.waited(now - queued);
+    else if (!timed.zerosCounted) timed.waited(0);
     return new Lease(owner, conn, undefined, now);
   }
 
@@ -132,12 +137,12 @@ export class PoolObservers {
       // A queued caller waited since its batch was stamped (a caller served before the stamp waited less than a turn).
       const queued = waiter?.since;
       if (queued === undefined) {
-        timed?.waitedNone();
+        if (timed?.zerosCounted === false) timed.waitedNone();
         watched?.wait.record(0);
       } else {
         // A batch dated mid-turn (every 256 callers) may be dated after the turn's time: a wait of 0.
         const waited = now > queued ? now - queued : 0;
-        timed?.waited(waited);
+        if (waited !== 0 || timed?.zerosCounted === false) timed?.waited(waited);
         watched?.wait.record(waited);
       }
     }
@@ -164,7 +169,9 @@ export class PoolObservers {
   }
 
   #held(ms: number): void {
-    this.timed?.used(ms);
+    const timed = this.timed;
+    // A hold of 0 (begun and ended in one turn), counted from the pool's leases once the metrics aggregate: no call at all.
+    if (timed !== undefined && (ms !== 0 || !timed.zerosCounted)) timed.used(ms);
     this.watches.counts?.hold.record(ms);
   }
 
