@@ -117,8 +117,11 @@ describe('AdaptiveLimiter shared through Redis, probing the latency without a qu
     const newcomer = await fleet.add();
     await sleep(5_000); // its own first probe would have come due after 20 windows (1.3 s when tried)
     expect(await fleet.meta('aprobe')).toBe(pinned);
-    expect(floor).toBeGreaterThanOrEqual(10);
-    expect(floor).toBeLessThan(15); // measured with no queue: the 10 ms calls, and timer noise
+    // Measured with no queue: the 10 ms calls, and timer noise. A 10 ms timer can fire up to a
+    // millisecond early as performance.now() reads it (libuv keeps whole milliseconds): a probe
+    // measured 9.93 once.
+    expect(floor).toBeGreaterThanOrEqual(9);
+    expect(floor).toBeLessThan(15);
     expect(newcomer.limit).toBeGreaterThanOrEqual(0.8 * C);
     await fleet.stop();
   }, 30_000);
