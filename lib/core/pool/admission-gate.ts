@@ -46,64 +46,63 @@ export class AdmissionGate<T> {
       const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
       const request = { pool: pool.name, key: options?.key, timeoutMs, signal: pool.closeSignal };
       const admission = limiter.tryAdmit(request);
-      if (admission !== undefined) return pool.acquireConnection({ timeoutMs }, admission);
-      return limiter.settlesByDeadline === true ? this.#waitFor(request) : this.#acquire(options, false);
+      return admission === undefined
+        ? this.#acquire(options, request)
+        : pool.acquireConnection({ timeoutMs }, admission);
     }
-    return this.#acquire(options, true);
+    return this.#acquire(options, undefined);
   }
 
   /**
-   * A wait that the limiter ends by the deadline and close() by itself, for a caller without a
-   * signal: no race, and no suspended function of the gate's own (thousands wait under overload,
-   * and what each holds is what the young generation's collector copies, stalling every call in
-   * flight while it does).
+   * Admission (waiting for it if the limiter does), then a connection. `tried`: the request a
+   * slot free now was already looked for with (a caller without a signal); undefined: look here.
+   * No suspended function of its own: under overload thousands wait, and what each holds is what
+   * the young generation's collector copies, stalling every call in flight while it does.
    */
-  #waitFor(request: AdmissionRequest): Promise<Lease<T>> {
-    const pool = this.pool;
-    const started = pool.timers.now();
-    pool.hold();
-    return this.limiter.admit(request).then(
-      (admission) => {
-        pool.unhold();
-        return this.#connectionFor(admission, undefined, request.timeoutMs, started);
-      },
-      (err: unknown) => {
-        pool.unhold();
-        throw err;
-      },
-    );
-  }
-
-  /** Admission (waiting for it if the limiter does), then a connection. `tryFirst`: a slot free now was not looked for yet. */
-  async #acquire(options: AcquireOptions | undefined, tryFirst: boolean): Promise<Lease<T>> {
+  #acquire(options: AcquireOptions | undefined, tried: AdmissionRequest | undefined): Promise<Lease<T>> {
     const { pool, limiter } = this;
     const started = pool.timers.now();
-    const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
     const signal = options?.signal;
     // close() ends a wait in the limiter; the caller's own signal does too.
     const both = signal === undefined ? undefined : this.#eitherSignal(signal);
-    const stop = both?.signal ?? pool.closeSignal;
-    const request = { pool: pool.name, key: options?.key, timeoutMs, signal: stop };
-    let admission: Admission | undefined;
-    let held = false;
+    const request = tried ?? {
+      pool: pool.name,
+      key: options?.key,
+      timeoutMs: options?.timeoutMs ?? pool.acquireTimeoutMs,
+      signal: both?.signal ?? pool.closeSignal,
+    };
+    const { timeoutMs } = request;
+    let admitting: Promise<Admission>;
     try {
-      // A slot free now (an in-process limiter) is taken at once. A wait that ends by the request's
-      // deadline and signal by itself is awaited as it is (a second timer, hook and promise for
-      // each of thousands of waiters is what a deep queue's collector copies). Any other is raced.
-      admission = tryFirst ? limiter.tryAdmit?.(request) : undefined;
-      if (admission === undefined && limiter.settlesByDeadline === true) {
-        pool.hold();
-        held = true;
-        admission = await limiter.admit(request);
-      } else admission ??= await this.#admitWithin(limiter.admit(request), timeoutMs, stop);
+      const free = tried === undefined ? limiter.tryAdmit?.(request) : undefined;
+      if (free !== undefined) {
+        both?.unlink();
+        return this.#connectionFor(free, signal, timeoutMs, started);
+      }
+      // A wait that ends by the request's deadline and signal by itself is taken as it is (a
+      // second timer, hook and promise for each waiter would be all that a race adds); any other is raced.
+      admitting =
+        limiter.settlesByDeadline === true
+          ? limiter.admit(request)
+          : this.#admitWithin(limiter.admit(request), timeoutMs, request.signal ?? pool.closeSignal);
     } catch (err) {
-      if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
-      throw err;
-    } finally {
-      if (held) pool.unhold();
       both?.unlink();
+      return Promise.reject(err);
     }
-    return this.#connectionFor(admission, signal, timeoutMs, started);
+    pool.hold();
+    return admitting.then(
+      (admission) => {
+        pool.unhold();
+        both?.unlink();
+        return this.#connectionFor(admission, signal, timeoutMs, started);
+      },
+      (err: unknown) => {
+        pool.unhold();
+        both?.unlink();
+        if (signal?.aborted && err === signal.reason) pool.counters.aborted++;
+        throw err;
+      },
+    );
   }
 
   /** A connection for an admitted caller, within what is left of its deadline; the admission goes back if none comes. */
@@ -135,14 +134,12 @@ export class AdmissionGate<T> {
    */
   #admitWithin(admitting: Promise<Admission>, timeoutMs: number, stop: AbortSignal): Promise<Admission> {
     const pool = this.pool;
-    pool.hold();
     return new Promise<Admission>((resolve, reject) => {
       let over = false;
       const settle = (): void => {
         over = true;
         pool.timers.clear(timer);
         unhookAbort(stop, onStop);
-        pool.unhold();
       };
       const end = (err: unknown): void => {
         settle();
