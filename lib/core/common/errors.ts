@@ -151,13 +151,15 @@ export class QueueFullError extends PoolError {
 }
 
 /** Why a global admission was refused. */
-export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members' | 'paused';
+export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members' | 'paused' | 'backlog';
 
 /**
  * The global admission limit is reached (HTTP 503). `reason`: `limit` (every slot is held),
  * `quarantine` (Redis restarted; live holders are re-registering), `unavailable` (Redis is
- * unreachable and the limiter fails closed), `members` (a pool group's member places), or
- * `paused` (the upstream answered with a Retry-After: an adaptive limiter admits nothing until then).
+ * unreachable and the limiter fails closed), `members` (a pool group's member places), `paused`
+ * (the upstream answered with a Retry-After: an adaptive limiter admits nothing until then), or
+ * `backlog` (every slot is held, and the callers already waiting for one would outlast this call's
+ * deadline: it is refused at once rather than at its deadline).
  */
 export class CapacityExceededError extends PoolError {
   constructor(
@@ -167,8 +169,16 @@ export class CapacityExceededError extends PoolError {
     readonly reason: CapacityReason = 'limit',
     /** With `unavailable`: why the limiter's store cannot be reached (its error as `cause`). */
     cause?: unknown,
-    /** With `members`: how long the call waited for a member place, or how many calls wait already. */
-    members?: { readonly waitedMs?: number; readonly waiting?: number },
+    /**
+     * With `members`: how long the call waited for a member place, or how many calls wait already.
+     * With `backlog`: how many calls wait already, served how fast, and the call's deadline.
+     */
+    members?: {
+      readonly waitedMs?: number;
+      readonly waiting?: number;
+      readonly servedPerSec?: number;
+      readonly deadlineMs?: number;
+    },
   ) {
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
     const wait =
@@ -183,6 +193,7 @@ export class CapacityExceededError extends PoolError {
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
       members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
       paused: `the upstream asked for a pause (Retry-After): admissions resume in ${Math.ceil(retryAfterMs)} ms`,
+      backlog: `the global limit of ${limit} concurrent leases is reached, and the ${members?.waiting} calls already waiting for a slot, served at ${Math.round(members?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(members?.deadlineMs ?? 0)} ms deadline; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

@@ -1,4 +1,5 @@
 import {
+  CapacityExceededError,
   systemClock,
   utilizationHealth,
   type Admission,
@@ -169,6 +170,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
       return Promise.reject(refusalError(refusal, request, this.#limits));
+    // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
+    if (refusal === 'global' && this.#waiters.outlasts(request.timeoutMs))
+      return Promise.reject(this.#backlog(request));
     return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey);
   }
 
@@ -190,6 +194,15 @@ export class LocalLimiter implements ConcurrencyLimiter {
   }
 
   async start(): Promise<void> {}
+
+  #backlog(request: AdmissionRequest): CapacityExceededError {
+    const { global, retryAfterMs } = this.#limits;
+    return new CapacityExceededError(request.pool, global, retryAfterMs, 'backlog', undefined, {
+      waiting: this.#waiters.length,
+      servedPerSec: this.#waiters.servedPerSec,
+      deadlineMs: request.timeoutMs,
+    });
+  }
 
   async close(): Promise<void> {}
 

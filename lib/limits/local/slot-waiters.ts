@@ -9,6 +9,7 @@ import {
   Waiter,
   WaiterQueue,
 } from '../../core/index.js';
+import { DrainRate } from './drain-rate.js';
 
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter {
@@ -52,13 +53,33 @@ export class SlotWaiters<V> {
   readonly #queue = new WaiterQueue<V>();
   /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
   readonly #timers: Timers;
+  /** How fast the queue is served while it stands. */
+  readonly #drain: DrainRate;
 
   constructor(clock: Clock) {
     this.#timers = new Timers(clock);
+    this.#drain = new DrainRate(clock);
   }
 
   get length(): number {
     return this.#queue.length;
+  }
+
+  /** Slots handed over per second while the queue has stood; 0 until it has stood a whole measure. */
+  get servedPerSec(): number {
+    return this.#drain.perMs * 1_000;
+  }
+
+  /**
+   * Whether the callers waiting now, served at the rate the queue has been, would keep a newcomer
+   * waiting past `timeoutMs`: it would be refused at its deadline, holding memory and a timer
+   * until then. Never while the rate is unknown (the queue has not stood, served, for a whole
+   * measure since it last emptied).
+   */
+  outlasts(timeoutMs: number): boolean {
+    const perMs = this.#drain.perMs;
+    // The newcomer's own slot is the one after every waiter's ahead of it.
+    return perMs > 0 && this.#queue.length + 1 > perMs * timeoutMs;
   }
 
   /**
@@ -75,6 +96,7 @@ export class SlotWaiters<V> {
     entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
     if (signal !== undefined) hookAbort(signal, entry);
+    if (this.#queue.length === 0) this.#drain.formed();
     this.#queue.push(entry);
     return promise;
   }
@@ -83,6 +105,7 @@ export class SlotWaiters<V> {
   grant(waiter: SlotWaiter, value: V): boolean {
     const entry = waiter as Entry<V>;
     if (!entry.queued) return false;
+    this.#drain.granted();
     this.leave(entry);
     entry.resolve(value);
     return true;
@@ -124,6 +147,7 @@ export class SlotWaiters<V> {
   leave(entry: Entry<V>): void {
     if (!entry.queued) return;
     this.#queue.remove(entry);
+    if (this.#queue.length === 0) this.#drain.emptied();
     this.#timers.clear(entry.timer);
     const signal = entry.request.signal;
     if (signal !== undefined) unhookAbort(signal, entry);
