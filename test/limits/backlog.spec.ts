@@ -2,9 +2,11 @@
 // of it, served at the rate it has been, would outlast that deadline; never before the queue has
 // stood, served, for a whole measure, and never once it has emptied until it stands again.
 import { describe, expect, it } from '@jest/globals';
-import { type Admission, CapacityExceededError, LocalLimiter } from '../../lib/index.js';
+import { type Admission, CapacityExceededError, ConnectionPool, LocalLimiter } from '../../lib/index.js';
 import { DRAIN_WINDOW_MS, DrainRate } from '../../lib/limits/local/drain-rate.js';
 import { SlotWaiters } from '../../lib/limits/local/slot-waiters.js';
+import { FakeConnector } from '../support/fake-connector.js';
+import { track } from '../support/harness.js';
 import { VirtualClock } from '../support/virtual-clock.js';
 
 /** What became of one caller, and when. */
@@ -111,6 +113,22 @@ describe('a queue that would outlast a deadline', () => {
     const again = call(20);
     await clock.advance(20);
     expect(again).toMatchObject({ at: clock.now(), reason: 'limit' });
+  });
+
+  it("reaches a caller of pool.use() as the limit's refusal, at once, and spares those that wait", async () => {
+    const clock = new VirtualClock();
+    const limiter = new LocalLimiter({ global: 1, wait: true, clock });
+    const pool = new ConnectionPool(new FakeConnector(), { name: 'api', clock, limiter });
+    const work = () => new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+    const waiting = Array.from({ length: 30 }, () => track(pool.use(work, { timeoutMs: 5_000 })));
+    await clock.advance(150); // served at 0.1 a millisecond: 15 done, 15 wait
+    const doomed = track(pool.use(work, { timeoutMs: 100 }));
+    await clock.advance(0);
+    expect(doomed.error).toBeInstanceOf(CapacityExceededError);
+    expect(doomed.error).toMatchObject({ reason: 'backlog', limit: 1, code: 'CAPACITY_EXCEEDED' });
+    await clock.advance(1_000);
+    expect(waiting.filter((c) => c.settled && c.error === undefined)).toHaveLength(30);
+    await pool.close();
   });
 });
 
