@@ -130,6 +130,17 @@ describe('a queue that would outlast a deadline', () => {
     expect(waiting.filter((c) => c.settled && c.error === undefined)).toHaveLength(30);
     await pool.close();
   });
+
+  it('says one call waiting as one', () => {
+    const error = new CapacityExceededError('api', 1, 1_000, 'backlog', undefined, {
+      waiting: 1,
+      servedPerSec: 2.4,
+      deadlineMs: 100.4,
+    });
+    expect(error.message).toBe(
+      `pool "api": the global limit of 1 concurrent leases is reached, and the call already waiting for a slot, served at 2 a second, would outlast this call's 100 ms deadline; retry later`,
+    );
+  });
 });
 
 describe('DrainRate', () => {

@@ -173,7 +173,7 @@ export class CapacityExceededError extends PoolError {
      * With `members`: how long the call waited for a member place, or how many calls wait already.
      * With `backlog`: how many calls wait already, served how fast, and the call's deadline.
      */
-    members?: {
+    figures?: {
       readonly waitedMs?: number;
       readonly waiting?: number;
       readonly servedPerSec?: number;
@@ -182,10 +182,10 @@ export class CapacityExceededError extends PoolError {
   ) {
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
     const wait =
-      members?.waitedMs !== undefined
-        ? ` for the whole ${Math.round(members.waitedMs)} ms this call waited for a place`
-        : members?.waiting !== undefined
-          ? `, and ${members.waiting} calls already wait for a place (maxWaiting)`
+      figures?.waitedMs !== undefined
+        ? ` for the whole ${Math.round(figures.waitedMs)} ms this call waited for a place`
+        : figures?.waiting !== undefined
+          ? `, and ${figures.waiting} calls already wait for a place (maxWaiting)`
           : ' now, so no new one can be made';
     const why = {
       limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
@@ -193,7 +193,7 @@ export class CapacityExceededError extends PoolError {
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
       members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
       paused: `the upstream asked for a pause (Retry-After): admissions resume in ${Math.ceil(retryAfterMs)} ms`,
-      backlog: `the global limit of ${limit} concurrent leases is reached, and the ${members?.waiting} calls already waiting for a slot, served at ${Math.round(members?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(members?.deadlineMs ?? 0)} ms deadline; retry later`,
+      backlog: `the global limit of ${limit} concurrent leases is reached, and the ${figures?.waiting === 1 ? 'call' : `${figures?.waiting} calls`} already waiting for a slot, served at ${Math.round(figures?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(figures?.deadlineMs ?? 0)} ms deadline; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }
