@@ -18,6 +18,7 @@ export {
   scrubbed,
   shown,
   Timers,
+  turnDates,
   unhookAbort,
   unknownKey,
   violation,

@@ -187,13 +187,14 @@ export class CapacityExceededError extends PoolError {
         : figures?.waiting !== undefined
           ? `, and ${figures.waiting} calls already wait for a place (maxWaiting)`
           : ' now, so no new one can be made';
+    const full = `the global limit of ${limit} concurrent leases is reached`;
     const why = {
-      limit: `the global limit of ${limit} concurrent leases is reached; retry later`,
+      limit: `${full}; retry later`,
       quarantine: `admissions pause for ${Math.ceil(retryAfterMs)} ms more while holders re-register after a Redis restart`,
       unavailable: `Redis is unreachable${detail} and the limiter fails closed; retry later`,
       members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
       paused: `the upstream asked for a pause (Retry-After): admissions resume in ${Math.ceil(retryAfterMs)} ms`,
-      backlog: `the global limit of ${limit} concurrent leases is reached, and the ${figures?.waiting === 1 ? 'call' : `${figures?.waiting} calls`} already waiting for a slot, served at ${Math.round(figures?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(figures?.deadlineMs ?? 0)} ms deadline; retry later`,
+      backlog: `${full}, and the ${figures?.waiting === 1 ? 'call' : `${figures?.waiting} calls`} already waiting for a slot, served at ${Math.round(figures?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(figures?.deadlineMs ?? 0)} ms deadline; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

@@ -38,3 +38,11 @@ export class TurnClock {
     this.#left = -1;
   };
 }
+
+/**
+ * What dates events of `timers`: the turn's time on a clock with turns (the real one), so that the
+ * events of a turn share one clock read; every read of the clock on one without (a virtual clock).
+ */
+export function turnDates(timers: Timers): { now(): number } {
+  return timers.clock.defer !== undefined ? new TurnClock(timers) : timers;
+}

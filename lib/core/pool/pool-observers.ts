@@ -1,4 +1,4 @@
-import { LeaseHeldTooLongError, type PoolLogger, type Timers, TurnClock } from '../common/index.js';
+import { LeaseHeldTooLongError, type PoolLogger, type Timers, turnDates } from '../common/index.js';
 import type { PoolCounters, PoolHealth } from '../contracts/index.js';
 import { events, HeldLeases, type MeasuredPool, PoolMetrics, PoolTimingWatches } from '../observation/index.js';
 import { Lease, LeaseWatch, type LeaseOwner } from './lease.js';
@@ -79,7 +79,7 @@ export class PoolObservers {
     changed: () => void = () => {},
   ) {
     const o = options;
-    this.#dates = timers.clock.defer !== undefined ? new TurnClock(timers) : timers;
+    this.#dates = turnDates(timers);
     this.health = new HealthWatch(o.name, o.logger);
     // Every lease is timed while the metrics time (`timed` is for good): its zeros are the pool's counts of leases less the rest.
     this.metrics = PoolMetrics.of(o.metrics, o.metricTimings, o.name, pool, o.logger, counters);

@@ -1,5 +1,3 @@
-import type { Clock } from '../../core/index.js';
-
 /** How long a queue must stand, served, before its rate is known: and the span of each measure after. */
 export const DRAIN_WINDOW_MS = 100;
 
@@ -8,8 +6,8 @@ export const DRAIN_WINDOW_MS = 100;
  * windows of {@link DRAIN_WINDOW_MS} while waiters stood throughout, each window's rate averaged
  * with the last. It is unknown (0) until the queue has stood, served, for a whole window, and
  * again from the moment the queue empties: a queue that forms later may meet another limit. A
- * window is closed by the first grant after its span, so the rate costs no timer and a clock read
- * only per grant, which happens only while callers wait.
+ * window is closed by the first grant after its span, so the rate costs no timer; its dates are
+ * the turn's (`turnDates`), so the grants of one release, or of one turn, share a clock read.
  */
 export class DrainRate {
   #perMs = 0;
@@ -17,7 +15,7 @@ export class DrainRate {
   #since = NaN;
   #granted = 0;
 
-  constructor(private readonly clock: Pick<Clock, 'now'>) {}
+  constructor(private readonly clock: { now(): number }) {}
 
   /** Slots handed over per millisecond; 0 while unknown. */
   get perMs(): number {

@@ -5,6 +5,7 @@ import {
   hookAbort,
   type TimerHandle,
   Timers,
+  turnDates,
   unhookAbort,
   Waiter,
   WaiterQueue,
@@ -58,7 +59,7 @@ export class SlotWaiters<V> {
 
   constructor(clock: Clock) {
     this.#timers = new Timers(clock);
-    this.#drain = new DrainRate(clock);
+    this.#drain = new DrainRate(turnDates(this.#timers));
   }
 
   get length(): number {
