@@ -16,7 +16,9 @@ class QuietReader extends MetricReader {
  * The warm exclusive cycle with metrics off and on (real SDK MeterProviders), 1 and 100 callers:
  * the gauges alone; the timings on a plain MeterProvider (its reader given a producer by the
  * pool); and, for what that spares, the timings kept in the SDK by a View (each value recorded
- * through the Meter).
+ * through the Meter). In this one process each configuration leaves its JIT feedback at the
+ * pool's call sites for the next, so the timings' 0.90× target is judged by
+ * {@link metricsFreshBench}, each variant in a process of its own.
  */
 export async function metricsBench(
   results: Record<string, unknown>,
@@ -67,7 +69,7 @@ export async function metricsBench(
       `metrics, exclusive, ${concurrency} caller(s)`,
       'with the timings, plain MeterProvider / off',
       `${(timed / off).toFixed(2)}×`,
-      `target ≥ 0.90×; ${((1 / timed - 1 / off) * 1e6).toFixed(2)} µs more per acquire + release`,
+      `${((1 / timed - 1 / off) * 1e6).toFixed(2)} µs more per acquire + release; the 0.90× target is judged in fresh processes`,
     ]);
     rows.push([
       `metrics, exclusive, ${concurrency} caller(s)`,
@@ -108,7 +110,7 @@ export async function metricsBench(
       `metrics, exclusive, ${concurrency} caller(s)`,
       'with the timings through the producer / off',
       `${(timed / off).toFixed(2)}×`,
-      `target ≥ 0.90×; ${((1 / timed - 1 / off) * 1e6).toFixed(2)} µs more per acquire + release`,
+      `${((1 / timed - 1 / off) * 1e6).toFixed(2)} µs more per acquire + release; the 0.90× target is judged in fresh processes`,
     ]);
     const clocked = best['metrics off, two clock reads per cycle (control)']!;
     out[`c${concurrency}`] = { ...(out[`c${concurrency}`] as object), clockReadsOverOff: clocked / off };

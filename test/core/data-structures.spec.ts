@@ -7,7 +7,7 @@ import { getEventListeners } from 'node:events';
 import { hookAbort, unhookAbort } from '../../lib/core/common/abort-hooks.js';
 import { backoffMs } from '../../lib/core/common/clock.js';
 import { systemClock, Timers, turnQueue, type Clock, type TimerHandle } from '../../lib/core/common/clock.js';
-import { TurnClock as LeaseDates, TURN_READS } from '../../lib/core/common/turn-clock.js';
+import { TurnClock as LeaseDates, TURN_READS, turnDates as eventDates } from '../../lib/core/common/turn-clock.js';
 import { ConnectionIndex } from '../../lib/core/connections/connection-index.js';
 import { ConnectionSet } from '../../lib/core/connections/connection-set.js';
 import { CreateBackoff } from '../../lib/core/connections/create-backoff.js';
@@ -398,6 +398,24 @@ describe('TurnClock (dates shared within a turn)', () => {
       expect(i - d).toBeLessThan(TURN_READS);
       if (i > 0) expect(d).toBeGreaterThanOrEqual(seen[i - 1]!);
     });
+  });
+
+  it('knows the date of its last read while the turn lasts, and none after', () => {
+    const { clock, dates, reads } = turnDates();
+    expect(dates.date).toBeNaN(); // nothing read yet
+    clock.t = 5;
+    dates.now();
+    clock.t = 9;
+    expect(dates.date).toBe(5);
+    expect(reads()).toBe(1); // asking for it reads nothing
+    clock.endTurn();
+    expect(dates.date).toBeNaN();
+    expect(dates.now()).toBe(9);
+    expect(dates.date).toBe(9);
+    // A clock without turns dates every event by a read of its own: no date is known to be now.
+    const every = eventDates(new Timers(new VirtualClock()));
+    every.now();
+    expect(every.date).toBeNaN();
   });
 
   it('on a clock without defer, ends the turn with a timer of its own', () => {

@@ -10,10 +10,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { setImmediate as immediate, setTimeout as sleep } from 'node:timers/promises';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { InstrumentType, MeterProvider, type ViewOptions } from '@opentelemetry/sdk-metrics';
 import { type Clock, ConnectionPool, POOL_CHANNELS, systemClock } from '../../lib/index.js';
+import { TURN_READS } from '../../lib/core/common/turn-clock.js';
+import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingLogger } from '../support/harness.js';
 import { TestReader } from '../support/test-reader.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 /** The timings' bucket bounds, ms (the pool's, in seconds, × 1000). */
 const BOUNDS_MS = [0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000];
@@ -194,5 +197,101 @@ describe('timings dated once per turn', () => {
     expect(logger.warnings.filter((w) => w.includes('Meter'))).toEqual([]); // the timings are aggregated, said nothing of
     await pool.close();
     await provider.shutdown();
+  });
+
+  /** A virtual clock with turns the test ends, counting its reads. */
+  class TurnedClock extends VirtualClock {
+    reads = 0;
+    readonly #deferred: (() => void)[] = [];
+    override now(): number {
+      this.reads++;
+      return super.now();
+    }
+    defer(fn: () => void): void {
+      this.#deferred.push(fn);
+    }
+    endTurn(): void {
+      for (const fn of this.#deferred.splice(0)) fn();
+    }
+  }
+
+  /** A warm pool of two connections on a clock with turns, its timings read by a real SDK reader (`views` on the MeterProvider). */
+  async function turnedPool(views: ViewOptions[] = []) {
+    const clock = new TurnedClock();
+    const reader = new TestReader();
+    const provider = new MeterProvider({ readers: [reader], views });
+    const logger = new RecordingLogger();
+    const pool = new ConnectionPool(new FakeConnector(), {
+      name: 'turned',
+      maxSize: 2,
+      minSize: 2,
+      clientLimit: 1,
+      clock,
+      logger,
+      metrics: provider.getMeter('test'),
+    });
+    await pool.warmup();
+    const holds = async () => {
+      const { resourceMetrics } = await reader.collect();
+      const metric = resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .find((m) => m.descriptor.name === 'db.client.connection.use_time');
+      const value = metric?.dataPoints[0]?.value as { buckets: { counts: number[] }; count: number; sum: number };
+      return value ?? { buckets: { counts: [] }, count: 0, sum: 0 };
+    };
+    const close = async () => {
+      await pool.close();
+      await provider.shutdown();
+    };
+    return { clock, pool, holds, logger, close };
+  }
+
+  it('a hold begun since the turn last read the clock is no time; any other is read and timed', async () => {
+    const { clock, pool, holds, close } = await turnedPool();
+    clock.endTurn();
+    (await pool.acquire()).release(); // in the turn it began: no time
+
+    const across = await pool.acquire();
+    clock.endTurn();
+    await clock.advance(30);
+    const reads = clock.reads;
+    across.release(); // its turn ended: the release reads the clock
+    expect(clock.reads).toBe(reads + 1);
+
+    // A long turn reads the clock again after TURN_READS dates: a hold begun before that read is timed.
+    clock.endTurn();
+    const long = await pool.acquire();
+    await clock.advance(12); // time moves, the turn does not end
+    for (let i = 0; i < TURN_READS; i++) (await pool.acquire()).release();
+    long.release();
+
+    const h = await holds();
+    expect(h.count).toBe(3 + TURN_READS);
+    expect(h.buckets.counts[0]).toBe(1 + TURN_READS); // the brief hold and the long turn's cycles: no time
+    expect(h.sum).toBeCloseTo(0.042, 9); // 30 ms, then 12 ms: each read, neither lost
+    expect(h.buckets.counts[7]).toBe(1); // 30 ms: in (25, 50] ms
+    expect(h.buckets.counts[6]).toBe(1); // 12 ms: in (10, 25] ms
+    await close();
+  });
+
+  it('a hold of no time is still told where zeros are not counted from the leases: a View, a watch', async () => {
+    const view = { instrumentType: InstrumentType.HISTOGRAM, instrumentName: 'db.client.connection.*' };
+    const viewed = await turnedPool([view]);
+    expect(viewed.logger.warnings.join('\n')).toContain('View'); // recorded through the SDK, as the View asks
+    viewed.clock.endTurn();
+    for (let i = 0; i < 3; i++) (await viewed.pool.acquire()).release();
+    expect(await viewed.holds()).toMatchObject({ count: 3, sum: 0 });
+    await viewed.close();
+
+    // Aggregated (zeros counted from the leases), but watched: the watch counts each hold itself.
+    const watched = await turnedPool();
+    const watch = watched.pool.watchTimings();
+    watched.clock.endTurn();
+    for (let i = 0; i < 3; i++) (await watched.pool.acquire()).release();
+    expect(watch.read().hold.total).toBe(3);
+    expect(watch.read().hold.counts[0]).toBe(3);
+    expect(await watched.holds()).toMatchObject({ count: 3, sum: 0 });
+    watch.stop();
+    await watched.close();
   });
 });

@@ -34,4 +34,4 @@ export {
 } from './option-rules.js';
 export { messageOf, scrub, scrubbed } from './scrub.js';
 export { TurnStamps } from './turn-stamps.js';
-export { TurnClock, turnDates, TURN_READS } from './turn-clock.js';
+export { type EventDates, TurnClock, turnDates, TURN_READS } from './turn-clock.js';

@@ -16,33 +16,60 @@ export const TURN_READS = 64;
  * milliseconds does not see, and a lease begun and ended in one turn, held for no I/O, reads as
  * held for no time. Dates only move forward.
  */
-export class TurnClock {
-  #at = 0;
+export class TurnClock implements EventDates {
+  /** The clock's last read, while its turn lasts; NaN once the turn has ended (and before the first read). */
+  #date = NaN;
   /** Dates the last read may still give; -1: none until the next read, which is the turn's first. */
   #left = -1;
 
   constructor(readonly timers: Timers) {}
 
+  /**
+   * The date the clock last read, while its turn lasts; NaN once the turn has ended. A date equal
+   * to it was given since that read, in this turn: a span from it to now is no time at this
+   * clock's resolution, and telling so takes no date.
+   */
+  get date(): number {
+    return this.#date;
+  }
+
   now(): number {
     const left = this.#left;
     if (left > 0) {
       this.#left = left - 1;
-      return this.#at;
+      return this.#date;
     }
     if (left < 0) this.timers.defer(this.#turnEnded);
     this.#left = TURN_READS - 1;
-    return (this.#at = this.timers.now());
+    return (this.#date = this.timers.now());
   }
 
   readonly #turnEnded = (): void => {
     this.#left = -1;
+    this.#date = NaN;
   };
+}
+
+/** What dates events: {@link TurnClock}, or every read of a clock. */
+export interface EventDates {
+  now(): number;
+  /** A date that a span from it to now is known to be no time; NaN when none is (see {@link TurnClock.date}). */
+  readonly date: number;
+}
+
+/** Each date a read of the clock: no date is known to be now without one. */
+class EveryRead implements EventDates {
+  readonly date = NaN;
+  constructor(readonly timers: Timers) {}
+  now(): number {
+    return this.timers.now();
+  }
 }
 
 /**
  * What dates events of `timers`: the turn's time on a clock with turns (the real one), so that the
  * events of a turn share one clock read; every read of the clock on one without (a virtual clock).
  */
-export function turnDates(timers: Timers): { now(): number } {
-  return timers.clock.defer !== undefined ? new TurnClock(timers) : timers;
+export function turnDates(timers: Timers): EventDates {
+  return timers.clock.defer !== undefined ? new TurnClock(timers) : new EveryRead(timers);
 }

@@ -1,4 +1,4 @@
-import { LeaseHeldTooLongError, type PoolLogger, type Timers, turnDates } from '../common/index.js';
+import { type EventDates, LeaseHeldTooLongError, type PoolLogger, type Timers, turnDates } from '../common/index.js';
 import type { PoolCounters, PoolHealth } from '../contracts/index.js';
 import { events, HeldLeases, type MeasuredPool, PoolMetrics, PoolTimingWatches } from '../observation/index.js';
 import { Lease, LeaseWatch, type LeaseOwner } from './lease.js';
@@ -68,7 +68,7 @@ export class PoolObservers {
    * What dates leases: the turn's time on a clock with turns (the real one), so that the leases of
    * a turn share one clock read; every read of the clock on one without (a virtual clock).
    */
-  readonly #dates: { now(): number };
+  readonly #dates: EventDates;
 
   constructor(
     options: ResolvedOptions,
@@ -165,6 +165,11 @@ export class PoolObservers {
 
   /** A timed lease that is not tracked is back, begun at `since`: the checkin's one step. */
   timedBack(since: number): void {
+    // Begun since the turn's clock was last read: held for no time at the turn's resolution. A hold
+    // of 0 is counted from the pool's leases once the metrics aggregate, so no date is needed at all.
+    const timed = this.timed;
+    if (since === this.#dates.date && timed !== undefined && timed.zerosCounted && this.watches.counts === undefined)
+      return;
     this.#held(this.#dates.now() - since);
   }
 
