@@ -400,22 +400,27 @@ describe('TurnClock (dates shared within a turn)', () => {
     });
   });
 
-  it('knows the date of its last read while the turn lasts, and none after', () => {
+  it('tells a span from the date of its last read as no time while the turn lasts, without a read, and reads for any other', () => {
     const { clock, dates, reads } = turnDates();
-    expect(dates.date).toBeNaN(); // nothing read yet
+    expect(dates.elapsed(0)).toBe(0);
+    expect(reads()).toBe(1); // nothing read yet: no date is the turn's, so a span takes a read
+    clock.endTurn();
     clock.t = 5;
     dates.now();
     clock.t = 9;
-    expect(dates.date).toBe(5);
-    expect(reads()).toBe(1); // asking for it reads nothing
+    expect(dates.elapsed(5)).toBe(0); // the turn's read: no time at the turn's resolution
+    expect(dates.elapsed(2)).toBe(3); // another date: up to the turn's
+    expect(reads()).toBe(2); // asking read nothing more
     clock.endTurn();
-    expect(dates.date).toBeNaN();
-    expect(dates.now()).toBe(9);
-    expect(dates.date).toBe(9);
+    expect(dates.elapsed(5)).toBe(4); // the turn ended: its date is no longer now
+    expect(reads()).toBe(3);
+    expect(dates.elapsed(9)).toBe(0);
     // A clock without turns dates every event by a read of its own: no date is known to be now.
-    const every = eventDates(new Timers(new VirtualClock()));
-    every.now();
-    expect(every.date).toBeNaN();
+    const plain = new VirtualClock();
+    const every = eventDates(new Timers(plain));
+    const at = every.now();
+    plain.advanceNow(7);
+    expect(every.elapsed(at)).toBe(7);
   });
 
   it('on a clock without defer, ends the turn with a timer of its own', () => {

@@ -25,12 +25,12 @@ export class TurnClock implements EventDates {
   constructor(readonly timers: Timers) {}
 
   /**
-   * The date the clock last read, while its turn lasts; NaN once the turn has ended. A date equal
-   * to it was given since that read, in this turn: a span from it to now is no time at this
-   * clock's resolution, and telling so takes no date.
+   * The time from `date`, one of its dates, to now. From the date of its last read, while the turn
+   * lasts, that is no time at the turn's resolution, and it takes no date (nor one of the
+   * {@link TURN_READS} that the read may give).
    */
-  get date(): number {
-    return this.#date;
+  elapsed(date: number): number {
+    return date === this.#date ? 0 : this.now() - date;
   }
 
   now(): number {
@@ -53,16 +53,18 @@ export class TurnClock implements EventDates {
 /** What dates events: {@link TurnClock}, or every read of a clock. */
 export interface EventDates {
   now(): number;
-  /** A date that a span from it to now is known to be no time; NaN when none is (see {@link TurnClock.date}). */
-  readonly date: number;
+  /** The time from `date`, one of its dates, to now. */
+  elapsed(date: number): number;
 }
 
-/** Each date a read of the clock: no date is known to be now without one. */
+/** Each date a read of the clock. */
 class EveryRead implements EventDates {
-  readonly date = NaN;
   constructor(readonly timers: Timers) {}
   now(): number {
     return this.timers.now();
+  }
+  elapsed(date: number): number {
+    return this.timers.now() - date;
   }
 }
 

@@ -165,12 +165,8 @@ export class PoolObservers {
 
   /** A timed lease that is not tracked is back, begun at `since`: the checkin's one step. */
   timedBack(since: number): void {
-    // Begun since the turn's clock was last read: held for no time at the turn's resolution. A hold
-    // of 0 is counted from the pool's leases once the metrics aggregate, so no date is needed at all.
-    const timed = this.timed;
-    if (since === this.#dates.date && timed !== undefined && timed.zerosCounted && this.watches.counts === undefined)
-      return;
-    this.#held(this.#dates.now() - since);
+    // A lease begun since the turn's clock last read, the commonest, was held for no time and takes no date.
+    this.#held(this.#dates.elapsed(since));
   }
 
   #held(ms: number): void {
