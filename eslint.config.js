@@ -5,18 +5,7 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   {
     ignores: [
-      'dist/',
-      'dist-all/',
-      'dist-bench/',
-      'dist-sample/',
-      'dist-test/',
-      'dist-test-fleet/',
-      'dist-test-knee/',
-      'dist-test-knee-fleet/',
-      'dist-test-fleet-budget/',
-      'dist-test-fleet-faults/',
-      'dist-chaos/',
-      'dist-qos/',
+      'dist*/', // every build and compiled test fixture
       'qos-report/',
       'coverage/',
       'node_modules/',

@@ -26,5 +26,14 @@ export {
 export { type BudgetMember, type ConnectionBudget, kBudget, kMember, type MemberSide } from './contracts/index.js';
 export { events, meterOf, meterRule, observeEach } from './observation/index.js';
 export { checkedOnce, CONNECTIONS, resolveOptions } from './options/index.js';
-export { findScope, kUseOn, type MethodBody, type MethodPool, useOn } from './pool/index.js';
+export {
+  findScope,
+  kConnector,
+  kEnterUnit,
+  kUseOn,
+  type MethodBody,
+  type MethodPool,
+  type ScopeUnit,
+  useOn,
+} from './pool/index.js';
 export { LinkedQueue, type QueueNode, Waiter, WaiterQueue } from './waiting/index.js';

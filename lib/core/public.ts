@@ -21,6 +21,7 @@ export {
   QueueFullError,
   scrub,
   scrubbingLogger,
+  ScopeTurnTimeoutError,
   SelfDeadlockError,
   systemClock,
   type TimerHandle,

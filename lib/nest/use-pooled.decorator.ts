@@ -156,6 +156,8 @@ function wrapPromise(method: Method, call: PooledCall): Method {
     }
     return result;
   };
+  // What errors about the scope call it (a unit of work that waited too long names its method).
+  Object.defineProperty(body, 'scopeName', { value: `@UsePooled('${call.pool}') on ${call.where}` });
   return function (this: unknown, ...args: unknown[]) {
     return call.run(this, args, body);
   };

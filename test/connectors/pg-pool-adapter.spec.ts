@@ -20,46 +20,19 @@ import {
 } from '../../lib/index.js';
 import { asPgPool, pgConnector, type PgConnectorOptions } from '../../lib/connectors/pg/index.js';
 import { boot } from '../support/nest.js';
+import { DATABASE_URL as URL, PgLedger } from '../support/pg-ledger.js';
 import { until } from '../support/wait.js';
 import { TestReader } from '../support/test-reader.js';
 
-const URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const ACCOUNTS = 'nsp_adapter_accounts';
 const NOTES = 'nsp_adapter_notes';
 const START = 1_000;
 const COUNT = 50;
-
+const ledger = new PgLedger(ACCOUNTS, NOTES, COUNT, START);
 const quiet: PoolLogger = { warn: () => {}, error: () => {} };
-let observer: pg.Client;
 
-beforeAll(async () => {
-  observer = new pg.Client(URL);
-  await observer.connect();
-  await observer.query(`CREATE TABLE IF NOT EXISTS ${NOTES} (id serial PRIMARY KEY, who text NOT NULL)`);
-});
-
-afterAll(async () => {
-  await observer.query(`DROP TABLE IF EXISTS ${ACCOUNTS}; DROP TABLE IF EXISTS ${NOTES}`);
-  await observer.end();
-});
-
-async function freshAccounts(): Promise<void> {
-  await observer.query(`DROP TABLE IF EXISTS ${ACCOUNTS}`);
-  await observer.query(
-    `CREATE TABLE ${ACCOUNTS} (id integer PRIMARY KEY, balance integer NOT NULL CHECK (balance >= 0))`,
-  );
-  await observer.query(`INSERT INTO ${ACCOUNTS} SELECT i, ${START} FROM generate_series(1, ${COUNT}) i`);
-}
-
-async function total(): Promise<number> {
-  return Number((await observer.query<{ s: string }>(`SELECT sum(balance) AS s FROM ${ACCOUNTS}`)).rows[0]!.s);
-}
-
-async function rowsOf(who: string): Promise<number> {
-  return Number(
-    (await observer.query<{ n: string }>(`SELECT count(*) AS n FROM ${NOTES} WHERE who = $1`, [who])).rows[0]!.n,
-  );
-}
+beforeAll(() => ledger.open());
+afterAll(() => ledger.close());
 
 /** A pool as production runs it: a deadline on every acquire, a limit in front, metrics through an SDK. */
 function productionPool(connector: PgConnectorOptions = {}) {
@@ -79,17 +52,6 @@ function productionPool(connector: PgConnectorOptions = {}) {
   return { pool, limiter, metricNames };
 }
 
-/** `n` transfers between random accounts (seeded), ordered locks, one in nine failing on purpose. */
-function transfers(n: number): { from: number; to: number; amount: number; fails: boolean }[] {
-  let seed = 7;
-  const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
-  return Array.from({ length: n }, (_, i) => {
-    const from = 1 + Math.floor(next() * COUNT);
-    const to = 1 + ((from + Math.floor(next() * (COUNT - 1))) % COUNT);
-    return { from, to, amount: 1 + Math.floor(next() * 50), fails: i % 9 === 4 };
-  });
-}
-
 interface Db {
   [ACCOUNTS]: { id: number; balance: number };
   [NOTES]: { id: Generated<number>; who: string };
@@ -97,11 +59,11 @@ interface Db {
 
 describe('asPgPool: Kysely', () => {
   it('a few thousand concurrent transfers keep the sum, with a deadline, a limit and metrics on', async () => {
-    await freshAccounts();
+    await ledger.freshAccounts();
     const { pool, limiter, metricNames } = productionPool();
     const db = new Kysely<Db>({ dialect: new PostgresDialect({ pool: asPgPool(pool) }) });
     const outcomes = await Promise.allSettled(
-      transfers(2_500).map(({ from, to, amount, fails }) =>
+      ledger.transfers(2_500).map(({ from, to, amount, fails }) =>
         db.transaction().execute(async (trx) => {
           const ids = [from, to].sort((a, b) => a - b);
           const rows = await trx
@@ -133,7 +95,7 @@ describe('asPgPool: Kysely', () => {
       true,
     );
     expect(failed.length).toBe(Math.ceil((2_500 - 4) / 9));
-    expect(await total()).toBe(START * COUNT);
+    expect(await ledger.total()).toBe(START * COUNT);
     expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0, counters: { resetFailures: 0, timeouts: 0 } });
     expect(limiter.stats()).toMatchObject({ held: 0, waiting: 0 });
     expect(await metricNames()).toEqual(
@@ -158,8 +120,8 @@ describe('asPgPool: Kysely', () => {
       }),
     ).rejects.toThrow('a bug before COMMIT');
     await db.insertInto(NOTES).values({ who: 'kysely-next' }).execute();
-    expect(await rowsOf('kysely-next')).toBe(1);
-    expect(await rowsOf('kysely-lost')).toBe(0);
+    expect(await ledger.rowsOf('kysely-next')).toBe(1);
+    expect(await ledger.rowsOf('kysely-lost')).toBe(0);
     await db.destroy();
   });
 });
@@ -168,11 +130,11 @@ describe('asPgPool: Drizzle', () => {
   const accounts = pgTable(ACCOUNTS, { id: integer('id').primaryKey(), balance: integer('balance').notNull() });
 
   it('a few thousand concurrent transfers keep the sum, with a deadline, a limit and metrics on', async () => {
-    await freshAccounts();
+    await ledger.freshAccounts();
     const { pool, limiter, metricNames } = productionPool();
     const db = drizzle({ client: asPgPool(pool) });
     const outcomes = await Promise.allSettled(
-      transfers(2_500).map(({ from, to, amount, fails }) =>
+      ledger.transfers(2_500).map(({ from, to, amount, fails }) =>
         db.transaction(async (tx) => {
           const ids = [from, to].sort((a, b) => a - b);
           const rows = await tx.execute<{ id: number; balance: number }>(
@@ -198,7 +160,7 @@ describe('asPgPool: Drizzle', () => {
       true,
     );
     expect(failed.length).toBe(Math.ceil((2_500 - 4) / 9));
-    expect(await total()).toBe(START * COUNT);
+    expect(await ledger.total()).toBe(START * COUNT);
     // Outside a transaction, a plain query runs on a connection of its own.
     expect((await db.select().from(accounts).where(eq(accounts.id, 1))).length).toBe(1);
     expect(pool.stats()).toMatchObject({ clients: 0, waiting: 0, counters: { resetFailures: 0, timeouts: 0 } });
@@ -259,13 +221,13 @@ describe('asPgPool: scopes and sessions', () => {
       ],
       providers: [Ledger],
     });
-    const ledger = moduleRef.get(Ledger);
-    const err = (await ledger.threeWritesThenBug('scope').catch((e: unknown) => e)) as Error & { pids: number[] };
+    const service = moduleRef.get(Ledger);
+    const err = (await service.threeWritesThenBug('scope').catch((e: unknown) => e)) as Error & { pids: number[] };
     expect(err.message).toBe('a bug before COMMIT');
     expect(new Set(err.pids).size).toBe(1);
-    await ledger.write('scope-after');
-    for (const who of ['scope-kysely', 'scope-drizzle']) expect(await rowsOf(who)).toBe(0);
-    expect(await rowsOf('scope-after')).toBe(1);
+    await service.write('scope-after');
+    for (const who of ['scope-kysely', 'scope-drizzle']) expect(await ledger.rowsOf(who)).toBe(0);
+    expect(await ledger.rowsOf('scope-after')).toBe(1);
   });
 
   it("with the session reset, a tenant's setting never reaches another through the face: 20 tenants, 500 calls, 0 leaks", async () => {
@@ -292,7 +254,7 @@ describe('asPgPool: scopes and sessions', () => {
     await face.end();
   });
 
-  it('release(err) retires the connection; a second release does nothing; the counts follow the pool', async () => {
+  it('release(err) retires the connection; a second release throws, as pg.Pool does; the counts follow the pool', async () => {
     const pool = new ConnectionPool(pgConnector(URL), { name: 'face-counts', maxSize: 2, logger: quiet });
     const face = asPgPool(pool, { closeOnEnd: false });
     const a = await face.connect();
@@ -303,7 +265,7 @@ describe('asPgPool: scopes and sessions', () => {
     });
     const pid = (await a.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     a.release(new Error('broken'));
-    a.release();
+    expect(() => a.release()).toThrow('Release called on client which has already been released to the pool.');
     await until(() => pool.stats().counters.retiredBy.failed === 1);
     const b = await face.connect();
     expect((await b.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid).not.toBe(pid);

@@ -9,7 +9,7 @@ import {
   type Connector,
   type Lease,
 } from '../../lib/index.js';
-import type { FakeConnection } from '../support/fake-connector.js';
+import { FakeConnector, type FakeConnection } from '../support/fake-connector.js';
 import { makePool, RecordingLogger, track } from '../support/harness.js';
 import { flush, VirtualClock } from '../support/virtual-clock.js';
 
@@ -257,6 +257,69 @@ describe('a sustained outage opens the breaker', () => {
     await clock.advance(1);
     expect(caller.error).toBeInstanceOf(ConnectionsExhaustedError);
     expect(((caller.error as Error).cause as Error).message).toMatch(/ECONNREFUSED/);
+    await pool.close();
+  });
+});
+
+describe('a create failure that retrying cannot mend (the connector says permanent)', () => {
+  const permanentIf = (connector: FakeConnector) =>
+    Object.assign(connector, {
+      isPermanent: (err: unknown) => (err as Error).message.startsWith('password authentication'),
+    });
+
+  it('fails the waiting caller at once with it, and the next caller too, until a create succeeds', async () => {
+    const connector = permanentIf(new FakeConnector());
+    const { pool, clock } = makePool({ maxSize: 1 }, connector);
+    connector.failCreates(2, 'password authentication failed for user "app"');
+    const first = track(pool.acquire({ timeoutMs: 30_000 }));
+    await clock.advance(1);
+    expect(first.error).toBeInstanceOf(ConnectionFailedError);
+    expect(((first.error as Error).cause as Error).message).toMatch(/create failed: password authentication failed/);
+    expect(pool.stats().breaker).toBe('open');
+    // During the backoff a caller fails fast, without a create; past it, its create probes.
+    const second = track(pool.acquire({ timeoutMs: 30_000 }));
+    await clock.advance(0);
+    expect(second.error).toBeInstanceOf(ConnectionFailedError);
+    expect(connector.created + connector.createSteps.length).toBe(1);
+    await clock.advance(15);
+    const third = track(pool.acquire({ timeoutMs: 30_000 }));
+    await clock.advance(1);
+    expect(third.error).toBeInstanceOf(ConnectionFailedError);
+    expect(connector.createSteps.length).toBe(0);
+    // The password is fixed: the next probe succeeds and closes the breaker.
+    await clock.advance(30);
+    const fourth = track(pool.acquire({ timeoutMs: 30_000 }));
+    await until(clock, () => fourth.settled, 1_000, 1);
+    expect(fourth.error).toBeUndefined();
+    expect(pool.stats().breaker).toBe('closed');
+    (fourth.value as Lease<FakeConnection>).release();
+    await pool.close();
+  });
+
+  it('a transient failure beside it is still retried within the deadline', async () => {
+    const connector = permanentIf(new FakeConnector());
+    const { pool, clock } = makePool({ maxSize: 1 }, connector);
+    connector.failCreates(3);
+    const caller = track(pool.acquire({ timeoutMs: 30_000 }));
+    await until(clock, () => caller.settled, 10_000);
+    expect(caller.error).toBeUndefined();
+    (caller.value as Lease<FakeConnection>).release();
+    await pool.close();
+  });
+
+  it('an isPermanent() that throws is logged, and the failure counts as transient', async () => {
+    const connector = Object.assign(new FakeConnector(), {
+      isPermanent: () => {
+        throw new Error('a bug in isPermanent');
+      },
+    });
+    const { pool, clock, logger } = makePool({ maxSize: 1 }, connector);
+    connector.failCreates(1);
+    const caller = track(pool.acquire({ timeoutMs: 30_000 }));
+    await until(clock, () => caller.settled, 10_000);
+    expect(caller.error).toBeUndefined();
+    expect(logger.errors.some((m) => m.includes('connector.isPermanent() threw (a bug in isPermanent)'))).toBe(true);
+    (caller.value as Lease<FakeConnection>).release();
     await pool.close();
   });
 });

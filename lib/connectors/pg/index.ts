@@ -1,3 +1,9 @@
 // nestjs-shared-pool/connectors/pg: PostgreSQL through `pg` (an optional peer dependency).
-export { isPgConnectionError, pgConnector, type PgConnectorOptions, type PgReset } from './pg-connector.js';
+export {
+  isPgConnectionError,
+  isPgPermanentError,
+  pgConnector,
+  type PgConnectorOptions,
+  type PgReset,
+} from './pg-connector.js';
 export { asPgPool, type PgPoolAdapterOptions } from './pg-pool-adapter.js';

@@ -1,5 +1,14 @@
 import pg from 'pg';
-import { type Connector, type CreateContext, is, keysOf, OptionReader, shown } from '../../core/index.js';
+import {
+  type ConnectionPool,
+  type Connector,
+  type CreateContext,
+  is,
+  kConnector,
+  keysOf,
+  OptionReader,
+  shown,
+} from '../../core/index.js';
 import { checkTarget, connectAbortably } from '../index.js';
 
 /**
@@ -32,10 +41,24 @@ const FATAL_MESSAGES = /Connection terminated|connection error|not queryable|Que
  * backend, the socket failed, the client was closed), not that one statement failed.
  */
 export function isPgConnectionError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const code = (err as { code?: unknown }).code;
+  // Not `instanceof Error`: a socket's error may come from another realm (a test sandbox's).
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && (FATAL_STATES.test(code) || FATAL_ERRNOS.has(code))) return true;
-  return FATAL_MESSAGES.test(err.message);
+  return typeof message === 'string' && FATAL_MESSAGES.test(message);
+}
+
+/** SQLSTATEs of a connect that retrying cannot mend: credentials refused (class 28), no such database. */
+const PERMANENT_STATES = /^(28|3D000$)/;
+
+/**
+ * Whether a connect error from `pg` is one retrying cannot mend: the server refused the
+ * credentials (a wrong password, no such role, no `pg_hba.conf` entry) or the database does not
+ * exist. The pool then fails its callers at once, as pg.Pool does, rather than retrying.
+ */
+export function isPgPermanentError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && PERMANENT_STATES.test(code);
 }
 
 /** What of a `pg.Client` the reset reads beyond its typed surface. */
@@ -83,10 +106,43 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
       ),
     close: (c) => c.end(),
     isFatal: isPgConnectionError,
+    isPermanent: isPgPermanentError,
   };
+  settings.set(connector, client);
   if (options.reset === false) return connector;
   connector.reset = (c) => resetClient(c, statement);
   return connector;
+}
+
+/** What each connector made by {@link pgConnector} connects with. */
+const settings = new WeakMap<object, string | pg.ClientConfig>();
+
+/**
+ * The connection settings of a pool made with {@link pgConnector}, as `pg.Pool`'s `options` give
+ * them (a driver such as Prisma's adapter reads them), without the password: a connection
+ * string loses it, a config its `password` field. Empty for a pool of another connector.
+ */
+export function connectionSettings(pool: ConnectionPool<pg.Client>): pg.ClientConfig {
+  const config = settings.get(pool[kConnector]);
+  if (config === undefined) return {};
+  if (typeof config === 'string') return { connectionString: withoutPassword(config) };
+  const { password: _password, ...rest } = config;
+  void _password;
+  return typeof rest.connectionString === 'string'
+    ? { ...rest, connectionString: withoutPassword(rest.connectionString) }
+    : rest;
+}
+
+/** A connection string without its password (one that is not a URL, `host=… password=…`, loses the password's pair). */
+function withoutPassword(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password === '') return connectionString;
+    url.password = '';
+    return url.toString();
+  } catch {
+    return connectionString.replace(/\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)\s*/gi, '').trim();
+  }
 }
 
 /** The statement a session reset runs after any rollback; undefined for `'transaction'`. */

@@ -1,6 +1,20 @@
 import type { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { type ConnectionPool, findScope, is, keysOf, OptionReader, shown } from '../../core/index.js';
+import {
+  ConnectionFailedError,
+  ConnectionsExhaustedError,
+  type ConnectionPool,
+  is,
+  kEnterUnit,
+  keysOf,
+  type Lease,
+  OptionReader,
+  PoolError,
+  type ScopeUnit,
+  shown,
+} from '../../core/index.js';
+import { PgCheckout, settledStatus } from './pg-checkout.js';
+import { connectionSettings } from './pg-connector.js';
 
 /** Options of {@link asPgPool}. */
 export interface PgPoolAdapterOptions {
@@ -14,22 +28,45 @@ type PoolBase = new (
 ) => EventEmitter & { options: pg.PoolOptions; ending: boolean; ended: boolean };
 
 type Callback = (err: Error | undefined, ...rest: unknown[]) => void;
+type ConnectCallback = (
+  err: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: Error | boolean) => void,
+) => void;
 
-/** What a query may be given: pg's arguments, a callback last. */
-type QueryArgs = Parameters<pg.Client['query']>;
+const ENDED = 'Cannot use a pool after calling end on the pool';
+const noop = () => {};
 
 /**
- * A `pg.Pool` over a ConnectionPool of pg clients. It extends pg's own Pool class, so drivers that
- * check for one (Drizzle's transactions) see a pool; only what drivers use is served, from the
- * ConnectionPool: connect() with release(), query(), end() and the counts. Its inherited pool of
- * clients is never used.
+ * A `pg.Pool` over a ConnectionPool of pg clients, behaving as pg.Pool documents (see the
+ * differences listed in docs/orms.md). It extends pg's own Pool class, so drivers that check for
+ * one (Drizzle's transactions) see a pool; its inherited pool of clients is never used.
+ *
+ * Outside a scope of the pool, each checkout is a lease of its own. Inside a `use()` or
+ * `@UsePooled` scope, a checkout is one unit of work on the scope's connection: one at a time,
+ * its transactions savepoints within the scope's (see {@link PgCheckout}).
  */
 class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   readonly #pool: ConnectionPool<pg.Client>;
   readonly #closeOnEnd: boolean;
+  /** Checkouts and queries issued and not yet over: end() waits for them, as pg.Pool's does. */
+  #outstanding = 0;
+  #idle: (() => void) | undefined = undefined;
+  /** The clients it has lent (its 'connect' event is for the first time). */
+  readonly #seen = new WeakSet<pg.Client>();
+  /** The clients checked out through it now (an 'error' of any other is an idle client's). */
+  readonly #lent = new Set<pg.Client>();
 
   constructor(pool: ConnectionPool<pg.Client>, closeOnEnd: boolean) {
-    super({ max: pool.options.maxSize, min: pool.options.minSize });
+    const o = pool.options;
+    super({
+      ...connectionSettings(pool),
+      max: o.maxSize,
+      min: o.minSize,
+      idleTimeoutMillis: o.maxIdleMs,
+      connectionTimeoutMillis: o.acquireTimeoutMs,
+      maxLifetimeSeconds: o.maxLifetimeMs === Infinity ? 0 : o.maxLifetimeMs / 1_000,
+    });
     this.#pool = pool;
     this.#closeOnEnd = closeOnEnd;
   }
@@ -51,82 +88,205 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   }
 
   /**
-   * A client for a unit of work (a transaction). Inside a `use()` or `@UsePooled` scope of the
-   * pool: the scope's own connection, and `release()` leaves it to the scope. Outside: a lease of
-   * its own; `release()` gives it back (reset on return), `release(err)` retires it, as in pg.
+   * A client for a unit of work (a transaction), with `release(err?)` for it. Outside a scope of
+   * the pool: a lease of its own; `release()` gives it back (reset on return), `release(err)`
+   * retires it, as in pg. Inside: the scope's connection, for one unit of work at a time.
    */
-  connect(
-    callback?: (
-      err: Error | undefined,
-      client: pg.PoolClient | undefined,
-      done: (release?: Error | boolean) => void,
-    ) => void,
-  ): Promise<pg.PoolClient> | void {
+  connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
+    if (this.ending) {
+      const err = new Error(ENDED);
+      if (callback === undefined) return Promise.reject(err);
+      return callback(err, undefined, noop);
+    }
     const checkout = this.#checkout();
     if (callback === undefined) return checkout;
+    // Outside the promise chain, as pg calls it: a throw in the callback is the caller's, uncaught.
     checkout.then(
-      (client) => callback(undefined, client, client.release),
-      (err: Error) => callback(err, undefined, () => {}),
+      (client) => process.nextTick(callback, undefined, client, client.release),
+      (err: Error) => process.nextTick(callback, err, undefined, noop),
     );
   }
 
   async #checkout(): Promise<pg.PoolClient> {
-    const scope = findScope(this.#pool);
-    if (scope !== undefined) return lend(scope.lease.connection as pg.Client, () => {});
-    if (this.ending) throw new Error('Cannot use a pool after calling end on the pool');
-    const lease = await this.#pool.acquire();
-    return lend(lease.connection, (err) =>
-      err === undefined || err === false
-        ? lease.release()
-        : lease.fail(err === true ? new Error('released with release(true)') : err),
-    );
+    this.#began();
+    try {
+      const pool = this.#pool;
+      let unit = pool[kEnterUnit]('a connect() of the pg.Pool face');
+      if (unit instanceof Promise) unit = await unit;
+      if (unit !== undefined) return await this.#unitOf(unit);
+      const lease = await pool.acquire().catch((err: unknown) => Promise.reject(driverError(err)));
+      return this.#lend(lease.connection, false, false, 'a checkout', (failure) => endLease(lease, failure));
+    } catch (err) {
+      this.#over();
+      throw err;
+    }
   }
 
-  /** One statement: on the scope's connection inside a scope, else on a connection of its own. */
-  query(...args: QueryArgs): unknown {
+  /** The checkout of a unit of work in the caller's scope, once the server has answered what was sent before it. */
+  async #unitOf(unit: ScopeUnit): Promise<pg.PoolClient> {
+    const client = unit.connection as pg.Client;
+    let status: string;
+    try {
+      status = await settledStatus(client);
+    } catch (err) {
+      unit.end();
+      throw err;
+    }
+    return this.#lend(client, true, status !== 'I', unit.scope, (failure) => {
+      if (failure !== undefined) unit.retire(failure);
+      unit.end();
+    });
+  }
+
+  #lend(
+    client: pg.Client,
+    inScope: boolean,
+    nests: boolean,
+    scope: string,
+    end: (failure: Error | undefined) => void,
+  ): pg.PoolClient {
+    const checkout: PgCheckout = new PgCheckout(client, {
+      inScope,
+      nests,
+      scope,
+      pool: this.#pool.name,
+      end: (failure) => {
+        this.#lent.delete(client);
+        this.emit('release', failure, checkout.handle);
+        end(failure);
+        this.#over();
+      },
+    });
+    if (!this.#seen.has(client)) this.#first(client, checkout.handle);
+    this.#lent.add(client);
+    this.emit('acquire', checkout.handle);
+    return checkout.handle;
+  }
+
+  /** A client lent for the first time: pg.Pool's 'connect', and its 'error' and 'remove' later on. */
+  #first(client: pg.Client, handle: pg.PoolClient): void {
+    this.#seen.add(client);
+    client.on('error', (err: Error) => {
+      // An idle client's error, as pg.Pool emits it; unlike pg.Pool, never one that nobody listens to.
+      if (!this.#lent.has(client) && this.listenerCount('error') > 0) this.emit('error', err, client);
+    });
+    client.once('end', () => this.emit('remove', client));
+    this.emit('connect', handle);
+  }
+
+  #began(): void {
+    this.#outstanding++;
+  }
+
+  #over(): void {
+    if (--this.#outstanding === 0) this.#idle?.();
+  }
+
+  /** One statement: on the scope's connection (one unit of work) inside a scope, else on a connection of its own. */
+  query(...args: unknown[]): unknown {
     const last = args[args.length - 1];
     const callback = typeof last === 'function' ? (args.pop() as Callback) : undefined;
-    const scope = findScope(this.#pool);
-    const run = (client: pg.Client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
-    const result =
-      scope !== undefined ? run(scope.lease.connection as pg.Client) : this.#pool.use(run, { propagation: 'none' });
-    if (callback === undefined) return result;
-    result.then(
-      (value) => callback(undefined, value),
-      (err: Error) => callback(err),
-    );
-    return undefined;
+    if (typeof args[0] === 'function' || args.length === 0) {
+      const err = new Error('Passing a function as the first parameter to pool.query is not supported');
+      return answer(callback, Promise.reject(err), setImmediate);
+    }
+    if (this.ending) return answer(callback, Promise.reject(new Error(ENDED)), process.nextTick);
+    return answer(callback, this.#statement(args), process.nextTick);
   }
 
-  /** Ends the adapter, and closes the pool unless asked not to. */
-  end(callback?: () => void): Promise<void> | void {
+  async #statement(args: unknown[]): Promise<unknown> {
+    const pool = this.#pool;
+    this.#began();
+    try {
+      let unit = pool[kEnterUnit]('a query() of the pg.Pool face');
+      if (unit instanceof Promise) unit = await unit;
+      if (unit === undefined) {
+        const run = (client: pg.Client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+        return await pool.use(run, { propagation: 'none' }).catch((err: unknown) => Promise.reject(driverError(err)));
+      }
+      this.#began();
+      const client = await this.#unitOf(unit);
+      try {
+        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      } finally {
+        client.release();
+      }
+    } finally {
+      this.#over();
+    }
+  }
+
+  /**
+   * Ends the face once what was issued before it is over (as pg.Pool's end() does: checkouts
+   * given back, queries answered), then closes the pool unless asked not to. A second call is
+   * refused, as pg.Pool refuses it.
+   */
+  end(callback?: (err?: Error) => void): Promise<void> | void {
+    if (this.ending) {
+      const err = new Error('Called end on pool more than once');
+      if (callback === undefined) return Promise.reject(err);
+      return callback(err);
+    }
     this.ending = true;
-    const ended = (this.#closeOnEnd ? this.#pool.close() : Promise.resolve()).then(() => {
-      this.ended = true;
-    });
+    const over = this.#outstanding === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.#idle = resolve));
+    const ended = over
+      .then(() => (this.#closeOnEnd ? this.#pool.close() : undefined))
+      .then(() => {
+        this.ended = true;
+      });
     if (callback === undefined) return ended;
-    void ended.then(callback, callback);
+    ended.then(
+      () => process.nextTick(callback),
+      (err: Error) => process.nextTick(callback, err),
+    );
   }
 }
 
-/** The client of one checkout, with pg's `release(err?)` for it (a stale release of an earlier checkout does nothing). */
-function lend(client: pg.Client, release: (err?: unknown) => void): pg.PoolClient {
-  const lent = client as pg.PoolClient;
-  let done = false;
-  lent.release = (err?: Error | boolean) => {
-    if (done) return;
-    done = true;
-    release(err);
-  };
-  return lent;
+/** Gives a lease back as pg's release(err?) asks: retired with an error, else returned clean. */
+function endLease(lease: Lease<pg.Client>, failure: Error | undefined): void {
+  if (failure === undefined) lease.release();
+  else lease.fail(failure);
 }
 
 /**
- * A `pg.Pool` face of a pool of `pg` clients (made with {@link pgConnector}), for the query builders
- * and ORMs that take a `pg.Pool`: Kysely's `PostgresDialect({ pool })`, Drizzle's
- * `drizzle({ client })`. They keep their API and gain the pool's deadlines, limits, health, metrics
- * and reset on return. Inside a `use()` or `@UsePooled` scope of `pool` every call runs on the
- * scope's connection (one transaction across the service's calls); outside, each on its own.
+ * What pg.Pool would have given where the pool refused: pg's own timeout error for a deadline
+ * that passed (the pool's, with its reason, as its cause), the driver's own error for a
+ * connection that could not be made. Admission refusals (limits, a closed pool) stay the pool's.
+ */
+function driverError(err: unknown): unknown {
+  if (err instanceof ConnectionsExhaustedError) {
+    return new Error('timeout exceeded when trying to connect', { cause: err });
+  }
+  if (!(err instanceof ConnectionFailedError)) return err;
+  // Not `instanceof Error`: a socket's error may come from another realm (a test sandbox's).
+  for (let cause: unknown = err.cause; typeof cause === 'object' && cause !== null; cause = (cause as Error).cause) {
+    if (!(cause instanceof PoolError)) return cause;
+  }
+  return err;
+}
+
+/** A promise, or its outcome given to `callback` on a later turn (outside the promise chain, as pg does). */
+function answer(
+  callback: Callback | undefined,
+  result: Promise<unknown>,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- setImmediate and process.nextTick, as they are typed
+  later: (fn: (...a: any[]) => void, ...a: unknown[]) => unknown,
+): unknown {
+  if (callback === undefined) return result;
+  result.then(
+    (value) => later(callback, undefined, value),
+    (err: Error) => later(callback, err),
+  );
+  return undefined;
+}
+
+/**
+ * A `pg.Pool` face of a pool of `pg` clients (made with {@link pgConnector}), for the query
+ * builders and ORMs that take a `pg.Pool`: Kysely's `PostgresDialect({ pool })`, Drizzle's
+ * `drizzle({ client })`, Prisma's `PrismaPg`, TypeORM's `driver`. They keep their API and gain
+ * the pool's deadlines, limits, health, metrics and reset on return. Inside a `use()` or
+ * `@UsePooled` scope of `pool`, their calls run on the scope's connection, one unit of work at a
+ * time, and a transaction they begin inside the scope's is a savepoint of it (docs/orms.md).
  */
 export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapterOptions = {}): pg.Pool {
   const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(

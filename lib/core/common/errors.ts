@@ -11,6 +11,7 @@ export type PoolErrorCode =
   | 'KEY_LIMIT'
   | 'POOL_CONTEXT'
   | 'SELF_DEADLOCK'
+  | 'SCOPE_TURN_TIMEOUT'
   | 'POOL_NOT_FOUND'
   | 'LEASE_LOST'
   | 'LEASE_HELD_TOO_LONG';
@@ -246,6 +247,31 @@ export class SelfDeadlockError extends PoolError {
   }
 }
 
+/**
+ * A unit of work inside a scope (a nested `use()`, a checkout of the `pg.Pool` face) waited its
+ * whole deadline for the scope's connection, which another unit of the same scope held.
+ */
+export class ScopeTurnTimeoutError extends PoolError {
+  constructor(
+    pool: string,
+    /** What waited: "a nested pool.use()", "a connect() of the pg.Pool face". */
+    readonly waiter: string,
+    /** The scope it waited in: "@UsePooled('db') on Ledger.transfer", "a pool.use() callback". */
+    readonly scope: string,
+    readonly waitedMs: number,
+  ) {
+    super(
+      'SCOPE_TURN_TIMEOUT',
+      pool,
+      `pool "${pool}": ${waiter} inside ${scope} waited ${Math.round(waitedMs)} ms for its turn on the scope's ` +
+        'connection, which another unit of work of the same scope held all along (a scope lends its connection ' +
+        'to one unit at a time). If that unit awaits this call, it can never end: make the call through the ' +
+        "holder's own client or transaction, give concurrent branches their own connections " +
+        "(pool.use(fn, { propagation: 'new' })), or run them one after another",
+    );
+  }
+}
+
 /** The admission limiter lost a held lease (its TTL lapsed, or Redis forgot it): stop the work. */
 export class LeaseLostError extends PoolError {
   constructor(
@@ -285,5 +311,6 @@ brandError(CapacityExceededError, 'CAPACITY_EXCEEDED');
 brandError(KeyLimitError, 'KEY_LIMIT');
 brandError(PoolContextError, 'POOL_CONTEXT');
 brandError(SelfDeadlockError, 'SELF_DEADLOCK');
+brandError(ScopeTurnTimeoutError, 'SCOPE_TURN_TIMEOUT');
 brandError(LeaseLostError, 'LEASE_LOST');
 brandError(LeaseHeldTooLongError, 'LEASE_HELD_TOO_LONG');

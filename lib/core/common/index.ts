@@ -17,6 +17,7 @@ export {
   PoolError,
   type PoolErrorCode,
   QueueFullError,
+  ScopeTurnTimeoutError,
   SelfDeadlockError,
 } from './errors.js';
 export { consoleLogger, type PoolLogger, scrubbingLogger } from './logger.js';

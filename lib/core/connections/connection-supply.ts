@@ -241,7 +241,7 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       });
     }
     const backoff = this.backoff;
-    const { delay, opened } = backoff.failed(err, conn.createdAt);
+    const { delay, opened } = backoff.failed(err, conn.createdAt, this.#isPermanent(err.cause));
     if (!this.host.isClosed()) {
       this.options.logger.warn(`${err.message} (retry in ${delay} ms)`);
       if (opened)
@@ -256,6 +256,21 @@ export class ConnectionSupply<T> implements ContextOwner<T> {
       this.host.failQueue(() => backoff.failFast(0));
     }
     this.fill();
+  }
+
+  /** The connector's isPermanent() of a create's failure; one that throws is logged and means "not permanent". */
+  #isPermanent(cause: unknown): boolean {
+    const isPermanent = this.connector.isPermanent;
+    if (isPermanent === undefined || cause === undefined) return false;
+    try {
+      return isPermanent.call(this.connector, cause) === true;
+    } catch (thrown) {
+      this.options.logger.error(
+        `pool "${this.name}": connector.isPermanent() threw (${messageOf(thrown)}); the failure counts as transient`,
+        thrown,
+      );
+      return false;
+    }
   }
 
   /**

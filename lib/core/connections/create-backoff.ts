@@ -7,8 +7,9 @@ import type { BreakerState } from '../contracts/index.js';
  * (`createBackoffMs` doubling up to `maxCreateBackoffMs`) and the breaker. While the backoff runs
  * no create starts; one timer calls `retry` when it ends.
  *
- * The breaker opens on a sustained outage only: `breakerFailures` failures in a row, the first of
- * them started at least `breakerAfterMs` ago. Until then callers wait for the next attempt (a
+ * The breaker opens on a sustained outage: `breakerFailures` failures in a row, the first of
+ * them started at least `breakerAfterMs` ago; or at once on a failure the connector calls
+ * permanent (no such database, credentials refused). Until then callers wait for the next attempt (a
  * transient error is retried within their deadline, as the peer pools do). Once open, callers that
  * nothing ready can serve fail at once with the last connect error, and creates go one at a time:
  * each is a probe, and its success closes the breaker.
@@ -42,9 +43,10 @@ export class CreateBackoff {
 
   /**
    * A create that started at `startedAt` failed: the backoff grows, and the breaker opens if the
-   * outage is sustained. Returns the backoff in ms and whether this failure opened the breaker.
+   * outage is sustained, or at once if retrying cannot mend it (`permanent`). Returns the backoff
+   * in ms and whether this failure opened the breaker.
    */
-  failed(err: ConnectionFailedError, startedAt: number): { delay: number; opened: boolean } {
+  failed(err: ConnectionFailedError, startedAt: number, permanent = false): { delay: number; opened: boolean } {
     const o = this.options;
     this.lastFailure = err;
     if (this.streak === 0) this.#since = startedAt;
@@ -52,8 +54,8 @@ export class CreateBackoff {
     const now = this.timers.now();
     const delay = backoffMs(this.streak, o.createBackoffMs, o.maxCreateBackoffMs);
     this.#until = now + delay;
-    const opened =
-      !this.open && o.blockingPeriod && this.streak >= o.breakerFailures && now - this.#since >= o.breakerAfterMs;
+    const sustained = this.streak >= o.breakerFailures && now - this.#since >= o.breakerAfterMs;
+    const opened = !this.open && o.blockingPeriod && (permanent || sustained);
     if (opened) this.open = true;
     return { delay, opened };
   }

@@ -61,4 +61,10 @@ export interface Connector<T> {
   reset?(conn: T, ctx: ResetContext): boolean | void | Promise<boolean | void>;
   /** Whether an error thrown by user code means the connection is broken (retire it, maybe retry). */
   isFatal?(err: unknown): boolean;
+  /**
+   * Whether a create's failure is one retrying cannot mend (the database does not exist, the
+   * credentials were refused): the breaker opens at once (with `blockingPeriod`, the default), so
+   * callers fail now with it, where a transient failure is retried within their deadlines.
+   */
+  isPermanent?(err: unknown): boolean;
 }

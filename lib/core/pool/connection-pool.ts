@@ -35,7 +35,18 @@ import { events, type TimingWatch } from '../observation/index.js';
 import { PoolObservers } from './pool-observers.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import type { Lease } from './lease.js';
-import { findScope, kUseOn, type MethodBody, type MethodPool, runUse, type UsingPool } from './pool-use.js';
+import {
+  enterUnit,
+  findScope,
+  kConnector,
+  kEnterUnit,
+  kUseOn,
+  type MethodBody,
+  type MethodPool,
+  runUse,
+  type ScopeUnit,
+  type UsingPool,
+} from './pool-use.js';
 import { exhaustedReason, healthFigures, healthOf, newCounters, statsOf, type ReportedPool } from './pool-report.js';
 import { PoolQueue, type Waiter } from '../waiting/index.js';
 import { Checkouts } from './checkouts.js';
@@ -60,6 +71,7 @@ export class ConnectionPool<T> implements MethodPool {
   /** The callers waiting, with their deadlines and abort listeners. */
   readonly #waiters: PoolQueue<Lease<T>>;
   readonly #supply: ConnectionSupply<T>;
+  readonly #connector: Connector<T>;
   /** Checkout and checkin: the hot path, and the owner of every lease. */
   readonly #checkouts: Checkouts<T>;
   /** The pool as its collaborators see it (admission, use(), the reports), each through its own interface. */
@@ -78,6 +90,7 @@ export class ConnectionPool<T> implements MethodPool {
 
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
+    this.#connector = connector;
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
@@ -126,6 +139,7 @@ export class ConnectionPool<T> implements MethodPool {
       name: o.name,
       options: o,
       acquireTimeoutMs: o.acquireTimeoutMs,
+      exclusive: o.clientLimit === 1,
       logger: o.logger,
       connector,
       timers,
@@ -177,6 +191,19 @@ export class ConnectionPool<T> implements MethodPool {
     const frame = findScope(this);
     if (frame === undefined) throw new PoolContextError(this.name, 'pool.currentLease');
     return frame.lease as Lease<T>;
+  }
+
+  /** @internal The connector the pool was made with (a driver face reads its settings). */
+  get [kConnector](): Connector<T> {
+    return this.#connector;
+  }
+
+  /** @internal A driver face's unit of work in the caller's scope of this pool (see `enterUnit`). */
+  [kEnterUnit](
+    waiter: string,
+    options?: { timeoutMs?: number; signal?: AbortSignal },
+  ): ScopeUnit | undefined | Promise<ScopeUnit | undefined> {
+    return enterUnit(this.#inside as UsingPool<unknown>, waiter, options);
   }
 
   /** @internal A pool group's view of this member pool. */

@@ -1,3 +1,12 @@
 export { ConnectionPool } from './connection-pool.js';
 export { Lease } from './lease.js';
-export { findScope, kUseOn, type MethodBody, type MethodPool, useOn } from './pool-use.js';
+export {
+  findScope,
+  kConnector,
+  kEnterUnit,
+  kUseOn,
+  type MethodBody,
+  type MethodPool,
+  type ScopeUnit,
+  useOn,
+} from './pool-use.js';

@@ -11,6 +11,9 @@ export const kReleaseThrown = Symbol('releaseThrown');
 /** @internal The pool's side of a lease: a release of a connection its user failed. */
 export const kCheckinFailed = Symbol('checkinFailed');
 
+/** @internal The connection is to be retired when the lease ends (a unit of work inside its scope found it broken). */
+export const kRetireAtEnd = Symbol('retireAtEnd');
+
 /** @internal Ties the limiter's admission to a lease, released with it. */
 export const kAdmitted = Symbol('admitted');
 /** @internal Tells the admission how the call under the lease ended (see Admission.ended). */
@@ -49,6 +52,8 @@ export class Lease<T> {
   #owner: LeaseOwner<T>;
   #conn: SharedConnection<T>;
   #done = false;
+  /** Set by {@link kRetireAtEnd}: the release retires the connection with this reason. */
+  #retireAtEnd: unknown = undefined;
   #admission: Admission | undefined;
   readonly #watch: LeaseWatch | undefined;
   /** When it began, when its hold is timed; NaN otherwise. */
@@ -133,9 +138,15 @@ export class Lease<T> {
     return !this.#done && state !== 'closing' && state !== 'closed';
   }
 
+  /** @internal The release retires the connection (see {@link kRetireAtEnd}). */
+  [kRetireAtEnd](reason: unknown): void {
+    this.#retireAtEnd ??= reason ?? new Error('retired by its scope');
+  }
+
   /** Gives the connection back. Calling it again does nothing. */
   release(): void {
     if (this.#done) return;
+    if (this.#retireAtEnd !== undefined) return this.fail(this.#retireAtEnd);
     this.#done = true;
     this.#owner[kCheckin](this.#conn, this.#watch, this.#since, false);
     this.#admission?.release();
@@ -144,6 +155,7 @@ export class Lease<T> {
   /** @internal `release()` after the caller's code threw an error that does not break the connection. */
   [kReleaseThrown](): void {
     if (this.#done) return;
+    if (this.#retireAtEnd !== undefined) return this.fail(this.#retireAtEnd);
     this.#done = true;
     this.#owner[kCheckin](this.#conn, this.#watch, this.#since, true);
     this.#admission?.release();

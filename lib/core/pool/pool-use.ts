@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { backoffMs, messageOf, PoolClosedError, type PoolLogger, type Timers } from '../common/index.js';
 import type { Connector } from '../contracts/index.js';
-import { kEnded, kReleaseThrown, type Lease } from './lease.js';
+import { kEnded, kReleaseThrown, kRetireAtEnd, type Lease } from './lease.js';
 import type { RetryOptions, UseOptions } from '../options/index.js';
+import { ScopeTurn, TurnUnit } from './scope-turn.js';
 
 /** What `use()` needs of its pool. */
 export interface UsingPool<T> {
@@ -12,6 +13,10 @@ export interface UsingPool<T> {
   readonly logger: PoolLogger;
   readonly connector: Connector<T>;
   readonly timers: Timers;
+  /** Its connections serve one caller at a time (clientLimit 1): a scope lends its own to one unit of work at a time. */
+  readonly exclusive: boolean;
+  /** The deadline of an acquire without its own. */
+  readonly acquireTimeoutMs: number;
   /** Aborted when the pool closes: a pause between tries ends with PoolClosedError. */
   readonly closeSignal: AbortSignal;
   isClosed(): boolean;
@@ -99,19 +104,30 @@ export async function runUse<T, R>(
   const propagation = options?.propagation;
   const scoped = propagation !== 'none';
   const outer = propagation === 'new' || !scoped ? undefined : findScope(host.pool);
-  if (outer !== undefined) return invoke(fn, outer.lease.connection as T, self, args);
+  if (outer !== undefined) {
+    if (!host.exclusive) return invoke(fn, outer.lease.connection as T, self, args);
+    return runUnit(host, outer, fn, options, self, args);
+  }
   const retry = options?.retry;
   const attempts = retry?.attempts ?? 1;
   for (let attempt = 1; ; attempt++) {
     const lease = await host.acquire(options);
     host.scopes(1);
+    let frame: ScopeFrame | undefined;
     try {
       // The scope ends with this use(): a task that outlives it finds the lease no longer live.
       const conn = lease.connection;
       let running: R | Promise<R>;
       if (!scoped) running = invoke(fn, conn, self, args);
       else {
-        const frame = { pool: host.pool, lease, parent: scopes.getStore() };
+        frame = {
+          pool: host.pool,
+          lease,
+          parent: scopes.getStore(),
+          root: undefined,
+          turn: undefined,
+          body: fn,
+        };
         // use()'s own function runs with its one argument; a method body with its three.
         running =
           args === undefined
@@ -119,11 +135,13 @@ export async function runUse<T, R>(
             : scopes.run(frame, fn, conn, self, args);
       }
       const result = await running;
+      frame?.turn?.close();
       host.scopes(-1);
       lease[kEnded]({ ok: true, value: result });
       lease.release();
       return result;
     } catch (err) {
+      frame?.turn?.close();
       host.scopes(-1);
       lease[kEnded]({ ok: false, error: err });
       const fatal = isFatal(host, err);
@@ -134,6 +152,120 @@ export async function runUse<T, R>(
       await pause(host, backoffMs(attempt, retry?.baseDelayMs ?? 10, retry?.maxDelayMs ?? 1_000));
     }
   }
+}
+
+/**
+ * A nested `use()` on an exclusive connection: one unit of work of the scope. A call made inside
+ * the unit holding the connection goes in at once; a concurrent sibling waits its turn (within
+ * its own deadline), so their transactions and statements never interleave.
+ */
+async function runUnit<T, R>(
+  host: UsingPool<T>,
+  outer: ScopeFrame,
+  fn: MethodBody<T, R>,
+  options: UseOptions | undefined,
+  self: unknown,
+  args: unknown[] | undefined,
+): Promise<R> {
+  const root = outer.root ?? outer;
+  const turn = (root.turn ??= new ScopeTurn(host.name, host.timers));
+  const chain = scopes.getStore();
+  const frame: ScopeFrame = { pool: host.pool, lease: outer.lease, parent: chain, root, turn: undefined, body: fn };
+  const unit = new TurnUnit(frame);
+  if (!turn.tryEnter(unit, chain)) {
+    const entered = await turn.wait(unit, chain, {
+      timeoutMs: options?.timeoutMs ?? host.acquireTimeoutMs,
+      signal: options?.signal,
+      waiter: args === undefined ? 'a nested pool.use()' : `the nested call of ${describeBody(fn)}`,
+      scope: describeScope(root),
+    });
+    // The scope ended while this waited: the call is outside it now, and takes a lease of its own.
+    if (!entered) return runUse(host, fn as MethodBody<T, R>, options, self, args as unknown[]);
+  }
+  try {
+    const conn = outer.lease.connection as T;
+    return await (args === undefined
+      ? scopes.run(frame, fn as (conn: T) => R | Promise<R>, conn)
+      : scopes.run(frame, fn, conn, self, args));
+  } finally {
+    turn.leave(unit);
+  }
+}
+
+/**
+ * @internal A driver face's unit of work in the caller's scope (a checkout of the `pg.Pool`
+ * face): `pool[kEnterUnit](waiter, options)` waits for the scope's turn and gives the unit. Nobody
+ * is inside such a unit (the face cannot tell its holder's calls from a sibling's), so every
+ * other unit of the scope waits until it ends.
+ */
+export const kEnterUnit = Symbol('enterUnit');
+
+/** @internal `pool[kConnector]`: the connector a pool was made with. */
+export const kConnector = Symbol('connector');
+
+/** A unit of work of a scope, held until `end()`. */
+export interface ScopeUnit {
+  readonly connection: unknown;
+  /** The scope's lease: live until the scope ends. */
+  readonly lease: ScopeLease;
+  /** What the scope is called in errors. */
+  readonly scope: string;
+  /** It was let in while another unit held the connection (its work nests in that one's). */
+  readonly nested: boolean;
+  /** Ends the unit: the next one goes in. Calling it again does nothing. */
+  end(): void;
+  /** The scope's connection is retired when the scope ends (it is broken, or its caller said so). */
+  retire(reason: unknown): void;
+}
+
+/**
+ * The unit of work of a face's call in the caller's scope of the pool: undefined outside any
+ * scope, or when the scope ended while the call waited (the call then takes its own lease).
+ */
+export function enterUnit(
+  host: UsingPool<unknown>,
+  waiter: string,
+  options: { timeoutMs?: number; signal?: AbortSignal } | undefined,
+): ScopeUnit | undefined | Promise<ScopeUnit | undefined> {
+  const outer = findScope(host.pool);
+  if (outer === undefined) return undefined;
+  const root = outer.root ?? outer;
+  const scope = describeScope(root);
+  const retire = (reason: unknown) => (outer.lease as Lease<unknown>)[kRetireAtEnd](reason);
+  if (!host.exclusive) {
+    return { connection: outer.lease.connection, lease: outer.lease, scope, nested: false, end() {}, retire };
+  }
+  const turn = (root.turn ??= new ScopeTurn(host.name, host.timers));
+  const unit = new TurnUnit(undefined);
+  const held = (): ScopeUnit => ({
+    connection: outer.lease.connection,
+    lease: outer.lease,
+    scope,
+    nested: unit.within !== undefined,
+    end: () => turn.leave(unit),
+    retire,
+  });
+  const chain = scopes.getStore();
+  if (turn.tryEnter(unit, chain)) return held();
+  return turn
+    .wait(unit, chain, {
+      timeoutMs: options?.timeoutMs ?? host.acquireTimeoutMs,
+      signal: options?.signal,
+      waiter,
+      scope,
+    })
+    .then((entered) => (entered ? held() : undefined));
+}
+
+/** What a scope is called in errors: its decorated method, or a use() callback. */
+export function describeScope(frame: ScopeFrame): string {
+  const root = frame.root ?? frame;
+  return root.body === undefined ? 'a pool.use() scope' : describeBody(root.body);
+}
+
+function describeBody(body: (...a: never[]) => unknown): string {
+  const name = (body as { scopeName?: unknown }).scopeName;
+  return typeof name === 'string' ? name : 'a pool.use() callback';
 }
 
 /** A pause between tries: it keeps the process alive, and close() ends it with PoolClosedError. */
@@ -185,11 +317,17 @@ export interface ScopeLease {
   readonly live: boolean;
 }
 
-/** One `use()` scope: the pool, its lease, and the scope around it. */
+/** One `use()` scope (or one unit of work inside it): the pool, its lease, and the scope around it. */
 export interface ScopeFrame {
   readonly pool: object;
   readonly lease: ScopeLease;
   readonly parent: ScopeFrame | undefined;
+  /** The frame of the use() that holds the lease, for a unit of work inside it; undefined for that frame itself. */
+  readonly root: ScopeFrame | undefined;
+  /** On the lease's own frame: who holds its connection, made when a second unit of work first asks. */
+  turn: ScopeTurn | undefined;
+  /** The callback or method body the frame runs (what errors name). */
+  readonly body: ((...a: never[]) => unknown) | undefined;
 }
 
 /** One store for every pool: nested scopes of different pools chain through `parent`. */

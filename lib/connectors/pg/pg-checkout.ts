@@ -1,0 +1,249 @@
+import type pg from 'pg';
+import { transactionControl } from './transaction-control.js';
+
+type Callback = (err: Error | undefined, result?: unknown) => void;
+
+/** What a checkout does when its holder gives it back: `failure` from `release(err)`, or undefined. */
+export type CheckoutEnd = (failure: Error | undefined) => void;
+
+/** How a checkout runs. */
+export interface CheckoutPlan {
+  /**
+   * Inside a scope: the scope's connection was in a transaction when the unit went in (as the
+   * server reported), so the unit's own transactions are savepoints.
+   */
+  readonly nests: boolean;
+  /** Inside a scope: the unit is cleaned before the next goes in (see {@link PgCheckout.release}). */
+  readonly inScope: boolean;
+  /** What the errors call the scope: "@UsePooled('db') on Ledger.transfer". */
+  readonly scope: string;
+  readonly pool: string;
+  readonly end: CheckoutEnd;
+}
+
+let savepoints = 0;
+
+const RELEASED = 'Release called on client which has already been released to the pool.';
+
+/** Event methods whose listeners a holder adds: taken off the shared client when it gives it back. */
+const ADDS = new Set<PropertyKey>(['on', 'once', 'addListener', 'prependListener', 'prependOnceListener']);
+
+/**
+ * One checkout of a pg client: the handle its holder gets (`handle`), which is the client in all
+ * but three things. Its `release()` ends this checkout only, and refuses a second call as pg.Pool
+ * does; once released, its `query()` refuses work instead of running it on the next holder's
+ * connection; and the listeners it added leave with it. Inside a scope it is one unit of work:
+ * its transactions nest as savepoints when the scope's connection is in one already, and what it
+ * leaves open is rolled back before the next unit goes in.
+ */
+export class PgCheckout {
+  readonly handle: pg.PoolClient;
+  readonly #client: pg.Client;
+  readonly #plan: CheckoutPlan;
+  #released = false;
+  /** The savepoint that stands for the unit's own transaction, while it is open. */
+  #savepoint: string | undefined = undefined;
+  /** Statements sent and not yet answered (counted inside a scope only). */
+  #inflight = 0;
+  #drained: (() => void) | undefined = undefined;
+  readonly #listeners: [string | symbol, (...a: unknown[]) => void][] = [];
+  readonly #bound = new Map<PropertyKey, unknown>();
+
+  constructor(client: pg.Client, plan: CheckoutPlan) {
+    this.#client = client;
+    this.#plan = plan;
+    this.handle = new Proxy(client, {
+      get: (target, key) => this.#get(target, key),
+      set: (target, key, value) => Reflect.set(target, key, value, target),
+    }) as pg.PoolClient;
+  }
+
+  /** Whether its holder gave it back. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  #get(target: pg.Client, key: PropertyKey): unknown {
+    if (key === 'release') return this.#release;
+    if (key === 'query') return this.#query;
+    const value: unknown = Reflect.get(target, key, target);
+    if (typeof value !== 'function') return value;
+    let bound = this.#bound.get(key);
+    if (bound === undefined) {
+      const method = value as (...a: unknown[]) => unknown;
+      bound = ADDS.has(key)
+        ? (event: string | symbol, listener: (...a: unknown[]) => void) => {
+            if (!this.#released) this.#listeners.push([event, listener]);
+            method.call(target, event, listener);
+            return this.handle;
+          }
+        : (...a: unknown[]) => method.apply(target, a);
+      this.#bound.set(key, bound);
+    }
+    return bound;
+  }
+
+  /** pg's `release(err?)`: a second call throws, as pg.Pool's does. */
+  readonly #release = (err?: Error | boolean): void => {
+    if (this.#released) throw new Error(RELEASED);
+    this.#released = true;
+    for (const [event, listener] of this.#listeners.splice(0)) this.#client.removeListener(event, listener);
+    const failure =
+      err === undefined || err === false ? undefined : err === true ? new Error('released with release(true)') : err;
+    if (!this.#plan.inScope) return this.#plan.end(failure);
+    void this.#clean().then(
+      (broken) => this.#plan.end(failure ?? broken),
+      (broken: Error) => this.#plan.end(broken),
+    );
+  };
+
+  /** `client.query(...)` through the checkout. */
+  readonly #query = (...args: unknown[]): unknown => {
+    if (this.#released)
+      return refuse(args, new Error(`${RELEASED} This client was given back and runs no more queries.`));
+    if (!this.#plan.inScope) return (this.#client.query as (...a: unknown[]) => unknown)(...args);
+    return this.#inScope(args);
+  };
+
+  /** A statement of a unit of work inside a scope: counted, and nested when it controls the transaction. */
+  #inScope(args: unknown[]): unknown {
+    const last = args[args.length - 1];
+    const callback = typeof last === 'function' ? (args.pop() as Callback) : undefined;
+    const first = args[0];
+    const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
+    const submittable = typeof (first as { submit?: unknown } | null)?.submit === 'function';
+    if (submittable)
+      return (this.#client.query as (...a: unknown[]) => unknown)(...args, ...(callback ? [callback] : []));
+    let sent: Promise<unknown>;
+    if (typeof text === 'string' && mayControl(text)) {
+      const nested = this.#nest(text);
+      if (nested instanceof Error) sent = Promise.reject(nested);
+      else if (nested === undefined) sent = this.#send(args);
+      else sent = nested;
+    } else sent = this.#send(args);
+    if (callback === undefined) return sent;
+    sent.then(
+      (result) => callback(undefined, result),
+      (err: Error) => callback(err),
+    );
+    return undefined;
+  }
+
+  /** Sends a statement as given, counted until it is answered. */
+  #send(args: unknown[]): Promise<unknown> {
+    this.#inflight++;
+    const done = () => {
+      if (--this.#inflight === 0) this.#drained?.();
+    };
+    const sent = (this.#client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+    return sent.then(
+      (result) => {
+        done();
+        return result;
+      },
+      (err: unknown) => {
+        done();
+        throw err;
+      },
+    );
+  }
+
+  /**
+   * A statement of a unit of work inside a scope that begins or ends a transaction. Inside the
+   * scope's transaction (as the server reports it), the unit's own BEGIN becomes a savepoint,
+   * and its COMMIT or ROLLBACK the release of it or a rollback to it; a form that cannot nest is
+   * refused (an Error). Undefined: sent as is (a COMMIT of the scope's own transaction too).
+   */
+  #nest(text: string): Promise<unknown> | Error | undefined {
+    const control = transactionControl(text);
+    if (control === undefined) return undefined;
+    const savepoint = this.#savepoint;
+    if (savepoint === undefined) {
+      if (control === 'commit' || control === 'rollback' || !this.#inTransaction()) return undefined;
+      if (control === 'refused') return this.#refusal(text);
+      const name = `nsp_unit_${++savepoints}`;
+      this.#savepoint = name;
+      return this.#send([`SAVEPOINT ${name}`]);
+    }
+    if (control === 'begin') return undefined; // a BEGIN inside its own: as pg does, a warning
+    if (control === 'refused') return this.#refusal(text);
+    this.#savepoint = undefined;
+    if (control === 'commit') return this.#send([`RELEASE SAVEPOINT ${savepoint}`]);
+    const back = this.#send([`ROLLBACK TO SAVEPOINT ${savepoint}`]);
+    back.catch(() => {}); // its failure fails the release that follows it
+    return this.#send([`RELEASE SAVEPOINT ${savepoint}`]);
+  }
+
+  /**
+   * Whether the connection is in a transaction now, as the server reported. With the unit's own
+   * statements still unanswered, the state it went in with (the server's report then).
+   */
+  #inTransaction(): boolean {
+    if (this.#inflight > 0) return this.#plan.nests;
+    return this.#client.getTransactionStatus() !== 'I';
+  }
+
+  #refusal(text: string): Error {
+    const shown = text.length > 60 ? `${text.slice(0, 57)}...` : text;
+    return new Error(
+      `pool "${this.#plan.pool}": "${shown}" would end the transaction of ${this.#plan.scope}, which this unit of work ` +
+        'runs inside (its own transactions are savepoints there): send BEGIN, COMMIT and ROLLBACK on their own, ' +
+        "without modes (a savepoint keeps the outer transaction's), or give this work its own connection " +
+        "(propagation: 'new')",
+    );
+  }
+
+  /**
+   * After the holder gave it back, inside a scope: once its statements are answered, a savepoint
+   * the unit left open is rolled back, so the next unit starts where this one did. (A transaction
+   * it began outside the scope's and left open is the scope's: the scope's end rolls it back
+   * unless a later unit commits it.) Resolves with an error when the connection could not be cleaned.
+   */
+  async #clean(): Promise<Error | undefined> {
+    if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    const client = this.#client;
+    try {
+      const savepoint = this.#savepoint;
+      if (savepoint !== undefined && client.getTransactionStatus() !== 'I') {
+        this.#savepoint = undefined;
+        await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
+        await client.query(`RELEASE SAVEPOINT ${savepoint}`);
+      }
+      return undefined;
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err));
+    }
+  }
+}
+
+/** The first words of statements that may begin or end a transaction; anything else, in one statement, cannot. */
+const CONTROL_START = /^\s*(?:begin|start|commit|end|rollback|abort|prepare)\b/i;
+
+/** Whether `text` may control the transaction: cheap, so a unit's plain statements are not parsed. */
+function mayControl(text: string): boolean {
+  return CONTROL_START.test(text) || text.includes(';') || text.includes('/*') || text.includes('--');
+}
+
+/** pg's answer to a query on a client that runs none: the error, to the callback or as a rejection, on a later tick. */
+function refuse(args: unknown[], err: Error): unknown {
+  const last = args[args.length - 1];
+  if (typeof last === 'function') {
+    process.nextTick(() => (last as Callback)(err));
+    return undefined;
+  }
+  return Promise.reject(err);
+}
+
+/** The transaction status the server reported, once the statements already sent are answered. */
+export function settledStatus(client: pg.Client): 'I' | 'T' | 'E' | Promise<'I' | 'T' | 'E'> {
+  if ((client as { readyForQuery?: boolean }).readyForQuery !== false) return client.getTransactionStatus() as 'I';
+  return new Promise((resolve) => {
+    const done = () => {
+      client.removeListener('drain', done);
+      client.removeListener('end', done);
+      resolve(client.getTransactionStatus() as 'I');
+    };
+    client.on('drain', done);
+    client.on('end', done);
+  });
+}
