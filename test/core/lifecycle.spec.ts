@@ -237,6 +237,48 @@ describe('idle expiry, lifetime and minSize', () => {
     await pool.close();
   });
 
+  it('an idle connection past its lifetime in a pool above minSize is let go, not replaced: no churn while nobody calls', async () => {
+    const { pool, connector, clock } = makePool({
+      maxSize: 3,
+      clientLimit: 1,
+      maxLifetimeMs: 1_000,
+      maxIdleMs: 30_000,
+      reapIntervalMs: 100,
+    });
+    const leases = await Promise.all([pool.acquire(), pool.acquire(), pool.acquire()]);
+    for (const lease of leases) lease.release();
+    await clock.advance(12_000);
+    expect(connector.created).toBe(3);
+    expect(connector.live.size).toBe(0);
+    expect(pool.stats().counters.retiredBy).toMatchObject({ lifetime: 3, idle: 0 });
+    await pool.close();
+  });
+
+  it('past its lifetime, one kept for minSize is replaced first, and the rest let go', async () => {
+    const { pool, connector, clock } = makePool({
+      maxSize: 3,
+      minSize: 1,
+      clientLimit: 1,
+      maxLifetimeMs: 1_000,
+      maxIdleMs: 30_000,
+      reapIntervalMs: 100,
+    });
+    const leases = await Promise.all([pool.acquire(), pool.acquire(), pool.acquire()]);
+    for (const lease of leases) lease.release();
+    await clock.advance(1_100);
+    await flush();
+    expect(pool.stats()).toMatchObject({ ready: 1 });
+    // Over 12 lifetimes, one connection at a time: one replacement each, never none open.
+    for (let i = 0; i < 12; i++) {
+      await clock.advance(1_000);
+      await flush();
+      expect(pool.stats().ready).toBeGreaterThanOrEqual(1);
+    }
+    expect(connector.created).toBeLessThanOrEqual(3 + 13);
+    expect(connector.live.size).toBe(1);
+    await pool.close();
+  });
+
   it('jitters lifetimes by ±lifetimeJitter', async () => {
     const { pool, clock } = makePool({
       maxLifetimeMs: 100_000,

@@ -26,7 +26,8 @@ export interface KeptPool<T> {
 /**
  * The pool's background work, every `reapIntervalMs` on one unref'd timer: idle connections past
  * `maxIdleMs` retire (down to `minSize`), connections past their lifetime are rotated (the
- * replacement opens first), and `minSize` is topped up. Idle and lifetime ends are noticed at the
+ * replacement opens first) when in use or kept for `minSize`, else let go, and `minSize` is
+ * topped up. Idle and lifetime ends are noticed at the
  * next check, so they are as fine-grained as `reapIntervalMs`.
  */
 export class HouseKeeper<T> {
@@ -50,11 +51,13 @@ export class HouseKeeper<T> {
     const now = pool.timers.now();
     for (const conn of pool.connections()) {
       if (conn.state !== 'ready' || conn.validating) continue;
-      if (conn.clients === 0 && now - conn.idleSince >= o.maxIdleMs && pool.readyCount() > o.minSize) {
-        pool.retire(conn, 'idle');
-      } else if (now >= conn.expiresAt && !conn.rotating && pool.mayOpen()) {
-        pool.rotate(conn);
-      }
+      const spare = conn.clients === 0 && pool.readyCount() > o.minSize;
+      if (spare && now - conn.idleSince >= o.maxIdleMs) pool.retire(conn, 'idle');
+      else if (now < conn.expiresAt || conn.rotating) continue;
+      // Past its lifetime: an idle one nobody needs goes (a replacement would only idle out in
+      // turn); one in use or kept for minSize is replaced first, so no caller meets a cold connect.
+      else if (spare) pool.retire(conn, 'lifetime');
+      else if (pool.mayOpen()) pool.rotate(conn);
     }
     pool.fill();
     pool.swept();

@@ -47,7 +47,7 @@ export interface PoolOptions {
   clientLimit?: number;
   /** A connection with no client for this long is closed (down to `minSize`). Default 300 000. */
   maxIdleMs?: number;
-  /** Connections are replaced after this age (±2.5 % jitter), the replacement opened first. Default `Infinity`. */
+  /** Connections are replaced after this age (±2.5 % jitter), the replacement opened first; an idle one the pool does not need (above `minSize`) is let go instead. Default `Infinity`. */
   maxLifetimeMs?: number;
   /** Bound on one create + ready; `Infinity`: no bound. Default 10 000. */
   createTimeoutMs?: number;
