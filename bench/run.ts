@@ -18,6 +18,7 @@ import { kneeBench } from './parts/knee.js';
 import { limitersBench } from './parts/limiters.js';
 import { metricsBench, metricsFreshBench } from './parts/metrics.js';
 import { decoratorBench, hookBench } from './parts/nest.js';
+import { ormBench } from './parts/orms.js';
 import { deepQueue, exclusiveBench, peersBench } from './parts/peers.js';
 import { pgBench } from './parts/postgres.js';
 import { adaptiveFreshBench, freshBench } from './parts/production.js';
@@ -40,6 +41,11 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
     run: peersBench,
   },
   pg: { reference: true, what: 'PostgreSQL through the pool beside pg.Pool, in fresh processes', run: pgBench },
+  orms: {
+    reference: true,
+    what: "Kysely and Drizzle transactions on the pool's pg.Pool face beside their own pg.Pool, in fresh processes",
+    run: ormBench,
+  },
   limiters: {
     reference: true,
     what: 'LocalLimiter and RedisLimiter: rates, round trips, Redis CPU, heartbeats',
