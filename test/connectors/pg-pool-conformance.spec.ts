@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { compile, root } from '../support/compile.js';
 import { ConnectionPool, type PoolLogger } from '../../lib/index.js';
-import { asPgPool, pgConnector } from '../../lib/connectors/pg/index.js';
+import { asPgPool, pgConnector, type PgPoolAdapterOptions } from '../../lib/connectors/pg/index.js';
 
 const URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const quiet: PoolLogger = { warn: () => {}, error: () => {} };
@@ -127,6 +127,76 @@ describe.each(makers)('%s, as pg.Pool documents it', (_name, make) => {
     expect(err.code).toBe('ECONNREFUSED');
     await closed.end();
   }, 30_000);
+});
+
+type Hooked = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log'>;
+const hooked: [string, (hooks: Hooked) => pg.Pool][] = [
+  ['pg.Pool', (hooks) => new pg.Pool({ connectionString: URL, max: 1, ...hooks } as pg.PoolConfig)],
+  [
+    'the face',
+    (hooks) => asPgPool(new ConnectionPool(pgConnector(URL), { name: 'face-hooks', maxSize: 1, logger: quiet }), hooks),
+  ],
+];
+
+describe.each(hooked)("%s: onConnect, verify and log, as pg.Pool's options", (_name, make) => {
+  it('onConnect and verify run once per new client, before it is lent; log is told', async () => {
+    const seen: string[] = [];
+    const messages: unknown[] = [];
+    const pool = make({
+      onConnect: async (client) => {
+        seen.push('onConnect');
+        await client.query("SET application_name = 'hooked'");
+      },
+      verify: (_client, done) => {
+        seen.push('verify');
+        done();
+      },
+      log: (...m) => messages.push(m[0]),
+    });
+    for (let i = 0; i < 3; i++) {
+      const client = await pool.connect();
+      expect((await client.query('SHOW application_name')).rows[0].application_name).toBe('hooked');
+      client.release();
+    }
+    expect(seen).toEqual(['onConnect', 'verify']);
+    expect(messages.length).toBeGreaterThan(0);
+    await pool.end();
+  });
+
+  it('an onConnect that rejects fails the checkout with its error, and the next checkout gets another client', async () => {
+    let calls = 0;
+    const pool = make({
+      onConnect: async () => {
+        if (++calls === 1) throw new Error('the hook refused');
+      },
+    });
+    await expect(pool.connect()).rejects.toThrow('the hook refused');
+    const client = await pool.connect();
+    expect((await client.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+    client.release();
+    expect(calls).toBe(2);
+    await pool.end();
+  });
+
+  it('a verify that fails fails the checkout with its error', async () => {
+    const pool = make({ verify: (_client, done) => done(new Error('not verified')) });
+    await expect(pool.connect()).rejects.toThrow('not verified');
+    await pool.end();
+  });
+});
+
+describe('the face refuses what is the pool’s to set', () => {
+  it.each([
+    ['maxUses', 'maxUses'],
+    ['max', 'maxSize'],
+    ['idleTimeoutMillis', 'maxIdleMs'],
+  ])('%s: set %s on the pool', async (key, there) => {
+    const pool = new ConnectionPool(pgConnector(URL), { name: 'face-refuses', logger: quiet });
+    expect(() => asPgPool(pool, { [key]: 1 } as never)).toThrow(
+      new RegExp(`option "${key}" is the pool's to set, not the face's: give the pool \\{ ${there} \\}`),
+    );
+    await pool.close();
+  });
 });
 
 // Jest catches an uncaught exception itself, so these run in processes of their own, on the

@@ -279,6 +279,35 @@ describe('idle expiry, lifetime and minSize', () => {
     await pool.close();
   });
 
+  it.each([1, 3])(
+    'maxUses %i: a connection is retired after serving that many checkouts, and the next caller gets a fresh one',
+    async (maxUses) => {
+      const { pool, connector } = makePool({ maxSize: 1, clientLimit: 1, maxUses });
+      const served: number[] = [];
+      for (let i = 0; i < 2 * maxUses; i++) {
+        const lease = await pool.acquire();
+        served.push(lease.connection.id);
+        lease.release();
+        await flush();
+      }
+      expect(served).toEqual([...Array(maxUses).fill(1), ...Array(maxUses).fill(2)]);
+      expect(pool.stats().counters.retiredBy.lifetime).toBe(2);
+      expect(connector.liveIds()).toEqual([]);
+      await pool.close();
+    },
+  );
+
+  it('maxUses with waiters queued: the retired connection serves none of them, a new one does', async () => {
+    const { pool } = makePool({ maxSize: 1, clientLimit: 1, maxUses: 1 });
+    const first = await pool.acquire();
+    const next = pool.acquire();
+    first.release();
+    const second = await next;
+    expect(second.connection.id).toBe(2);
+    second.release();
+    await pool.close();
+  });
+
   it('jitters lifetimes by ±lifetimeJitter', async () => {
     const { pool, clock } = makePool({
       maxLifetimeMs: 100_000,

@@ -21,6 +21,8 @@ describe('option validation', () => {
     ['maxIdleMs', { maxIdleMs: -5 }],
     ['maxLifetimeMs', { maxLifetimeMs: 0 }],
     ['maxLifetimeMs', { maxLifetimeMs: NaN }],
+    ['maxUses', { maxUses: 0 }],
+    ['maxUses', { maxUses: 2.5 }],
     ['createTimeoutMs', { createTimeoutMs: 0 }],
     ['createTimeoutMs', { createTimeoutMs: Number.NaN }],
     ['closeTimeoutMs', { closeTimeoutMs: -1 }],
@@ -88,6 +90,7 @@ describe('option validation', () => {
     expect([o.blockingPeriod, o.breakerFailures, o.breakerAfterMs]).toEqual([true, 5, 5_000]);
     expect([o.strategy, o.maxConcurrentCreates, o.growAt, o.maxWaiting]).toEqual(['spread', 10, 0.8, Infinity]);
     expect(o.health).toEqual({ degraded: 0.7, critical: 0.9 });
+    expect(o.maxUses).toBe(Infinity);
     void pool.close();
   });
 

@@ -9,6 +9,7 @@ import {
   keysOf,
   type Lease,
   OptionReader,
+  PoolConfigError,
   PoolError,
   type ScopeUnit,
   shown,
@@ -16,16 +17,35 @@ import {
 import { PgCheckout, settledStatus } from './pg-checkout.js';
 import { connectionSettings } from './pg-connector.js';
 
-/** Options of {@link asPgPool}. */
+/** Options of {@link asPgPool}: pg.Pool's hooks, by pg's names and as pg runs them. */
 export interface PgPoolAdapterOptions {
   /** Whether `end()` closes the pool as well (as `pg.Pool.end()` does). Default `true`. */
   closeOnEnd?: boolean;
+  /**
+   * Runs on each client before the face first lends it (pg.Pool: after it connects). A rejection
+   * retires the client, and the checkout fails with it.
+   */
+  onConnect?: (client: pg.Client) => void | Promise<void>;
+  /** pg.Pool's `verify(client, done)`: runs after `onConnect`; `done(err)` retires the client and fails the checkout. */
+  verify?: (client: pg.Client, done: (err?: Error) => void) => void;
+  /** pg.Pool's `log(...messages)`: told of checkouts, releases and the end. */
+  log?: (...messages: unknown[]) => void;
 }
+
+/** pg.Pool options the face takes from its pool instead, and where to set them. */
+const ON_THE_POOL: Record<string, string> = {
+  max: 'maxSize',
+  min: 'minSize',
+  maxUses: 'maxUses',
+  idleTimeoutMillis: 'maxIdleMs',
+  connectionTimeoutMillis: 'acquireTimeoutMs',
+  maxLifetimeSeconds: 'maxLifetimeMs',
+};
 
 /** The part of pg.Pool the adapter builds on: an EventEmitter with pg-pool's plain fields. */
 type PoolBase = new (
   config?: pg.PoolConfig,
-) => EventEmitter & { options: pg.PoolOptions; ending: boolean; ended: boolean };
+) => EventEmitter & { options: pg.PoolOptions; ending: boolean; ended: boolean; log: (...m: unknown[]) => void };
 
 type Callback = (err: Error | undefined, ...rest: unknown[]) => void;
 type ConnectCallback = (
@@ -35,6 +55,8 @@ type ConnectCallback = (
 ) => void;
 
 const ENDED = 'Cannot use a pool after calling end on the pool';
+
+type Hooks = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log'>;
 const noop = () => {};
 
 /**
@@ -49,6 +71,7 @@ const noop = () => {};
 class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   readonly #pool: ConnectionPool<pg.Client>;
   readonly #closeOnEnd: boolean;
+  readonly #hooks: Hooks;
   /** Checkouts and queries issued and not yet over: end() waits for them, as pg.Pool's does. */
   #outstanding = 0;
   #idle: (() => void) | undefined = undefined;
@@ -57,7 +80,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   /** The clients checked out through it now (an 'error' of any other is an idle client's). */
   readonly #lent = new Set<pg.Client>();
 
-  constructor(pool: ConnectionPool<pg.Client>, closeOnEnd: boolean) {
+  constructor(pool: ConnectionPool<pg.Client>, closeOnEnd: boolean, hooks: Hooks) {
     const o = pool.options;
     super({
       ...connectionSettings(pool),
@@ -69,6 +92,8 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     });
     this.#pool = pool;
     this.#closeOnEnd = closeOnEnd;
+    this.#hooks = hooks;
+    if (hooks.log !== undefined) this.log = hooks.log;
   }
 
   get totalCount(): number {
@@ -115,6 +140,11 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       if (unit instanceof Promise) unit = await unit;
       if (unit !== undefined) return await this.#unitOf(unit);
       const lease = await pool.acquire().catch((err: unknown) => Promise.reject(driverError(err)));
+      await this.#welcome(lease.connection).catch((err: unknown) => {
+        lease.fail(err);
+        throw err;
+      });
+      this.log('client checked out');
       return this.#lend(lease.connection, false, false, 'a checkout', (failure) => endLease(lease, failure));
     } catch (err) {
       this.#over();
@@ -127,8 +157,10 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     const client = unit.connection as pg.Client;
     let status: string;
     try {
+      await this.#welcome(client);
       status = await settledStatus(client);
     } catch (err) {
+      unit.retire(err);
       unit.end();
       throw err;
     }
@@ -151,6 +183,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       scope,
       pool: this.#pool.name,
       end: (failure) => {
+        this.log(failure === undefined ? 'client released' : 'client released with an error', failure);
         this.#lent.delete(client);
         this.emit('release', failure, checkout.handle);
         end(failure);
@@ -161,6 +194,16 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     this.#lent.add(client);
     this.emit('acquire', checkout.handle);
     return checkout.handle;
+  }
+
+  /** A client the face has not lent before goes through `onConnect` and `verify`, as pg.Pool's new clients do. */
+  async #welcome(client: pg.Client): Promise<void> {
+    const { onConnect, verify } = this.#hooks;
+    if (this.#seen.has(client) || (onConnect === undefined && verify === undefined)) return;
+    if (onConnect !== undefined) await onConnect(client);
+    if (verify !== undefined) {
+      await new Promise<void>((resolve, reject) => verify(client, (err) => (err ? reject(err) : resolve())));
+    }
   }
 
   /** A client lent for the first time: pg.Pool's 'connect', and its 'error' and 'remove' later on. */
@@ -227,6 +270,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       if (callback === undefined) return Promise.reject(err);
       return callback(err);
     }
+    this.log('ending');
     this.ending = true;
     const over = this.#outstanding === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.#idle = resolve));
     const ended = over
@@ -289,8 +333,19 @@ function answer(
  * time, and a transaction they begin inside the scope's is a savepoint of it (docs/orms.md).
  */
 export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapterOptions = {}): pg.Pool {
+  for (const key of Object.keys(options ?? {})) {
+    const there = ON_THE_POOL[key];
+    if (there !== undefined) {
+      throw new PoolConfigError(
+        'asPgPool()',
+        key,
+        `is the pool's to set, not the face's: give the pool { ${there} } (new ConnectionPool(pgConnector(url), { ${there} }), or the pool's options in PoolModule)`,
+        'module',
+      );
+    }
+  }
   const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(
-    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true }),
+    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true, onConnect: true, verify: true, log: true }),
     "asPgPool()'s options",
   );
   if (typeof (pool as Partial<ConnectionPool<pg.Client>>)?.acquire !== 'function' || typeof pool.use !== 'function') {
@@ -299,5 +354,10 @@ export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapter
       `(the first argument) must be a ConnectionPool of pg clients (new ConnectionPool(pgConnector(url)) or @InjectPool('db')), got ${shown(pool)}`,
     );
   }
-  return new PgPoolAdapter(pool, read.get('closeOnEnd', is.boolean, true)) as unknown as pg.Pool;
+  const hooks: Hooks = {
+    onConnect: read.get('onConnect', is.function),
+    verify: read.get('verify', is.function),
+    log: read.get('log', is.function),
+  };
+  return new PgPoolAdapter(pool, read.get('closeOnEnd', is.boolean, true), hooks) as unknown as pg.Pool;
 }

@@ -7,6 +7,7 @@ import {
   OptionReader,
   PoolConfigError,
   type PoolLogger,
+  type Rule,
   scrubbingLogger,
   shown,
   systemClock,
@@ -47,6 +48,11 @@ export interface PoolOptions {
   clientLimit?: number;
   /** A connection with no client for this long is closed (down to `minSize`). Default 300 000. */
   maxIdleMs?: number;
+  /**
+   * A connection is retired after serving this many checkouts, as pg-pool's `maxUses` (so load
+   * moves to replicas an autoscaler added behind a balancer). Default `Infinity`.
+   */
+  maxUses?: number;
   /** Connections are replaced after this age (±2.5 % jitter), the replacement opened first; an idle one the pool does not need (above `minSize`) is let go instead. Default `Infinity`. */
   maxLifetimeMs?: number;
   /** Bound on one create + ready; `Infinity`: no bound. Default 10 000. */
@@ -160,6 +166,7 @@ export interface ResolvedOptions {
   readonly clientLimit: number;
   readonly maxIdleMs: number;
   readonly maxLifetimeMs: number;
+  readonly maxUses: number;
   readonly createTimeoutMs: number;
   readonly acquireTimeoutMs: number;
   readonly maxWaiting: number;
@@ -196,6 +203,10 @@ export const CONNECTIONS = is.count(
   'a pool of more connections than one process can open is no bound',
 );
 /** Callers of one connection: the pool keeps a slot per client count, so the bound keeps its index small. */
+const USES: Rule = {
+  says: 'a whole number of 1 or more, or Infinity (no limit)',
+  ok: (v) => v === Infinity || is.whole(1).ok(v),
+};
 const CLIENT_LIMIT = is.count(1, 1_000_000, 'callers one connection serves at once; a slot is kept for each count');
 
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
@@ -233,6 +244,7 @@ export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
   clientLimit: true,
   maxIdleMs: true,
   maxLifetimeMs: true,
+  maxUses: true,
   createTimeoutMs: true,
   acquireTimeoutMs: true,
   maxWaiting: true,
@@ -331,6 +343,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     clientLimit,
     maxIdleMs: read.get('maxIdleMs', is.above(0), 300_000),
     maxLifetimeMs: read.get('maxLifetimeMs', is.above(0), Infinity),
+    maxUses: read.get('maxUses', USES, Infinity),
     createTimeoutMs: read.get('createTimeoutMs', is.above(0), 10_000),
     acquireTimeoutMs: read.get('acquireTimeoutMs', is.above(0), 60_000),
     maxWaiting: read.get('maxWaiting', is.atLeast(0), Infinity),

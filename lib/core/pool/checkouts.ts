@@ -78,7 +78,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
             },
             done: (conn) => this.#checkin(conn),
           });
-    this.#plainCheckin = this.#reset === undefined && supply.budget === undefined;
+    this.#plainCheckin = this.#reset === undefined && supply.budget === undefined && o.maxUses === Infinity;
   }
 
   /**
@@ -192,6 +192,10 @@ export class Checkouts<T> implements LeaseOwner<T> {
       budget.yields(this.#supply.member, this.timers.now() - conn.createdAt)
     )
       this.#supply.retire(conn, 'group', 'its place went to another pool or instance sharing its budget');
+    const maxUses = this.pool.options.maxUses;
+    if (conn.uses >= maxUses && conn.state === 'ready') {
+      this.#supply.retire(conn, 'lifetime', `it served its maxUses of ${maxUses} checkouts`);
+    }
     // A connection that stays in service is cleaned before anyone else gets it; a retired one just closes.
     if (this.#reset !== undefined && conn.state === 'ready') this.#reset.run(conn, thrown);
     else this.#checkin(conn);
