@@ -323,6 +323,18 @@ describe('a checkout of the face is a handle that dies with it', () => {
     await face.end();
   });
 
+  it('a client checked out inside a scope and kept past its end refuses work: the connection is another caller’s by then', async () => {
+    const pool = new ConnectionPool(pgConnector(URL), { name: 'outlived', maxSize: 1, logger: quiet });
+    const face = asPgPool(pool);
+    const kept = await pool.use(() => face.connect());
+    const next = await face.connect(); // the scope's connection, lent again
+    await expect(kept.query('SELECT 1')).rejects.toThrow(/this client's scope \(a pool\.use\(\) callback\) has ended/);
+    kept.release(); // nothing to clean: the connection is next's
+    expect(next.getTransactionStatus()).toBe('I');
+    next.release();
+    await face.end();
+  });
+
   it('listeners a holder adds through its client leave with it', async () => {
     const pool = new ConnectionPool(pgConnector(URL), { name: 'listeners', maxSize: 1, logger: quiet });
     const face = asPgPool(pool);

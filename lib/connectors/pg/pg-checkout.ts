@@ -18,6 +18,8 @@ export interface CheckoutPlan {
   /** What the errors call the scope: "@UsePooled('db') on Ledger.transfer". */
   readonly scope: string;
   readonly pool: string;
+  /** Whether the lease under it still holds the connection (inside a scope, the scope's: a unit its scope outlived is dead too). */
+  readonly live: () => boolean;
   readonly end: CheckoutEnd;
 }
 
@@ -90,7 +92,8 @@ export class PgCheckout {
     for (const [event, listener] of this.#listeners.splice(0)) this.#client.removeListener(event, listener);
     const failure =
       err === undefined || err === false ? undefined : err === true ? new Error('released with release(true)') : err;
-    if (!this.#plan.inScope) return this.#plan.end(failure);
+    // Outside a scope, the pool's reset cleans it; a unit its scope outlived has nothing left to clean.
+    if (!this.#plan.inScope || !this.#plan.live()) return this.#plan.end(failure);
     void this.#clean().then(
       (broken) => this.#plan.end(failure ?? broken),
       (broken: Error) => this.#plan.end(broken),
@@ -101,6 +104,13 @@ export class PgCheckout {
   readonly #query = (...args: unknown[]): unknown => {
     if (this.#released)
       return refuse(args, new Error(`${RELEASED} This client was given back and runs no more queries.`));
+    if (!this.#plan.live()) {
+      const { pool, scope } = this.#plan;
+      return refuse(
+        args,
+        new Error(`pool "${pool}": this client's scope (${scope}) has ended: it runs no more queries`),
+      );
+    }
     if (!this.#plan.inScope) return (this.#client.query as (...a: unknown[]) => unknown)(...args);
     return this.#inScope(args);
   };

@@ -145,7 +145,14 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
         throw err;
       });
       this.log('client checked out');
-      return this.#lend(lease.connection, false, false, 'a checkout', (failure) => endLease(lease, failure));
+      return this.#lend(
+        lease.connection,
+        false,
+        false,
+        'a checkout',
+        () => lease.live,
+        (failure) => endLease(lease, failure),
+      );
     } catch (err) {
       this.#over();
       throw err;
@@ -164,10 +171,17 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       unit.end();
       throw err;
     }
-    return this.#lend(client, true, status !== 'I', unit.scope, (failure) => {
-      if (failure !== undefined) unit.retire(failure);
-      unit.end();
-    });
+    return this.#lend(
+      client,
+      true,
+      status !== 'I',
+      unit.scope,
+      () => unit.lease.live,
+      (failure) => {
+        if (failure !== undefined) unit.retire(failure);
+        unit.end();
+      },
+    );
   }
 
   #lend(
@@ -175,12 +189,14 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     inScope: boolean,
     nests: boolean,
     scope: string,
+    live: () => boolean,
     end: (failure: Error | undefined) => void,
   ): pg.PoolClient {
     const checkout: PgCheckout = new PgCheckout(client, {
       inScope,
       nests,
       scope,
+      live,
       pool: this.#pool.name,
       end: (failure) => {
         this.log(failure === undefined ? 'client released' : 'client released with an error', failure);
