@@ -48,8 +48,9 @@ export class PgCheckout {
   /** Statements sent and not yet answered (counted inside a scope only). */
   #inflight = 0;
   #drained: (() => void) | undefined = undefined;
-  readonly #listeners: [string | symbol, (...a: unknown[]) => void][] = [];
-  readonly #bound = new Map<PropertyKey, unknown>();
+  /** Made on first use: most checkouts add no listener and call no method but query() and release(). */
+  #listeners: [string | symbol, (...a: unknown[]) => void][] | undefined = undefined;
+  #bound: Map<PropertyKey, unknown> | undefined = undefined;
 
   constructor(client: pg.Client, plan: CheckoutPlan) {
     this.#client = client;
@@ -70,17 +71,18 @@ export class PgCheckout {
     if (key === 'query') return this.#query;
     const value: unknown = Reflect.get(target, key, target);
     if (typeof value !== 'function') return value;
-    let bound = this.#bound.get(key);
+    const cache = (this.#bound ??= new Map());
+    let bound = cache.get(key);
     if (bound === undefined) {
       const method = value as (...a: unknown[]) => unknown;
       bound = ADDS.has(key)
         ? (event: string | symbol, listener: (...a: unknown[]) => void) => {
-            if (!this.#released) this.#listeners.push([event, listener]);
+            if (!this.#released) (this.#listeners ??= []).push([event, listener]);
             method.call(target, event, listener);
             return this.handle;
           }
         : (...a: unknown[]) => method.apply(target, a);
-      this.#bound.set(key, bound);
+      cache.set(key, bound);
     }
     return bound;
   }
@@ -89,7 +91,10 @@ export class PgCheckout {
   readonly #release = (err?: Error | boolean): void => {
     if (this.#released) throw new Error(RELEASED);
     this.#released = true;
-    for (const [event, listener] of this.#listeners.splice(0)) this.#client.removeListener(event, listener);
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    if (listeners !== undefined)
+      for (const [event, listener] of listeners) this.#client.removeListener(event, listener);
     const failure =
       err === undefined || err === false ? undefined : err === true ? new Error('released with release(true)') : err;
     // Outside a scope, the pool's reset cleans it; a unit its scope outlived has nothing left to clean.
