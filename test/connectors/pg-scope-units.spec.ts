@@ -284,8 +284,10 @@ describe('the pg.Pool face inside one @UsePooled scope', () => {
     const { refusals, status } = await b.refusedForms();
     expect(refusals).toHaveLength(4);
     for (const refusal of refusals) {
-      expect(refusal).toMatch(/would end the transaction of @UsePooled\('db'\) on Bank\.refusedForms/);
-      expect(refusal).toContain('send BEGIN, COMMIT and ROLLBACK on their own');
+      expect(refusal).toMatch(
+        /(cannot nest|would end the transaction) inside the transaction of @UsePooled\('db'\) on Bank\.refusedForms/,
+      );
+      expect(refusal).toContain('send one BEGIN and then COMMIT or ROLLBACK, each on its own');
     }
     expect(status).toBe('T');
   });
@@ -297,6 +299,104 @@ describe('the pg.Pool face inside one @UsePooled scope', () => {
     expect((err as Error).message).toMatch(
       /^pool "db": a query\(\) of the pg\.Pool face inside @UsePooled\('db'\) on Bank\.waitsOnItself waited \d+ ms/,
     );
+  });
+});
+
+describe('the scope’s transaction is the method’s: what a unit sends never ends it', () => {
+  const pool = () => new ConnectionPool(pgConnector(URL), { name: 'units', maxSize: 2, logger: quiet });
+
+  /** Runs `unit` on a face checkout inside a scope whose own transaction wrote a row and then throws. */
+  async function insideAFailingMethod(
+    tag: string,
+    unit: (client: pg.PoolClient) => Promise<void>,
+  ): Promise<{ status: string | null }> {
+    const p = pool();
+    const face = asPgPool(p);
+    let status: string | null = null;
+    await expect(
+      p.use(async (conn) => {
+        await conn.query('BEGIN');
+        await conn.query(`INSERT INTO ${NOTES} (who) VALUES ($1)`, [`${tag}-method`]);
+        const client = await face.connect();
+        await unit(client).finally(() => client.release());
+        await new Promise((resolve) => setImmediate(resolve)); // the unit's clean-up, if any
+        status = conn.getTransactionStatus();
+        throw new Error('the method failed');
+      }),
+    ).rejects.toThrow('the method failed');
+    await face.end();
+    expect(await ledger.rowsOf(`${tag}-method`)).toBe(0);
+    return { status };
+  }
+
+  it('a second BEGIN inside the unit’s savepoint is refused, so its extra COMMIT cannot commit the method’s', async () => {
+    const sent: string[] = [];
+    const { status } = await insideAFailingMethod('twice', async (client) => {
+      for (const text of ['BEGIN', 'BEGIN', 'COMMIT', 'COMMIT']) {
+        sent.push(
+          await client.query(text).then(
+            (r) => r.command,
+            (e: Error) => e.message.slice(0, 60),
+          ),
+        );
+      }
+    });
+    expect(sent[0]).toBe('SAVEPOINT');
+    expect(sent[1]).toMatch(/^pool "units": "BEGIN" would begin a second/);
+    expect(sent[2]).toBe('RELEASE');
+    expect(sent[3]).toMatch(/^pool "units": "COMMIT" would end the trans/);
+    expect(status).toBe('T');
+  });
+
+  it('a BEGIN behind nested block comments is still a savepoint', async () => {
+    const { status } = await insideAFailingMethod('comments', async (client) => {
+      expect((await client.query('/* a /* b */ c */ BEGIN')).command).toBe('SAVEPOINT');
+      expect((await client.query('COMMIT')).command).toBe('RELEASE');
+    });
+    expect(status).toBe('T');
+  });
+
+  it('a COMMIT after an error in the unit rolls its savepoint back, as PostgreSQL’s COMMIT of a failed transaction does', async () => {
+    const { status } = await insideAFailingMethod('failed', async (client) => {
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO ${NOTES} (who) VALUES ('failed-unit')`);
+      await expect(client.query('SELECT 1/0')).rejects.toThrow('division by zero');
+      await client.query('COMMIT');
+    });
+    expect(status).toBe('T'); // usable again, not aborted
+    expect(await ledger.rowsOf('failed-unit')).toBe(0);
+  });
+
+  it('a transaction statement with parameters is sent as given, and the server refuses it as with pg', async () => {
+    await insideAFailingMethod('values', async (client) => {
+      await expect(client.query({ text: 'BEGIN', values: [1] })).rejects.toThrow(/bind message supplies 1 parameters/);
+    });
+  });
+
+  it('COMMIT AND NO CHAIN is a plain COMMIT', async () => {
+    await insideAFailingMethod('nochain', async (client) => {
+      await client.query('BEGIN');
+      expect((await client.query('COMMIT AND NO CHAIN')).command).toBe('RELEASE');
+    });
+  });
+
+  it('a unit’s own transaction never outlives it: a sibling’s plain insert is not rolled back with one released with an error', async () => {
+    const p = pool();
+    const face = asPgPool(p);
+    await p.use(() =>
+      Promise.all([
+        (async () => {
+          const client = await face.connect();
+          await client.query('BEGIN');
+          await client.query(`INSERT INTO ${NOTES} (who) VALUES ('erred-unit')`);
+          client.release(new Error('bad'));
+        })(),
+        face.query(`INSERT INTO ${NOTES} (who) VALUES ('erred-sibling')`),
+      ]),
+    );
+    await face.end();
+    expect(await ledger.rowsOf('erred-unit')).toBe(0);
+    expect(await ledger.rowsOf('erred-sibling')).toBe(1);
   });
 });
 

@@ -15,6 +15,9 @@ describe('transactionControl', () => {
     ['COMMIT', 'commit'],
     ['END', 'commit'],
     ['commit transaction;', 'commit'],
+    ['COMMIT AND NO CHAIN', 'commit'],
+    ['rollback and no chain', 'rollback'],
+    ['/* a /* nested */ comment */ BEGIN', 'begin'],
     ['ROLLBACK', 'rollback'],
     ['abort work', 'rollback'],
   ])('%j is %s', (text, kind) => expect(transactionControl(text)).toBe(kind));
@@ -29,6 +32,7 @@ describe('transactionControl', () => {
     'SELECT 1; COMMIT',
     'select 1; /* x */ rollback',
     'INSERT INTO t VALUES (1);\nBEGIN',
+    "SELECT 'it''s'; COMMIT",
   ])('%j cannot nest: refused', (text) => expect(transactionControl(text)).toBe('refused'));
 
   it.each([
@@ -38,6 +42,9 @@ describe('transactionControl', () => {
     'ROLLBACK TO SAVEPOINT a',
     'rollback to a',
     "SELECT 'BEGIN; COMMIT'",
+    "SELECT 'it''s; COMMIT'",
+    '/* a /* b */ ; COMMIT */ SELECT 1',
+    'SELECT 1 -- ; COMMIT',
     'SELECT "end" FROM t',
     'CREATE FUNCTION f() RETURNS void AS $$ BEGIN PERFORM 1; END; $$ LANGUAGE plpgsql',
     'CREATE FUNCTION g() RETURNS void AS $body$ BEGIN RETURN; END $body$ LANGUAGE plpgsql',

@@ -409,7 +409,9 @@ describe('creates', () => {
   });
 
   it('a rotation whose replacement fails keeps the old connection serving and retries after the backoff', async () => {
+    // minSize 1: the idle connection is one the pool keeps, so it is rotated (a spare one would be let go).
     const { pool, connector, clock } = makePool({
+      minSize: 1,
       maxLifetimeMs: 1_000,
       reapIntervalMs: 100,
       createBackoffMs: 300,

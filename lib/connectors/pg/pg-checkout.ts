@@ -130,7 +130,7 @@ export class PgCheckout {
     if (submittable)
       return (this.#client.query as (...a: unknown[]) => unknown)(...args, ...(callback ? [callback] : []));
     let sent: Promise<unknown>;
-    if (typeof text === 'string' && mayControl(text)) {
+    if (typeof text === 'string' && mayControl(text) && !hasValues(first, args[1])) {
       const nested = this.#nest(text);
       if (nested instanceof Error) sent = Promise.reject(nested);
       else if (nested === undefined) sent = this.#send(args);
@@ -164,66 +164,74 @@ export class PgCheckout {
   }
 
   /**
-   * A statement of a unit of work inside a scope that begins or ends a transaction. Inside the
-   * scope's transaction (as the server reports it), the unit's own BEGIN becomes a savepoint,
-   * and its COMMIT or ROLLBACK the release of it or a rollback to it; a form that cannot nest is
-   * refused (an Error). Undefined: sent as is (a COMMIT of the scope's own transaction too).
+   * A statement of a unit of work inside a scope that begins or ends a transaction. In a unit
+   * that went in while the scope's connection was in a transaction (as the server reported), its
+   * BEGIN becomes a savepoint, and its COMMIT or ROLLBACK the release of it or a rollback to it;
+   * what would end or change the scope's transaction itself is refused (an Error). Undefined:
+   * sent as is (everything in a unit that went in outside a transaction: its own are real).
    */
   #nest(text: string): Promise<unknown> | Error | undefined {
+    if (!this.#plan.nests) return undefined;
     const control = transactionControl(text);
     if (control === undefined) return undefined;
     const savepoint = this.#savepoint;
-    if (savepoint === undefined) {
-      if (control === 'commit' || control === 'rollback' || !this.#inTransaction()) return undefined;
-      if (control === 'refused') return this.#refusal(text);
+    if (control === 'refused') return this.#refusal(text, 'cannot nest');
+    if (control === 'begin') {
+      if (savepoint !== undefined) return this.#refusal(text, 'would begin a second transaction');
       const name = `nsp_unit_${++savepoints}`;
       this.#savepoint = name;
       return this.#send([`SAVEPOINT ${name}`]);
     }
-    if (control === 'begin') return undefined; // a BEGIN inside its own: as pg does, a warning
-    if (control === 'refused') return this.#refusal(text);
-    this.#savepoint = undefined;
-    if (control === 'commit') return this.#send([`RELEASE SAVEPOINT ${savepoint}`]);
-    const back = this.#send([`ROLLBACK TO SAVEPOINT ${savepoint}`]);
-    back.catch(() => {}); // its failure fails the release that follows it
-    return this.#send([`RELEASE SAVEPOINT ${savepoint}`]);
+    if (savepoint === undefined) return this.#refusal(text, 'would end the transaction');
+    return this.#endSavepoint(savepoint, control === 'rollback');
   }
 
   /**
-   * Whether the connection is in a transaction now, as the server reported. With the unit's own
-   * statements still unanswered, the state it went in with (the server's report then).
+   * Ends the unit's savepoint: released, rolled back to first when `back`, or when the release
+   * finds its transaction failed (a COMMIT of a failed transaction rolls it back, as PostgreSQL's
+   * does). Forgotten once released, so a release that fails leaves it to the clean-up.
    */
-  #inTransaction(): boolean {
-    if (this.#inflight > 0) return this.#plan.nests;
-    return this.#client.getTransactionStatus() !== 'I';
+  #endSavepoint(savepoint: string, back: boolean): Promise<unknown> {
+    const forget = (result: unknown) => {
+      if (this.#savepoint === savepoint) this.#savepoint = undefined;
+      return result;
+    };
+    const release = () => this.#send([`RELEASE SAVEPOINT ${savepoint}`]).then(forget);
+    const rollBack = () => this.#send([`ROLLBACK TO SAVEPOINT ${savepoint}`]).then(release);
+    if (back) return rollBack();
+    return release().catch((err: unknown) => {
+      if ((err as { code?: unknown } | null)?.code === '25P02') return rollBack();
+      throw err;
+    });
   }
 
-  #refusal(text: string): Error {
+  #refusal(text: string, what: string): Error {
     const shown = text.length > 60 ? `${text.slice(0, 57)}...` : text;
     return new Error(
-      `pool "${this.#plan.pool}": "${shown}" would end the transaction of ${this.#plan.scope}, which this unit of work ` +
-        'runs inside (its own transactions are savepoints there): send BEGIN, COMMIT and ROLLBACK on their own, ' +
-        "without modes (a savepoint keeps the outer transaction's), or give this work its own connection " +
-        "(propagation: 'new')",
+      `pool "${this.#plan.pool}": "${shown}" ${what} inside the transaction of ${this.#plan.scope}, which this unit of ` +
+        'work runs in (its own transaction is a savepoint there): send one BEGIN and then COMMIT or ROLLBACK, each ' +
+        "on its own and without modes (a savepoint keeps the outer transaction's); end the scope's transaction on " +
+        "pool.current; or give this work its own connection (propagation: 'new')",
     );
   }
 
   /**
-   * After the holder gave it back, inside a scope: once its statements are answered, a savepoint
-   * the unit left open is rolled back, so the next unit starts where this one did. (A transaction
-   * it began outside the scope's and left open is the scope's: the scope's end rolls it back
-   * unless a later unit commits it.) Resolves with an error when the connection could not be cleaned.
+   * After the holder gave it back, inside a scope: once its statements are answered, what the
+   * unit left open is rolled back, so the next unit starts where this one did: its savepoint, or
+   * a transaction of its own begun outside the scope's. Resolves with an error when the
+   * connection could not be cleaned.
    */
   async #clean(): Promise<Error | undefined> {
     if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
     const client = this.#client;
     try {
       const savepoint = this.#savepoint;
-      if (savepoint !== undefined && client.getTransactionStatus() !== 'I') {
+      const status = client.getTransactionStatus();
+      if (savepoint !== undefined && status !== 'I') {
         this.#savepoint = undefined;
         await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
         await client.query(`RELEASE SAVEPOINT ${savepoint}`);
-      }
+      } else if (!this.#plan.nests && status !== 'I') await client.query('ROLLBACK');
       return undefined;
     } catch (err) {
       return err instanceof Error ? err : new Error(String(err));
@@ -237,6 +245,12 @@ const CONTROL_START = /^\s*(?:begin|start|commit|end|rollback|abort|prepare)\b/i
 /** Whether `text` may control the transaction: cheap, so a unit's plain statements are not parsed. */
 function mayControl(text: string): boolean {
   return CONTROL_START.test(text) || text.includes(';') || text.includes('/*') || text.includes('--');
+}
+
+/** Whether a query comes with parameters (a transaction statement with some is sent as is: the server refuses it, as with pg). */
+function hasValues(first: unknown, second: unknown): boolean {
+  const values = Array.isArray(second) ? second : (first as { values?: unknown } | null)?.values;
+  return Array.isArray(values) && values.length > 0;
 }
 
 /** pg's answer to a query on a client that runs none: the error, to the callback or as a rejection, on a later tick. */
