@@ -13,7 +13,7 @@ export interface CheckoutPlan {
    * server reported), so the unit's own transactions are savepoints.
    */
   readonly nests: boolean;
-  /** Inside a scope: the unit is cleaned before the next goes in (see {@link PgCheckout.release}). */
+  /** Inside a scope: what the unit leaves open is rolled back before the next goes in. */
   readonly inScope: boolean;
   /** What the errors call the scope: "@UsePooled('db') on Ledger.transfer". */
   readonly scope: string;
