@@ -61,11 +61,6 @@ export class PgCheckout {
     }) as pg.PoolClient;
   }
 
-  /** Whether its holder gave it back. */
-  get released(): boolean {
-    return this.#released;
-  }
-
   #get(target: pg.Client, key: PropertyKey): unknown {
     if (key === 'release') return this.#release;
     if (key === 'query') return this.#query;

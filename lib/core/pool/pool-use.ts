@@ -210,8 +210,6 @@ export interface ScopeUnit {
   readonly lease: ScopeLease;
   /** What the scope is called in errors. */
   readonly scope: string;
-  /** It was let in while another unit held the connection (its work nests in that one's). */
-  readonly nested: boolean;
   /** Ends the unit: the next one goes in. Calling it again does nothing. */
   end(): void;
   /** The scope's connection is retired when the scope ends (it is broken, or its caller said so). */
@@ -233,7 +231,7 @@ export function enterUnit(
   const scope = describeScope(root);
   const retire = (reason: unknown) => (outer.lease as Lease<unknown>)[kRetireAtEnd](reason);
   if (!host.exclusive) {
-    return { connection: outer.lease.connection, lease: outer.lease, scope, nested: false, end() {}, retire };
+    return { connection: outer.lease.connection, lease: outer.lease, scope, end() {}, retire };
   }
   const turn = (root.turn ??= new ScopeTurn(host.name, host.timers));
   const unit = new TurnUnit(undefined);
@@ -241,7 +239,6 @@ export function enterUnit(
     connection: outer.lease.connection,
     lease: outer.lease,
     scope,
-    nested: unit.within !== undefined,
     end: () => turn.leave(unit),
     retire,
   });

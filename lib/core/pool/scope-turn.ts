@@ -65,11 +65,6 @@ export class ScopeTurn {
     readonly timers: Timers,
   ) {}
 
-  /** The unit holding the connection now (undefined: the scope's own code, between units). */
-  get holder(): TurnUnit | undefined {
-    return this.#holder;
-  }
-
   /** Whether a unit asked for under `chain` may go in now. */
   #mayEnter(chain: TurnFrame | undefined): boolean {
     const holder = this.#holder;
