@@ -129,7 +129,7 @@ describe.each(makers)('%s, as pg.Pool documents it', (_name, make) => {
   }, 30_000);
 });
 
-type Hooked = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log'>;
+type Hooked = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log' | 'types'>;
 const hooked: [string, (hooks: Hooked) => pg.Pool][] = [
   ['pg.Pool', (hooks) => new pg.Pool({ connectionString: URL, max: 1, ...hooks } as pg.PoolConfig)],
   [
@@ -138,7 +138,7 @@ const hooked: [string, (hooks: Hooked) => pg.Pool][] = [
   ],
 ];
 
-describe.each(hooked)("%s: onConnect, verify and log, as pg.Pool's options", (_name, make) => {
+describe.each(hooked)("%s: onConnect, verify, log and types, as pg.Pool's options", (_name, make) => {
   it('onConnect and verify run once per new client, before it is lent; log is told', async () => {
     const seen: string[] = [];
     const messages: unknown[] = [];
@@ -181,6 +181,23 @@ describe.each(hooked)("%s: onConnect, verify and log, as pg.Pool's options", (_n
   it('a verify that fails fails the checkout with its error', async () => {
     const pool = make({ verify: (_client, done) => done(new Error('not verified')) });
     await expect(pool.connect()).rejects.toThrow('not verified');
+    await pool.end();
+  });
+
+  it('types parse the results of its query() and of the clients it lends, unless a query names its own', async () => {
+    const types = new pg.TypeOverrides();
+    types.setTypeParser(1114, (text: string) => `timestamp ${text}`);
+    const pool = make({ types });
+    const stamp = "SELECT '2026-12-02 10:00:00'::timestamp AS t";
+    expect((await pool.query(stamp)).rows[0].t).toBe('timestamp 2026-12-02 10:00:00');
+    const client = await pool.connect();
+    expect((await client.query(stamp)).rows[0].t).toBe('timestamp 2026-12-02 10:00:00');
+    expect((await client.query({ text: 'SELECT $1::timestamp AS t', values: ['2026-12-02 10:00:00'] })).rows[0].t).toBe(
+      'timestamp 2026-12-02 10:00:00',
+    );
+    const own = { text: stamp, types: { getTypeParser: () => (text: string) => `own ${text}` } };
+    expect((await client.query(own)).rows[0].t).toBe('own 2026-12-02 10:00:00');
+    client.release();
     await pool.end();
   });
 });

@@ -7,3 +7,9 @@ export {
   type PgReset,
 } from './pg-connector.js';
 export { asPgPool, type PgPoolAdapterOptions } from './pg-pool-adapter.js';
+export {
+  typeormDriver,
+  type TypeOrmPgDriver,
+  type TypeOrmPoolConfig,
+  type TypeOrmPoolRoute,
+} from './typeorm-driver.js';

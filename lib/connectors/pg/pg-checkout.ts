@@ -20,6 +20,8 @@ export interface CheckoutPlan {
   readonly pool: string;
   /** Whether the lease under it still holds the connection (inside a scope, the scope's: a unit its scope outlived is dead too). */
   readonly live: () => boolean;
+  /** The face's `types` (pg.Pool's option): the type parsers of each statement that names none. */
+  readonly types: pg.CustomTypesConfig | undefined;
   readonly end: CheckoutEnd;
 }
 
@@ -101,7 +103,8 @@ export class PgCheckout {
   };
 
   /** `client.query(...)` through the checkout. */
-  readonly #query = (...args: unknown[]): unknown => {
+  readonly #query = (...given: unknown[]): unknown => {
+    const args = withTypes(given, this.#plan.types);
     if (this.#released)
       return refuse(args, new Error(`${RELEASED} This client was given back and runs no more queries.`));
     if (!this.#plan.live()) {
@@ -246,6 +249,20 @@ function mayControl(text: string): boolean {
 function hasValues(first: unknown, second: unknown): boolean {
   const values = Array.isArray(second) ? second : (first as { values?: unknown } | null)?.values;
   return Array.isArray(values) && values.length > 0;
+}
+
+/**
+ * A query's arguments with the face's type parsers (pg.Pool's `types`, which pg gives each client
+ * it makes), for a statement that names none of its own. A `Submittable` (a cursor, a stream)
+ * goes as it is: it was made with its own.
+ */
+export function withTypes(args: unknown[], types: pg.CustomTypesConfig | undefined): unknown[] {
+  if (types === undefined) return args;
+  const first = args[0];
+  if (typeof first === 'string') return [{ text: first, types }, ...args.slice(1)];
+  if (typeof first !== 'object' || first === null || 'types' in first) return args;
+  if (typeof (first as { submit?: unknown }).submit === 'function') return args;
+  return [{ ...first, types }, ...args.slice(1)];
 }
 
 /** pg's answer to a query on a client that runs none: the error, to the callback or as a rejection, on a later tick. */

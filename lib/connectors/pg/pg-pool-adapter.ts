@@ -11,10 +11,11 @@ import {
   OptionReader,
   PoolConfigError,
   PoolError,
+  type Rule,
   type ScopeUnit,
   shown,
 } from '../../core/index.js';
-import { PgCheckout, settledStatus } from './pg-checkout.js';
+import { PgCheckout, settledStatus, withTypes } from './pg-checkout.js';
 import { connectionSettings } from './pg-connector.js';
 
 /** Options of {@link asPgPool}: pg.Pool's hooks, by pg's names and as pg runs them. */
@@ -30,6 +31,12 @@ export interface PgPoolAdapterOptions {
   verify?: (client: pg.Client, done: (err?: Error) => void) => void;
   /** pg.Pool's `log(...messages)`: told of checkouts, releases and the end. */
   log?: (...messages: unknown[]) => void;
+  /**
+   * pg.Pool's `types`: type parsers for the results of the statements sent through the face (its
+   * `query()` and the clients it lends) that name none of their own. The pool's clients are
+   * shared with its other users, so they are given per statement, never set on a client.
+   */
+  types?: pg.CustomTypesConfig;
 }
 
 /** pg.Pool options the face takes from its pool instead, and where to set them. */
@@ -56,7 +63,7 @@ type ConnectCallback = (
 
 const ENDED = 'Cannot use a pool after calling end on the pool';
 
-type Hooks = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log'>;
+type Hooks = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log' | 'types'>;
 const noop = () => {};
 
 /**
@@ -89,6 +96,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       idleTimeoutMillis: o.maxIdleMs,
       connectionTimeoutMillis: o.acquireTimeoutMs,
       maxLifetimeSeconds: o.maxLifetimeMs === Infinity ? 0 : o.maxLifetimeMs / 1_000,
+      ...(hooks.types === undefined ? {} : { types: hooks.types }),
     });
     this.#pool = pool;
     this.#closeOnEnd = closeOnEnd;
@@ -197,6 +205,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       nests,
       scope,
       live,
+      types: this.#hooks.types,
       pool: this.#pool.name,
       end: (failure) => {
         this.log(failure === undefined ? 'client released' : 'client released with an error', failure);
@@ -253,20 +262,21 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     return answer(callback, this.#statement(args), process.nextTick);
   }
 
-  async #statement(args: unknown[]): Promise<unknown> {
+  async #statement(given: unknown[]): Promise<unknown> {
     const pool = this.#pool;
     this.#began();
     try {
       let unit = pool[kEnterUnit]('a query() of the pg.Pool face');
       if (unit instanceof Promise) unit = await unit;
       if (unit === undefined) {
+        const args = withTypes(given, this.#hooks.types);
         const run = (client: pg.Client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
         return await pool.use(run, { propagation: 'none' }).catch((err: unknown) => Promise.reject(driverError(err)));
       }
       this.#began();
       const client = await this.#unitOf(unit);
       try {
-        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...given);
       } finally {
         client.release();
       }
@@ -301,6 +311,12 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     );
   }
 }
+
+/** pg's `types`: an object with `getTypeParser(oid, format)`, as pg's `TypeOverrides` and `pg.types` are. */
+const isTypes: Rule = {
+  says: "pg's type parsers (an object with getTypeParser(oid, format): new TypeOverrides(), or pg.types)",
+  ok: (value) => typeof (value as { getTypeParser?: unknown } | null)?.getTypeParser === 'function',
+};
 
 /** Gives a lease back as pg's release(err?) asks: retired with an error, else returned clean. */
 function endLease(lease: Lease<pg.Client>, failure: Error | undefined): void {
@@ -361,7 +377,7 @@ export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapter
     }
   }
   const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(
-    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true, onConnect: true, verify: true, log: true }),
+    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true, onConnect: true, verify: true, log: true, types: true }),
     "asPgPool()'s options",
   );
   if (typeof (pool as Partial<ConnectionPool<pg.Client>>)?.acquire !== 'function' || typeof pool.use !== 'function') {
@@ -374,6 +390,7 @@ export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapter
     onConnect: read.get('onConnect', is.function),
     verify: read.get('verify', is.function),
     log: read.get('log', is.function),
+    types: read.get('types', isTypes),
   };
   return new PgPoolAdapter(pool, read.get('closeOnEnd', is.boolean, true), hooks) as unknown as pg.Pool;
 }
