@@ -1,11 +1,13 @@
-// Jest's global setup: before any test runs, what the suite needs that a machine of this project's
-// kind may not be running or may not have installed (the services, Debian's Chromium). Missing
+// Jest's global setup: before any test runs, the Prisma spec's generated client, and what the
+// suite needs that a machine of this project's kind may not be running or may not have installed
+// (the services, Debian's Chromium). Missing
 // parts are started or installed by scripts/test-prerequisites.sh when Jest runs as root; anyone
 // else gets, at once, the one command to run.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { generatePrisma } from '../../scripts/generate-prisma.mjs';
 
 const SERVICES = [
   ['Redis', 6379],
@@ -37,6 +39,7 @@ async function missing() {
 }
 
 export default async function prerequisites() {
+  generatePrisma(); // the Prisma spec's client, made offline (scripts/generate-prisma.mjs)
   let down = await missing();
   if (down.length === 0) return;
   const root = process.getuid?.() === 0;
