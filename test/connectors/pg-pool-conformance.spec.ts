@@ -5,6 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/gl
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
+import Cursor from 'pg-cursor';
 import { compile, root } from '../support/compile.js';
 import { ConnectionPool, type PoolLogger } from '../../lib/index.js';
 import { asPgPool, pgConnector, type PgPoolAdapterOptions } from '../../lib/connectors/pg/index.js';
@@ -197,6 +198,12 @@ describe.each(hooked)("%s: onConnect, verify, log and types, as pg.Pool's option
     );
     const own = { text: stamp, types: { getTypeParser: () => (text: string) => `own ${text}` } };
     expect((await client.query(own)).rows[0].t).toBe('own 2026-12-02 10:00:00');
+    const cursor = client.query(new Cursor(stamp));
+    const rows = await new Promise<{ t: unknown }[]>((resolve, reject) =>
+      cursor.read(1, (err: Error | undefined, r: { t: unknown }[]) => (err ? reject(err) : resolve(r))),
+    );
+    expect(rows[0]!.t).toBe('timestamp 2026-12-02 10:00:00');
+    await cursor.close();
     client.release();
     await pool.end();
   });

@@ -253,15 +253,19 @@ function hasValues(first: unknown, second: unknown): boolean {
 
 /**
  * A query's arguments with the face's type parsers (pg.Pool's `types`, which pg gives each client
- * it makes), for a statement that names none of its own. A `Submittable` (a cursor, a stream)
- * goes as it is: it was made with its own.
+ * it makes), for a statement that names none of its own. A `Submittable` (a cursor, a stream) made
+ * without types gets them on its result, where pg's client puts its own.
  */
 export function withTypes(args: unknown[], types: pg.CustomTypesConfig | undefined): unknown[] {
   if (types === undefined) return args;
   const first = args[0];
   if (typeof first === 'string') return [{ text: first, types }, ...args.slice(1)];
   if (typeof first !== 'object' || first === null || 'types' in first) return args;
-  if (typeof (first as { submit?: unknown }).submit === 'function') return args;
+  if (typeof (first as { submit?: unknown }).submit === 'function') {
+    const result = (first as { _result?: { _types?: unknown } })._result;
+    if (result !== undefined && result !== null && result._types === undefined) result._types = types;
+    return args;
+  }
   return [{ ...first, types }, ...args.slice(1)];
 }
 
