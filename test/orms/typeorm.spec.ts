@@ -83,7 +83,9 @@ describe('typeormDriver()', () => {
     const db = pool();
     await expect(
       new DataSource({ type: 'postgres', driver: typeormDriver(db), poolSize: 30 }).initialize(),
-    ).rejects.toThrow("leave TypeORM's poolSize out and give the pool { maxSize }");
+    ).rejects.toThrow(
+      'option "poolSize" is the pool\'s to set: leave TypeORM\'s poolSize out and give the pool { maxSize }',
+    );
     await expect(
       new DataSource({ type: 'postgres', driver: typeormDriver(db), extra: { statement_timeout: 5 } }).initialize(),
     ).rejects.toThrow('pg client settings go to the pool');

@@ -96,7 +96,8 @@ function checkServer(pool: ConnectionPool<pg.Client>, options: TypeOrmPoolConfig
     if (value === undefined || CONNECTOR_SETTINGS.has(key)) continue;
     const sizing = SIZING[key];
     if (sizing !== undefined) {
-      read.fail(key, `is the pool's to set: leave TypeORM's ${sizing[0]} out and give the pool { ${sizing[1]} }`);
+      // Named as TypeORM's option, which the user wrote (pg's name for it is `key`).
+      read.fail(sizing[0], `is the pool's to set: leave TypeORM's ${sizing[0]} out and give the pool { ${sizing[1]} }`);
     }
     read.fail(
       key,
