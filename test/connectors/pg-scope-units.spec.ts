@@ -435,6 +435,23 @@ describe('a checkout of the face is a handle that dies with it', () => {
     await face.end();
   });
 
+  it('a query() inside a scope whose onConnect fails fails with it, and end() still ends: nothing is left counted', async () => {
+    const pool = new ConnectionPool(pgConnector(URL), { name: 'hook-fails', maxSize: 1, logger: quiet });
+    const face = asPgPool(pool, {
+      onConnect: () => {
+        throw new Error('the hook refused');
+      },
+    });
+    await expect(pool.use(() => face.query('SELECT 1'))).rejects.toThrow('the hook refused');
+    await expect(pool.use(() => face.connect())).rejects.toThrow('the hook refused');
+    const ended = await Promise.race([
+      face.end().then(() => 'ended'),
+      new Promise((resolve) => setTimeout(resolve, 2_000, 'still waiting for a query that is over')),
+    ]);
+    expect(ended).toBe('ended');
+    expect(pool.stats().closed).toBe(true);
+  });
+
   it('listeners a holder adds through its client leave with it', async () => {
     const pool = new ConnectionPool(pgConnector(URL), { name: 'listeners', maxSize: 1, logger: quiet });
     const face = asPgPool(pool);

@@ -161,9 +161,8 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
         () => lease.live,
         (failure) => endLease(lease, failure),
       );
-    } catch (err) {
+    } finally {
       this.#over();
-      throw err;
     }
   }
 
@@ -200,6 +199,8 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     live: () => boolean,
     end: (failure: Error | undefined) => void,
   ): pg.PoolClient {
+    // Counted from here until its holder gives it back (the wait for it was counted by its caller).
+    this.#began();
     const checkout: PgCheckout = new PgCheckout(client, {
       inScope,
       nests,
@@ -273,7 +274,6 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
         const run = (client: pg.Client) => (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
         return await pool.use(run, { propagation: 'none' }).catch((err: unknown) => Promise.reject(driverError(err)));
       }
-      this.#began();
       const client = await this.#unitOf(unit);
       try {
         return await (client.query as (...a: unknown[]) => Promise<unknown>)(...given);
