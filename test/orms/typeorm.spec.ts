@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { TypeOrmModule, InjectDataSource } from '@nestjs/typeorm';
-import type pg from 'pg';
+import pg from 'pg';
 import { Column, DataSource, Entity, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
 import { ConnectionPool, getPoolToken } from '../../lib/index.js';
 import { pgConnector, typeormDriver } from '../../lib/connectors/pg/index.js';
@@ -125,13 +125,21 @@ describe('typeormDriver()', () => {
     await Promise.all([primary.close(), replica.close()]);
   });
 
-  it("parseInt8 gives this DataSource's bigints as numbers, and nobody else's", async () => {
+  it("parseInt8 gives this DataSource's bigints as numbers, and nobody else's, over the face's own types", async () => {
     const db = pool();
     const source = new DataSource({ type: 'postgres', driver: typeormDriver(db), parseInt8: true });
     await source.initialize();
     expect(await source.query('SELECT 9007199254740991::int8 AS n')).toEqual([{ n: 9007199254740991 }]);
     expect(await db.use((c) => c.query('SELECT 7::int8 AS n').then((r) => r.rows[0]))).toEqual({ n: '7' });
     await source.destroy();
+    const types = new pg.TypeOverrides();
+    types.setTypeParser(1114, (text: string) => `timestamp ${text}`);
+    const both = new DataSource({ type: 'postgres', driver: typeormDriver(db, { types }), parseInt8: true });
+    await both.initialize();
+    expect(await both.query("SELECT 7::int8 AS n, '2026-12-02 10:00:00'::timestamp AS t")).toEqual([
+      { n: 7, t: 'timestamp 2026-12-02 10:00:00' },
+    ]);
+    await both.destroy();
     await db.close();
   });
 });

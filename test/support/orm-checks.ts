@@ -29,6 +29,8 @@ export interface OrmUnderTest {
 
 /** The token of the spec's OrmUnderTest. */
 export const ORM = Symbol('the ORM under test');
+/** The token of the ledger's notes table, which the checks' methods write to. */
+const NOTES = Symbol('the notes table');
 
 const quiet: PoolLogger = { warn: () => {}, error: () => {} };
 
@@ -67,6 +69,7 @@ class Bank {
   constructor(
     @InjectPool('db') readonly db: ConnectionPool<pg.Client>,
     @Inject(ORM) readonly orm: OrmUnderTest,
+    @Inject(NOTES) readonly notes: string,
   ) {}
 
   /** `transfers` at once, each the ORM's own transaction, outside any scope. */
@@ -84,7 +87,7 @@ class Bank {
   @UsePooled('db')
   async implicitThenBug(tag: string): Promise<string> {
     await this.db.current.query('BEGIN');
-    await this.db.current.query(`INSERT INTO ${ledgerOf(this).notes} (who) VALUES ($1)`, [`${tag}-method`]);
+    await this.db.current.query(`INSERT INTO ${this.notes} (who) VALUES ($1)`, [`${tag}-method`]);
     await this.orm.implicitWrite(`${tag}-orm`);
     const status = this.db.current.getTransactionStatus() ?? 'none';
     throw new Error(`a bug before COMMIT (the transaction was ${status})`);
@@ -94,14 +97,11 @@ class Bank {
   @UsePooled('db')
   async implicitThenCommit(tag: string): Promise<void> {
     await this.db.current.query('BEGIN');
-    await this.db.current.query(`INSERT INTO ${ledgerOf(this).notes} (who) VALUES ($1)`, [`${tag}-method`]);
+    await this.db.current.query(`INSERT INTO ${this.notes} (who) VALUES ($1)`, [`${tag}-method`]);
     await this.orm.implicitWrite(`${tag}-orm`);
     await this.db.current.query('COMMIT');
   }
 }
-
-const ledgers = new WeakMap<Bank, PgLedger>();
-const ledgerOf = (bank: Bank): PgLedger => ledgers.get(bank)!;
 
 export interface OrmChecks {
   /** The accounts and notes tables, named for this ORM (the spec's schema maps its models to them). */
@@ -112,8 +112,6 @@ export interface OrmChecks {
   readonly imports?: ModuleMetadata['imports'];
   /** Providers; one of them provides ORM. */
   readonly providers: Provider[];
-  /** Runs before the module closes (an ORM that must be told to let go of the pool). */
-  readonly close?: (get: <T>(token: unknown) => T) => Promise<void>;
 }
 
 /** The pool's module for a spec: the pg connector on `application`, 10 connections, generous deadlines. */
@@ -143,15 +141,12 @@ export function ormChecks(name: string, checks: OrmChecks): void {
   });
   beforeEach(() => ledger.freshAccounts());
 
-  async function start(): Promise<{ bank: Bank; close: () => Promise<void> }> {
+  async function start(): Promise<Bank> {
     const moduleRef = await boot({
       imports: [...(checks.imports ?? [])],
-      providers: [...checks.providers, Bank],
+      providers: [...checks.providers, { provide: NOTES, useValue: ledger.notes }, Bank],
     });
-    const bank = moduleRef.get(Bank);
-    ledgers.set(bank, ledger);
-    const get = <T>(token: unknown) => moduleRef.get(token as string) as T;
-    return { bank, close: async () => checks.close?.(get) };
+    return moduleRef.get(Bank);
   }
 
   /** What every check ends with: no session of this spec idle in a transaction, nothing pipelined. */
@@ -161,34 +156,28 @@ export function ormChecks(name: string, checks: OrmChecks): void {
   }
 
   describe(`${name} on the pool (the real PostgreSQL)`, () => {
-    it('2,000 transfers at once outside a scope keep the total, and exactly the failing ones fail', async () => {
-      const before = pipelined.count();
-      const { bank, close } = await start();
-      const transfers = ledger.transfers(2_000, 3);
-      const outcomes = await bank.outside(transfers);
-      await close();
-      expect(failures(outcomes)).toEqual(transfers.filter((t) => t.fails).map(() => 'the transfer failed half-way'));
-      expect(await ledger.total()).toBe(ledger.count * ledger.start);
-      await clean(before);
-    }, 60_000);
-
-    it('50 transfers started with Promise.all inside one @UsePooled method keep the total', async () => {
-      const before = pipelined.count();
-      const { bank, close } = await start();
-      const transfers = ledger.transfers(50, 11);
-      const outcomes = await bank.inside(transfers);
-      await close();
-      expect(failures(outcomes)).toEqual(transfers.filter((t) => t.fails).map(() => 'the transfer failed half-way'));
-      expect(await ledger.total()).toBe(ledger.count * ledger.start);
-      await clean(before);
-    });
+    it.each([
+      ['2,000 transfers at once outside a scope', 'outside', 2_000, 3],
+      ['50 transfers started with Promise.all inside one @UsePooled method', 'inside', 50, 11],
+    ] as const)(
+      '%s keep the total, and exactly the failing ones fail',
+      async (_what, where, n, seed) => {
+        const before = pipelined.count();
+        const bank = await start();
+        const transfers = ledger.transfers(n, seed);
+        const outcomes = await bank[where](transfers);
+        expect(failures(outcomes)).toEqual(transfers.filter((t) => t.fails).map(() => 'the transfer failed half-way'));
+        expect(await ledger.total()).toBe(ledger.count * ledger.start);
+        await clean(before);
+      },
+      60_000,
+    );
 
     it("an implicit transaction of the ORM inside the method's BEGIN, then a throw, leaves nothing committed", async () => {
       const before = pipelined.count();
-      const { bank, close } = await start();
+      const bank = await start();
       await expect(bank.implicitThenBug('bug')).rejects.toThrow('a bug before COMMIT (the transaction was T)');
       await bank.implicitThenCommit('kept');
-      await close();
       expect([await ledger.rowsOf('bug-method'), await ledger.rowsOf('bug-orm')]).toEqual([0, 0]);
       expect([await ledger.rowsOf('kept-method'), await ledger.rowsOf('kept-orm')]).toEqual([1, 1]);
       await clean(before);

@@ -81,16 +81,19 @@ export function typeormDriver(
           'module',
         );
       }
-      checkServer(pool, options);
-      const types = parseInt8 && face.types === undefined ? int8AsNumber() : face.types;
+      checkOptions(pool, options);
+      const types = parseInt8 ? int8AsNumber(face.types) : face.types;
       return asPgPool(pool, { closeOnEnd: false, ...face, ...(types === undefined ? {} : { types }) });
     }
   }
   return { Pool: TypeOrmPool as unknown as TypeOrmPgDriver['Pool'], defaults };
 }
 
-/** The settings TypeORM gave that name a server, and the pool's, must agree where both are given. */
-function checkServer(pool: ConnectionPool<pg.Client>, options: TypeOrmPoolConfig): void {
+/**
+ * What TypeORM gave for a host: pool sizing and pg options are refused, naming where they go; the
+ * settings that name a server must agree with the pool's where both are given.
+ */
+function checkOptions(pool: ConnectionPool<pg.Client>, options: TypeOrmPoolConfig): void {
   const read = new OptionReader({ subject: 'module', name: 'typeormDriver()' }, options);
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || CONNECTOR_SETTINGS.has(key)) continue;
@@ -151,9 +154,12 @@ function describe(options: TypeOrmPoolConfig): string {
         .join(', ');
 }
 
-/** Type parsers that give int8 as a JavaScript number, as pg's `defaults.parseInt8` does, for one face only. */
-function int8AsNumber(): pg.CustomTypesConfig {
-  const types = new pg.TypeOverrides();
+/**
+ * Type parsers that give int8 as a JavaScript number, as pg's `defaults.parseInt8` does, for one
+ * face only: over the face's own `types` where given, else pg's.
+ */
+function int8AsNumber(under: pg.CustomTypesConfig | undefined): pg.CustomTypesConfig {
+  const types = new pg.TypeOverrides(under as ConstructorParameters<typeof pg.TypeOverrides>[0]);
   types.setTypeParser(INT8, (value: string) => Number.parseInt(value, 10));
   return types;
 }
