@@ -28,6 +28,7 @@ describe('option validation', () => {
     ['closeTimeoutMs', { closeTimeoutMs: -1 }],
     ['validateTimeoutMs', { validateTimeoutMs: 0 }],
     ['blockingPeriod', { blockingPeriod: 'yes' as unknown as boolean }],
+    ['tracing', { tracing: 'on' as unknown as boolean }],
     ['acquireTimeoutMs', { acquireTimeoutMs: -1 }],
     ['acquireTimeoutMs', { acquireTimeoutMs: NaN }],
     ['maxWaiting', { maxWaiting: -1 }],
@@ -91,6 +92,7 @@ describe('option validation', () => {
     expect([o.strategy, o.maxConcurrentCreates, o.growAt, o.maxWaiting]).toEqual(['spread', 10, 0.8, Infinity]);
     expect(o.health).toEqual({ degraded: 0.7, critical: 0.9 });
     expect(o.maxUses).toBe(Infinity);
+    expect(o.tracing).toBe(true);
     void pool.close();
   });
 

@@ -121,23 +121,24 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   }
 
   /**
-   * A client for a unit of work (a transaction), with `release(err?)` for it. Outside a scope of
-   * the pool: a lease of its own; `release()` gives it back (reset on return), `release(err)`
-   * retires it, as in pg. Inside: the scope's connection, for one unit of work at a time.
+   * pg-pool's own `connect()` (inherited, so instrumentation that wraps it, such as
+   * @opentelemetry/instrumentation-pg's `pg-pool.connect` span and pool metrics, sees the face's
+   * checkouts) asks here for each client: the face never keeps clients of pg-pool's, so it always
+   * asks. Outside a scope of the pool: a lease of its own; `release()` gives it back (reset on
+   * return), `release(err)` retires it, as in pg. Inside: the scope's connection, for one unit of
+   * work at a time.
    */
-  connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
-    if (this.ending) {
-      const err = new Error(ENDED);
-      if (callback === undefined) return Promise.reject(err);
-      return callback(err, undefined, noop);
-    }
-    const checkout = this.#checkout();
-    if (callback === undefined) return checkout;
+  newClient(pending: { callback: ConnectCallback }): void {
     // Outside the promise chain, as pg calls it: a throw in the callback is the caller's, uncaught.
-    checkout.then(
-      (client) => process.nextTick(callback, undefined, client, client.release),
-      (err: Error) => process.nextTick(callback, err, undefined, noop),
+    this.#checkout().then(
+      (client) => process.nextTick(pending.callback, undefined, client, client.release),
+      (err: Error) => process.nextTick(pending.callback, err, undefined, noop),
     );
+  }
+
+  /** pg-pool asks whether to queue a connect() behind its own clients: it has none, so never. */
+  _isFull(): boolean {
+    return false;
   }
 
   async #checkout(): Promise<pg.PoolClient> {

@@ -36,3 +36,4 @@ export {
   watchedQuantile,
   type WatchedTimings,
 } from './timing-watch.js';
+export { detachedConnector, globalTracing, type PoolTracing, type WaitFor } from './pool-tracing.js';

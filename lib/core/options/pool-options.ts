@@ -143,6 +143,14 @@ export interface PoolOptions {
    */
   metricTimings?: boolean;
   /**
+   * OpenTelemetry traces (docs/observability.md): `true` traces through the application's global
+   * TracerProvider when `@opentelemetry/api` is installed and a provider is registered by the time
+   * the pool is made (else nothing is traced, and nothing is paid): a span for each checkout that
+   * waits, in the caller's trace, and the pool's own work with its connections (creates,
+   * readiness, validations, resets, closes) in no caller's trace. `false` does neither. Default true.
+   */
+  tracing?: boolean;
+  /**
    * A lease held longer than this is reported once as a possible leak, at warn, with the stack of
    * the code that acquired it (captured at every checkout while this is set), and counted
    * (`counters.leaks`); its late release is reported too. Nothing else happens to it. As
@@ -191,6 +199,7 @@ export interface ResolvedOptions {
   readonly budget: SharedBudget | undefined;
   readonly metrics: boolean | MetricsMeter;
   readonly metricTimings: boolean;
+  readonly tracing: boolean;
   readonly leakDetectionMs: number;
   readonly maxHoldMs: number;
 }
@@ -269,6 +278,7 @@ export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
   budget: true,
   metrics: true,
   metricTimings: true,
+  tracing: true,
   leakDetectionMs: true,
   maxHoldMs: true,
 });
@@ -368,6 +378,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     budget,
     metrics: read.get('metrics', meterRule, true),
     metricTimings: read.get('metricTimings', is.boolean, true),
+    tracing: read.get('tracing', is.boolean, true),
     leakDetectionMs: read.get('leakDetectionMs', is.above(0), Infinity),
     maxHoldMs: read.get('maxHoldMs', is.above(0), Infinity),
   };

@@ -1,5 +1,6 @@
 import type { Admission, AdmissionLimiter, AdmissionRequest, PoolCounters, PoolStats } from '../contracts/index.js';
 import type { AcquireOptions } from '../options/index.js';
+import type { PoolTracing } from '../observation/index.js';
 import {
   type AbortHook,
   ConnectionsExhaustedError,
@@ -17,6 +18,8 @@ export interface GatedPool<T> {
   readonly acquireTimeoutMs: number;
   readonly timers: Timers;
   readonly counters: PoolCounters;
+  /** The application's tracing (a span for each admission that waits), or null. */
+  readonly tracing: PoolTracing | null;
   /** Aborted when close() begins. */
   readonly closeSignal: AbortSignal;
   /** Keeps the process alive while a wait is pending (see Clock.keepAlive). */
@@ -89,6 +92,7 @@ export class AdmissionGate<T> {
       both?.unlink();
       return Promise.reject(err);
     }
+    if (pool.tracing !== null) admitting = pool.tracing.waited(pool.name, 'admission', timeoutMs, admitting);
     pool.hold();
     return admitting.then(
       (admission) => {

@@ -2,7 +2,7 @@ import type { AcquireOptions } from '../options/index.js';
 import { type Admission, type Connector, type PoolCounters } from '../contracts/index.js';
 import { messageOf, PoolClosedError, QueueFullError, SelfDeadlockError, type Timers } from '../common/index.js';
 import { ConnectionReset, type ConnectionSupply, type SharedConnection } from '../connections/index.js';
-import { events } from '../observation/index.js';
+import { events, type PoolTracing } from '../observation/index.js';
 import type { PoolQueue, Waiter } from '../waiting/index.js';
 import { kAdmitted, kCheckin, kCheckinFailed, Lease, type LeaseOwner, type LeaseWatch } from './lease.js';
 import type { PoolObservers } from './pool-observers.js';
@@ -10,7 +10,11 @@ import type { ReportedPool } from './pool-report.js';
 import { scopeLeases } from './pool-use.js';
 
 /** The pool as the queue's gate sees it: its reports, and itself, the key of its scopes. */
-type QueuedPool = ReportedPool & { readonly pool: object };
+type QueuedPool = ReportedPool & {
+  readonly pool: object;
+  /** The application's tracing (a span for each wait), or null. */
+  readonly tracing: PoolTracing | null;
+};
 
 /**
  * Checkout and checkin, the hot path. A caller takes the best ready connection with room; else it
@@ -266,14 +270,16 @@ export class Checkouts<T> implements LeaseOwner<T> {
 
   /** Queues a caller nothing refuses, and opens what the queue needs. */
   #join(options: AcquireOptions | undefined, admission: Admission | undefined): Promise<Lease<T>> {
+    const timeoutMs = options?.timeoutMs ?? this.#acquireTimeoutMs;
     const promise = this.waiters.join(
-      options?.timeoutMs ?? this.#acquireTimeoutMs,
+      timeoutMs,
       options?.signal,
       this.measures ? this.observers.stackOfWaiter() : undefined,
       admission,
     );
     this.#supply.demand();
-    return promise;
+    const tracing = this.pool.tracing;
+    return tracing === null ? promise : tracing.waited(this.name, 'connection', timeoutMs, promise);
   }
 }
 

@@ -31,7 +31,7 @@ import {
   type PoolStats,
 } from '../contracts/index.js';
 import { ConnectionSupply, SupplyMember } from '../connections/index.js';
-import { events, type TimingWatch } from '../observation/index.js';
+import { detachedConnector, events, globalTracing, type TimingWatch } from '../observation/index.js';
 import { PoolObservers } from './pool-observers.js';
 import { AdmissionGate, type GatedPool } from './admission-gate.js';
 import type { Lease } from './lease.js';
@@ -91,6 +91,9 @@ export class ConnectionPool<T> implements MethodPool {
   constructor(connector: Connector<T>, options: PoolOptions = {}) {
     const o = (this.options = resolveOptions(options, connector));
     this.#connector = connector;
+    const tracing = o.tracing ? globalTracing() : null;
+    // Traced, the pool's own work with its connections runs in no caller's trace.
+    const work = tracing === null ? connector : detachedConnector(connector, tracing);
     this.#limiter = o.limiter;
     const timers = (this.#timers = new Timers(o.clock));
     this.#holds = new ProcessHold(timers);
@@ -105,7 +108,7 @@ export class ConnectionPool<T> implements MethodPool {
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
     this.#supply = new ConnectionSupply(
-      connector,
+      work,
       o,
       timers,
       this.#counters,
@@ -139,9 +142,10 @@ export class ConnectionPool<T> implements MethodPool {
       name: o.name,
       options: o,
       acquireTimeoutMs: o.acquireTimeoutMs,
+      tracing,
       exclusive: o.clientLimit === 1,
       logger: o.logger,
-      connector,
+      connector: work,
       timers,
       counters: this.#counters,
       supply: this.#supply as ConnectionSupply<unknown>,
@@ -157,7 +161,7 @@ export class ConnectionPool<T> implements MethodPool {
       acquireConnection: (options, admission) => this.#checkouts.acquire(options, admission),
       scopes: (delta) => void (this.#checkouts.scopesLive += delta),
     };
-    this.#checkouts = new Checkouts(connector, this.#waiters, timers, this.#observers, this.#inside);
+    this.#checkouts = new Checkouts(work, this.#waiters, timers, this.#observers, this.#inside);
     this.#gate = this.#limiter === undefined ? undefined : new AdmissionGate(this.#inside, this.#limiter);
     this.#supply.keeper.start();
   }

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { backoffMs, messageOf, PoolClosedError, type PoolLogger, type Timers } from '../common/index.js';
 import type { Connector } from '../contracts/index.js';
+import type { PoolTracing } from '../observation/index.js';
 import { kEnded, kReleaseThrown, kRetireAtEnd, type Lease } from './lease.js';
 import type { RetryOptions, UseOptions } from '../options/index.js';
 import { ScopeTurn, TurnUnit } from './scope-turn.js';
@@ -17,6 +18,8 @@ export interface UsingPool<T> {
   readonly exclusive: boolean;
   /** The deadline of an acquire without its own. */
   readonly acquireTimeoutMs: number;
+  /** The application's tracing (a span for each turn that waits), or null. */
+  readonly tracing: PoolTracing | null;
   /** Aborted when the pool closes: a pause between tries ends with PoolClosedError. */
   readonly closeSignal: AbortSignal;
   isClosed(): boolean;
@@ -173,12 +176,17 @@ async function runUnit<T, R>(
   const frame: ScopeFrame = { pool: host.pool, lease: outer.lease, parent: chain, root, turn: undefined, body: fn };
   const unit = new TurnUnit(frame);
   if (!turn.tryEnter(unit, chain)) {
-    const entered = await turn.wait(unit, chain, {
-      timeoutMs: options?.timeoutMs ?? host.acquireTimeoutMs,
-      signal: options?.signal,
-      waiter: args === undefined ? 'a nested pool.use()' : `the nested call of ${describeBody(fn)}`,
-      scope: describeScope(root),
-    });
+    const timeoutMs = options?.timeoutMs ?? host.acquireTimeoutMs;
+    const entered = await turnWaited(
+      host,
+      timeoutMs,
+      turn.wait(unit, chain, {
+        timeoutMs,
+        signal: options?.signal,
+        waiter: args === undefined ? 'a nested pool.use()' : `the nested call of ${describeBody(fn)}`,
+        scope: describeScope(root),
+      }),
+    );
     // The scope ended while this waited: the call is outside it now, and takes a lease of its own.
     if (!entered) return runUse(host, fn as MethodBody<T, R>, options, self, args as unknown[]);
   }
@@ -244,14 +252,17 @@ export function enterUnit(
   });
   const chain = scopes.getStore();
   if (turn.tryEnter(unit, chain)) return held();
-  return turn
-    .wait(unit, chain, {
-      timeoutMs: options?.timeoutMs ?? host.acquireTimeoutMs,
-      signal: options?.signal,
-      waiter,
-      scope,
-    })
-    .then((entered) => (entered ? held() : undefined));
+  const timeoutMs = options?.timeoutMs ?? host.acquireTimeoutMs;
+  return turnWaited(
+    host,
+    timeoutMs,
+    turn.wait(unit, chain, { timeoutMs, signal: options?.signal, waiter, scope }),
+  ).then((entered) => (entered ? held() : undefined));
+}
+
+/** A wait for the scope's turn, traced as a wait of the caller's when the pool is traced. */
+function turnWaited(host: UsingPool<unknown>, timeoutMs: number, wait: Promise<boolean>): Promise<boolean> {
+  return host.tracing === null ? wait : host.tracing.waited(host.name, 'turn', timeoutMs, wait);
 }
 
 /** What a scope is called in errors: its decorated method, or a use() callback. */
