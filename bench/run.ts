@@ -19,6 +19,7 @@ import { limitersBench } from './parts/limiters.js';
 import { metricsBench, metricsFreshBench } from './parts/metrics.js';
 import { decoratorBench, hookBench } from './parts/nest.js';
 import { ormBench } from './parts/orms.js';
+import { routeBench } from './parts/route.js';
 import { deepQueue, exclusiveBench, peersBench } from './parts/peers.js';
 import { pgBench } from './parts/postgres.js';
 import { adaptiveFreshBench, freshBench } from './parts/production.js';
@@ -43,8 +44,13 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
   pg: { reference: true, what: 'PostgreSQL through the pool beside pg.Pool, in fresh processes', run: pgBench },
   orms: {
     reference: true,
-    what: "Kysely and Drizzle transactions on the pool's pg.Pool face beside their own pg.Pool, in fresh processes",
+    what: "Kysely, Drizzle, TypeORM, Prisma and MikroORM transactions on the pool's pg.Pool face beside their own pools, in fresh processes",
     run: ormBench,
+  },
+  route: {
+    reference: true,
+    what: 'a NestJS route doing one query over HTTP, through @UsePooled beside pg.Pool, in fresh processes',
+    run: routeBench,
   },
   limiters: {
     reference: true,

@@ -1,10 +1,11 @@
-import { alternatingOrmCycles } from '../orm-cycles.js';
+import { alternatingOrmCycles, ORMS } from '../orm-cycles.js';
 import { bestOf, describe, pairedRatio } from '../paired.js';
 import { PG_ROUNDS, PG_SETS } from './postgres.js';
 
 /**
- * Kysely and Drizzle transactions (BEGIN, two statements, COMMIT) on their own pg.Pool and on the
- * pool's pg.Pool face, 50 callers, max 10 connections, fresh processes in turn.
+ * Kysely, Drizzle, TypeORM, Prisma and MikroORM transactions (BEGIN, two statements, COMMIT) on
+ * their own pools and on the pool's pg.Pool face, 50 callers, max 10 connections, fresh processes
+ * in turn.
  */
 export async function ormBench(
   results: Record<string, unknown>,
@@ -14,16 +15,17 @@ export async function ormBench(
   const callers = 50;
   const rounds = await alternatingOrmCycles(callers, PG_SETS, PG_ROUNDS);
   const best = bestOf(rounds);
-  const kysely = pairedRatio(rounds, (r) => r['Kysely, the face'] / r['Kysely, pg.Pool']);
-  const drizzle = pairedRatio(rounds, (r) => r['Drizzle, the face'] / r['Drizzle, pg.Pool']);
-  results.orms = { best, kysely, drizzle, rounds };
   const shape = `ORM transactions on PostgreSQL, max 10, ${callers} callers, fresh processes`;
-  rows.push([
-    shape,
-    'Kysely on pg.Pool / on the face; Drizzle on pg.Pool / on the face (best of each, transactions)',
-    `${fmt(best['Kysely, pg.Pool'])} / ${fmt(best['Kysely, the face'])}; ${fmt(best['Drizzle, pg.Pool'])} / ${fmt(best['Drizzle, the face'])}`,
-    '',
-  ]);
-  rows.push([shape, 'Kysely: the face / its own pg.Pool, round by round', describe(kysely, 0.98), 'target ≥ 0.98×']);
-  rows.push([shape, 'Drizzle: the face / its own pg.Pool, round by round', describe(drizzle, 0.98), 'target ≥ 0.98×']);
+  const ratios: Record<string, unknown> = {};
+  for (const orm of ORMS) {
+    const ratio = pairedRatio(rounds, (r) => r[`${orm}, the face`] / r[`${orm}, its own pool`]);
+    ratios[orm] = ratio;
+    rows.push([
+      shape,
+      `${orm}: the face / its own pool, round by round (best: ${fmt(best[`${orm}, the face`])} / ${fmt(best[`${orm}, its own pool`])})`,
+      describe(ratio, 0.98),
+      'target ≥ 0.98×',
+    ]);
+  }
+  results.orms = { best, ratios, rounds };
 }

@@ -1,0 +1,114 @@
+/**
+ * A NestJS route doing one PostgreSQL query, end to end over HTTP: through a service method with
+ * `@UsePooled('db')` (the query on `pool.current`, the pg connector's reset on return) against the
+ * same route on a `pg.Pool` (`pool.query()`), each variant a Nest app in a process of its own,
+ * taken in turn. The requests come from the same process (a keep-alive agent, 50 at once), so both
+ * variants pay the same client cost.
+ *
+ * Run by `npm run bench`; `node dist-bench/bench/nest-route.js <variant>` prints the best of five
+ * rounds (requests per second) as JSON.
+ */
+import 'reflect-metadata';
+import { Controller, Get, Inject, Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Agent, get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { ConnectionPool, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
+import { pgConnector } from '../lib/connectors/pg/index.js';
+import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
+import { PG_URL } from './pg-cycles.js';
+
+export type RouteVariant = '@UsePooled' | 'pg.Pool';
+export const ROUTE_VARIANTS: readonly RouteVariant[] = ['@UsePooled', 'pg.Pool'];
+
+const MAX = 10;
+const CALLERS = 50;
+const ROUND_REQUESTS = 2_000;
+const PG_POOL = Symbol('pg.Pool');
+
+@Injectable()
+class Pooled {
+  constructor(@InjectPool('db') private readonly db: ConnectionPool<pg.Client>) {}
+
+  @UsePooled('db')
+  async one(): Promise<unknown> {
+    return (await this.db.current.query('SELECT 1 AS one')).rows[0];
+  }
+}
+
+@Injectable()
+class Plain {
+  constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
+
+  async one(): Promise<unknown> {
+    return (await this.pool.query('SELECT 1 AS one')).rows[0];
+  }
+}
+
+@Controller()
+class PooledRoute {
+  constructor(private readonly service: Pooled) {}
+  @Get('one')
+  one(): Promise<unknown> {
+    return this.service.one();
+  }
+}
+
+@Controller()
+class PlainRoute {
+  constructor(private readonly service: Plain) {}
+  @Get('one')
+  one(): Promise<unknown> {
+    return this.service.one();
+  }
+}
+
+@Module({
+  imports: [
+    PoolModule.forRoot({
+      pools: [{ name: 'db', connector: pgConnector(PG_URL), options: { maxSize: MAX, minSize: MAX } }],
+    }),
+  ],
+  controllers: [PooledRoute],
+  providers: [Pooled],
+})
+class PooledApp {}
+
+@Module({
+  controllers: [PlainRoute],
+  providers: [Plain, { provide: PG_POOL, useFactory: () => new pg.Pool({ connectionString: PG_URL, max: MAX }) }],
+})
+class PlainApp {}
+
+async function setUp(variant: RouteVariant): Promise<Rounds> {
+  const app = await NestFactory.create(variant === '@UsePooled' ? PooledApp : PlainApp, { logger: false });
+  app.enableShutdownHooks();
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const agent = new Agent({ keepAlive: true, maxSockets: CALLERS });
+  const request = () =>
+    new Promise<void>((resolve, reject) => {
+      get({ host: '127.0.0.1', port, path: '/one', agent }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+      }).on('error', reject);
+    });
+  const round = callRound(CALLERS, request);
+  return {
+    round: () => round(ROUND_REQUESTS),
+    close: async () => {
+      agent.destroy();
+      if (variant === 'pg.Pool') await app.get<pg.Pool>(PG_POOL).end();
+      await app.close();
+    },
+    warmRounds: 5,
+  };
+}
+
+/** `sets` sets of live processes, one per variant, `rounds` rounds each, the variants in turn. */
+export function alternatingRoutes(sets: number, rounds: number): Promise<Record<RouteVariant, number>[][]> {
+  return alternating(import.meta.url, ROUTE_VARIANTS, (variant) => [variant], sets, rounds);
+}
+
+serveWhenRun(import.meta.url, ([variant]) => setUp(variant as RouteVariant));

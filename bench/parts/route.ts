@@ -1,0 +1,26 @@
+import { alternatingRoutes } from '../nest-route.js';
+import { bestOf, describe, pairedRatio } from '../paired.js';
+import { PG_ROUNDS, PG_SETS } from './postgres.js';
+
+/**
+ * A NestJS route doing one query, over HTTP, through `@UsePooled` against the same route on
+ * `pg.Pool`: 50 requests at once, max 10 connections, fresh processes in turn.
+ */
+export async function routeBench(
+  results: Record<string, unknown>,
+  rows: string[][],
+  fmt: (n: number) => string,
+): Promise<void> {
+  const rounds = await alternatingRoutes(PG_SETS, PG_ROUNDS);
+  const best = bestOf(rounds);
+  const ratio = pairedRatio(rounds, (r) => r['@UsePooled'] / r['pg.Pool']);
+  results.route = { node: process.version, best, ratio, rounds };
+  const shape = `a Nest route doing one query, HTTP, 50 at once, max 10, fresh processes (${process.version})`;
+  rows.push([
+    shape,
+    '@UsePooled / pg.Pool (best of each, requests)',
+    `${fmt(best['@UsePooled'])} / ${fmt(best['pg.Pool'])}`,
+    '',
+  ]);
+  rows.push([shape, '@UsePooled / pg.Pool, round by round', describe(ratio, 1.0), 'target ≥ 1.0× on Node 22 and 24']);
+}
