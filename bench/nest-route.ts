@@ -2,8 +2,8 @@
  * A NestJS route doing one PostgreSQL query, end to end over HTTP: through a service method with
  * `@UsePooled('db')` (the query on `pool.current`, the pg connector's reset on return) against the
  * same route on a `pg.Pool` (`pool.query()`), each variant a Nest app in a process of its own,
- * taken in turn. The requests come from the same process (a keep-alive agent, 50 at once), so both
- * variants pay the same client cost.
+ * taken in turn. The requests come from a process of their own (bench/http-load.ts: 50 at once on
+ * keep-alive sockets), so the server's process runs only the app.
  *
  * Run by `npm run bench`; `node dist-bench/bench/nest-route.js <variant>` prints the best of five
  * rounds (requests per second) as JSON.
@@ -11,12 +11,13 @@
 import 'reflect-metadata';
 import { Controller, Get, Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Agent, get } from 'node:http';
+import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { ConnectionPool, InjectPool, PoolModule, UsePooled } from '../lib/index.js';
 import { pgConnector } from '../lib/connectors/pg/index.js';
-import { alternating, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
+import { fileURLToPath } from 'node:url';
+import { alternating, serveWhenRun, type Rounds } from './fresh-process.js';
 import { PG_URL } from './pg-cycles.js';
 
 export type RouteVariant = '@UsePooled' | 'pg.Pool';
@@ -86,19 +87,17 @@ async function setUp(variant: RouteVariant): Promise<Rounds> {
   app.enableShutdownHooks();
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
-  const agent = new Agent({ keepAlive: true, maxSockets: CALLERS });
-  const request = () =>
-    new Promise<void>((resolve, reject) => {
-      get({ host: '127.0.0.1', port, path: '/one', agent }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-      }).on('error', reject);
-    });
-  const round = callRound(CALLERS, request);
+  const load = fork(fileURLToPath(new URL('./http-load.js', import.meta.url)), [String(port), String(CALLERS), '/one']);
+  const round = () =>
+    new Promise<number>((resolve, reject) => {
+      load.once('message', (rate) => resolve(rate as number));
+      load.once('exit', (code) => reject(new Error(`the load process exited (${code})`)));
+      load.send(ROUND_REQUESTS);
+    }).finally(() => load.removeAllListeners('exit'));
   return {
-    round: () => round(ROUND_REQUESTS),
+    round,
     close: async () => {
-      agent.destroy();
+      load.disconnect();
       if (variant === 'pg.Pool') await app.get<pg.Pool>(PG_POOL).end();
       await app.close();
     },

@@ -156,7 +156,7 @@ async function transactionOf(
 async function setUp(variant: OrmVariant, callers: number): Promise<Rounds> {
   const { run, close } = await transactionOf(variant);
   const round = callRound(callers, run);
-  return { round: () => round(ROUND_TRANSACTIONS), close, warmRounds: 10 };
+  return { round: () => round(ROUND_TRANSACTIONS), close, warmRounds: 5 };
 }
 
 /** `sets` sets of live processes, one per variant, `rounds` rounds each, the variants in turn. */

@@ -1,6 +1,9 @@
 import { alternatingRoutes } from '../nest-route.js';
 import { bestOf, describe, pairedRatio } from '../paired.js';
-import { PG_ROUNDS, PG_SETS } from './postgres.js';
+import { PG_ROUNDS } from './postgres.js';
+
+/** Each set boots two Nest apps: half the sets of the bare PostgreSQL part. */
+const ROUTE_SETS = 8;
 
 /**
  * A NestJS route doing one query, over HTTP, through `@UsePooled` against the same route on
@@ -11,7 +14,7 @@ export async function routeBench(
   rows: string[][],
   fmt: (n: number) => string,
 ): Promise<void> {
-  const rounds = await alternatingRoutes(PG_SETS, PG_ROUNDS);
+  const rounds = await alternatingRoutes(ROUTE_SETS, PG_ROUNDS);
   const best = bestOf(rounds);
   const ratio = pairedRatio(rounds, (r) => r['@UsePooled'] / r['pg.Pool']);
   results.route = { node: process.version, best, ratio, rounds };
