@@ -1,4 +1,6 @@
 import {
+  type Admission,
+  type AdmissionRequest,
   type Clock,
   is,
   keysOf,
@@ -8,7 +10,7 @@ import {
   PoolConfigError,
   type PoolLogger,
 } from '../core/index.js';
-import type { RedisLimitOptions } from '../limits/index.js';
+import { type HeardInstance, type kDemand, type RedisLimitOptions } from '../limits/index.js';
 import type { FleetInstance } from './fleet-shares.js';
 
 /** @internal A budget's lease TTL unless its `redis` options give one. */
@@ -16,6 +18,22 @@ export const BUDGET_TTL_MS = 2_000;
 
 /** @internal An option of FleetBudget: its places somewhere other than Redis (a simulation's FleetPlaces), in place of `redis`. */
 export const kFleetPlaces = Symbol('nestjs-shared-pool.fleet-places');
+
+/**
+ * @internal Where a budget keeps its places and trades its instances' demand: a RedisLimiter
+ * whose global limit is the budget, or, in a simulation, a fake of the same shape.
+ */
+export interface FleetPlaces {
+  start(): Promise<void>;
+  /** A place, waiting up to `timeoutMs` for one; refused with an error when none came. */
+  admit(request: AdmissionRequest): Promise<Admission>;
+  stats(): { readonly used: number; readonly mode: string; readonly lastError?: string };
+  close(): Promise<void>;
+  readonly [kDemand]: {
+    readonly instance: string;
+    exchange(figures: string, staleMs: number): Promise<Map<string, HeardInstance>>;
+  };
+}
 
 /** Options of a {@link FleetBudget}. */
 export interface FleetBudgetOptions {

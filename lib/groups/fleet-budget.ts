@@ -9,7 +9,6 @@
 // says another instance's waiting callers need (fleet-shares.ts).
 import {
   type Admission,
-  type AdmissionRequest,
   type BudgetMember,
   type ConnectionBudget,
   consoleLogger,
@@ -19,34 +18,19 @@ import {
   Timers,
   type TimerHandle,
 } from '../core/index.js';
-import { type HeardInstance, kCountLapsed, kDemand, RedisLimiter } from '../limits/index.js';
+import { kCountLapsed, kDemand, RedisLimiter } from '../limits/index.js';
 import {
   BUDGET_TTL_MS,
   budgetError,
   kFleetPlaces,
   type FleetBudgetOptions,
+  type FleetPlaces,
   type FleetBudgetStats,
   resolveFleetBudget,
 } from './fleet-budget-options.js';
 import { BudgetMetrics } from './budget-metrics.js';
 import { decodeLoad, encodeLoad, type FleetShare, fleetShare, InstanceMeter, UNKNOWN_SHARE } from './fleet-shares.js';
 import type { MemberLoad } from './group-planner.js';
-
-/**
- * @internal Where a budget keeps its places and trades its instances' demand: a RedisLimiter
- * whose global limit is the budget, or, in a simulation, a fake of the same shape.
- */
-export interface FleetPlaces {
-  start(): Promise<void>;
-  /** A place, waiting up to `timeoutMs` for one; refused with an error when none came. */
-  admit(request: AdmissionRequest): Promise<Admission>;
-  stats(): { readonly used: number; readonly mode: string; readonly lastError?: string };
-  close(): Promise<void>;
-  readonly [kDemand]: {
-    readonly instance: string;
-    exchange(figures: string, staleMs: number): Promise<Map<string, HeardInstance>>;
-  };
-}
 
 /** A refusal that comes sooner than this (Redis down, a pause after its restart) is asked again this much later. */
 const RETRY_MS = 100;
@@ -202,9 +186,14 @@ export class FleetBudget {
     detached: () => void this.#pools--,
   };
 
-  /** Whether a place is spare; if none is, one is asked for (a connection to replace, or to open ahead of demand, gets it then). */
+  /**
+   * Whether a place is spare (one that lapsed while it waited, a freeze, goes back); if none is,
+   * one is asked for (a connection to replace, or to open ahead of demand, gets it then).
+   */
   #mayOpen(member: BudgetMember): boolean {
     this.#joined(member);
+    for (let i = this.#spare.length - 1; i >= 0; i--)
+      if (this.#spare[i]!.admission.signal.aborted) this.#spare.splice(i, 1)[0]!.admission.release();
     if (this.#spare.length > 0) return true;
     this.#ask(member);
     return false;

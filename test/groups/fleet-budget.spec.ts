@@ -186,6 +186,9 @@ describe('a FleetBudget', () => {
     const busy = pool.use(() => new Promise<void>((resolve) => (release = resolve)));
     await sleep(50);
     expect(budget.stats().held).toBe(4);
+    // Held through Redis (on a loaded machine the first calls may time out, and places admitted
+    // under the local fallback have no expiry until a heartbeat registers them).
+    await waitFor(() => budget.stats().mode === 'redis' && budget.stats().fleetHeld === 4, 5_000);
     // Frozen past two TTLs (a stopped process, a long GC): the fleet may have given its places away.
     const until = Date.now() + 700;
     while (Date.now() < until);

@@ -16,6 +16,14 @@ import { VirtualClock } from '../support/virtual-clock.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ask = (key?: string, timeoutMs = 0) => ({ pool: 'api', key, timeoutMs });
 
+/** Timers on virtual time, and a clock that can be moved past them before they fire: a freeze. */
+class JumpClock extends VirtualClock {
+  jump = 0;
+  override now(): number {
+    return super.now() + this.jump;
+  }
+}
+
 function limiter(ns: string, options: Partial<RedisLimiterOptions> = {}, redis: RedisLimiterOptions['redis'] = {}) {
   return started(
     new RedisLimiter({
@@ -150,6 +158,28 @@ describe('RedisLimiter on a real Redis', () => {
     await expect(b.admit(ask())).rejects.toBeInstanceOf(CapacityExceededError);
     await sleep(350);
     await expect(b.admit(ask())).resolves.toBeDefined();
+  });
+
+  it('loses a lease past its local expiry though its heartbeat runs first after a freeze and Redis, in a quarantine, would keep it', async () => {
+    const ns = namespace();
+    const clock = new JumpClock();
+    const a = await limiter(ns, { global: 1, clock }, { leaseTtlMs: 300, heartbeatMs: 100, restartProtection: true });
+    // A new namespace starts a quarantine: heartbeats (virtual time moved with real time) until it ends.
+    let lease: Admission | undefined;
+    for (let i = 0; i < 40 && lease === undefined; i++) {
+      lease = await a.admit(ask()).catch(() => undefined);
+      if (lease === undefined) await Promise.all([clock.advance(100), sleep(100)]);
+    }
+    expect(lease).toBeDefined();
+    // Frozen: no call for longer than the TTL, so Redis begins a quarantine at the next one; the
+    // clock past the lease's expiry, and the heartbeat's timer first to run (the expiry's is later).
+    await sleep(400);
+    clock.jump = 400;
+    clock.advanceNow(100);
+    await sleep(100); // the heartbeat's reply
+    expect(a.stats().counters.lost).toBe(1);
+    expect(lease!.signal.aborted).toBe(true);
+    lease!.release();
   });
 
   it('frees the per-key slots of a stopped holder too, and a heartbeat elsewhere removes its leases from every set', async () => {

@@ -4,7 +4,7 @@
 // costs a round trip of virtual time, as one atomic script on a real server would. No faults: the
 // fault tests run on a real Redis (test/groups/fleet-budget-faults.spec.ts).
 import type { Admission, AdmissionRequest, TimerHandle } from '../../lib/core/index.js';
-import type { FleetPlaces } from '../../lib/groups/fleet-budget.js';
+import type { FleetPlaces } from '../../lib/groups/fleet-budget-options.js';
 import { kDemand } from '../../lib/limits/index.js';
 import type { SimClock } from './sim-clock.js';
 

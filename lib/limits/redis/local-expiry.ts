@@ -48,6 +48,14 @@ export class LocalExpiry {
     this.#timer.stop();
   }
 
+  /**
+   * Loses now the leases whose expiry passed, whether or not the timer had its turn: after a freeze
+   * the heartbeat's timer may run first, and a quarantine would have Redis refresh them.
+   */
+  expireDue(): void {
+    this.#expire();
+  }
+
   /** Leases whose confirmation is older than a TTL: Redis may have given their slots away. */
   #expire(): void {
     const now = this.timers.now();

@@ -97,6 +97,7 @@ export class RedisHeartbeat {
   async #beatOnce(): Promise<void> {
     const redis = this.host.redis();
     if (redis === undefined || this.host.closed()) return;
+    this.leases.expireDue(); // none past its TTL is sent as held: Redis in a quarantine would keep it
     const held = [...this.leases.held.values(), ...this.leases.lapsed.values()];
     const grantedBefore = this.calls.granted;
     const sentAt = this.clock.now();

@@ -111,6 +111,11 @@ export class RedisLeases {
     };
   }
 
+  /** Loses the leases whose local expiry passed (see LocalExpiry.expireDue): before a heartbeat is sent. */
+  expireDue(): void {
+    this.#expiry.expireDue();
+  }
+
   /** A heartbeat sent at `sentAt` confirmed `leases` (those still held): their expiry moves on. */
   confirmed(leases: Held[], sentAt: number): void {
     const expiresAt = this.#expiry.after(sentAt);
