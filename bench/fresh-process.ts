@@ -66,8 +66,8 @@ class LiveProcess {
   #stderr = '';
   #exited: Error | undefined;
 
-  constructor(script: string, args: readonly string[]) {
-    this.#child = spawn(process.execPath, [script, SERVE, ...args], { stdio: 'pipe' });
+  constructor(script: string, args: readonly string[], execArgv: readonly string[] = []) {
+    this.#child = spawn(process.execPath, [...execArgv, script, SERVE, ...args], { stdio: 'pipe' });
     this.#child.stderr.on(
       'data',
       (chunk: Buffer) => void (this.#stderr = (this.#stderr + chunk.toString()).slice(-4_000)),
@@ -136,6 +136,8 @@ export async function alternating<V extends string>(
   rounds: number,
   /** Told of each set, once its rounds are done: its processes' {@link GcShare}s, and their CPU per call round by round (see {@link CpuPerCall}). */
   observe: SetObserver<V> = {},
+  /** Node's own flags for a variant's process (none by default). */
+  execArgvOf: (variant: V) => readonly string[] = () => [],
 ): Promise<Record<V, number>[][]> {
   const scriptOf = (variant: V) => fileURLToPath(typeof moduleUrl === 'string' ? moduleUrl : moduleUrl(variant));
   const out: Record<V, number>[][] = [];
@@ -143,7 +145,7 @@ export async function alternating<V extends string>(
     const live = new Map<V, LiveProcess>();
     try {
       for (const variant of variants) {
-        const p = new LiveProcess(scriptOf(variant), argsOf(variant));
+        const p = new LiveProcess(scriptOf(variant), argsOf(variant), execArgvOf(variant));
         live.set(variant, p);
         await p.ready();
       }

@@ -20,8 +20,13 @@ import { fileURLToPath } from 'node:url';
 import { alternating, serveWhenRun, type Rounds } from './fresh-process.js';
 import { PG_URL } from './pg-cycles.js';
 
-export type RouteVariant = '@UsePooled' | 'pg.Pool';
-export const ROUTE_VARIANTS: readonly RouteVariant[] = ['@UsePooled', 'pg.Pool'];
+export type RouteVariant = '@UsePooled' | 'pg.Pool' | '@UsePooled, async context frame';
+/** The flag with which Node 22 carries AsyncLocalStorage's context as Node 24 does, without a promise hook. */
+export const CONTEXT_FRAME = '--experimental-async-context-frame';
+/** On Node 22, @UsePooled also runs with {@link CONTEXT_FRAME} (Node 24 needs no flag; Node 20 has none). */
+export const ROUTE_VARIANTS: readonly RouteVariant[] = process.versions.node.startsWith('22.')
+  ? ['@UsePooled', 'pg.Pool', '@UsePooled, async context frame']
+  : ['@UsePooled', 'pg.Pool'];
 
 const MAX = 10;
 const CALLERS = 50;
@@ -83,7 +88,7 @@ class PooledApp {}
 class PlainApp {}
 
 async function setUp(variant: RouteVariant): Promise<Rounds> {
-  const app = await NestFactory.create(variant === '@UsePooled' ? PooledApp : PlainApp, { logger: false });
+  const app = await NestFactory.create(variant === 'pg.Pool' ? PlainApp : PooledApp, { logger: false });
   app.enableShutdownHooks();
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
@@ -107,7 +112,15 @@ async function setUp(variant: RouteVariant): Promise<Rounds> {
 
 /** `sets` sets of live processes, one per variant, `rounds` rounds each, the variants in turn. */
 export function alternatingRoutes(sets: number, rounds: number): Promise<Record<RouteVariant, number>[][]> {
-  return alternating(import.meta.url, ROUTE_VARIANTS, (variant) => [variant], sets, rounds);
+  return alternating(
+    import.meta.url,
+    ROUTE_VARIANTS,
+    (variant) => [variant],
+    sets,
+    rounds,
+    {},
+    (variant) => (variant === '@UsePooled, async context frame' ? [CONTEXT_FRAME] : []),
+  );
 }
 
 serveWhenRun(import.meta.url, ([variant]) => setUp(variant as RouteVariant));

@@ -1,4 +1,4 @@
-import { alternatingRoutes } from '../nest-route.js';
+import { alternatingRoutes, CONTEXT_FRAME } from '../nest-route.js';
 import { bestOf, describe, pairedRatio } from '../paired.js';
 import { PG_ROUNDS } from './postgres.js';
 
@@ -26,4 +26,8 @@ export async function routeBench(
     '',
   ]);
   rows.push([shape, '@UsePooled / pg.Pool, round by round', describe(ratio, 1.0), 'target ≥ 1.0× on Node 22 and 24']);
+  if (best['@UsePooled, async context frame'] === undefined) return;
+  const framed = pairedRatio(rounds, (r) => r['@UsePooled, async context frame'] / r['pg.Pool']);
+  results.route = { ...(results.route as object), framed };
+  rows.push([shape, `@UsePooled with ${CONTEXT_FRAME} / pg.Pool`, describe(framed, 1.0), 'target ≥ 1.0×']);
 }

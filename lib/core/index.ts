@@ -30,6 +30,7 @@ export {
   findScope,
   kConnector,
   kEnterUnit,
+  kLeaseNow,
   kUseOn,
   type MethodBody,
   type MethodPool,

@@ -40,7 +40,7 @@ const ADDS = new Set<PropertyKey>(['on', 'once', 'addListener', 'prependListener
  * its transactions nest as savepoints when the scope's connection is in one already, and what it
  * leaves open is rolled back before the next unit goes in.
  */
-export class PgCheckout {
+export class PgCheckout implements ProxyHandler<pg.Client> {
   readonly handle: pg.PoolClient;
   readonly #client: pg.Client;
   readonly #plan: CheckoutPlan;
@@ -57,13 +57,17 @@ export class PgCheckout {
   constructor(client: pg.Client, plan: CheckoutPlan) {
     this.#client = client;
     this.#plan = plan;
-    this.handle = new Proxy(client, {
-      get: (target, key) => this.#get(target, key),
-      set: (target, key, value) => Reflect.set(target, key, value, target),
-    }) as pg.PoolClient;
+    // The checkout is its handle's handler: no closures made per checkout for the traps.
+    this.handle = new Proxy(client, this) as pg.PoolClient;
   }
 
-  #get(target: pg.Client, key: PropertyKey): unknown {
+  /** The handle's `set` trap: on the client itself. */
+  set(target: pg.Client, key: PropertyKey, value: unknown): boolean {
+    return Reflect.set(target, key, value, target);
+  }
+
+  /** The handle's `get` trap: the checkout's own `release` and `query`, the rest the client's, bound to it. */
+  get(target: pg.Client, key: PropertyKey): unknown {
     if (key === 'release') return this.#release;
     if (key === 'query') return this.#query;
     const value: unknown = Reflect.get(target, key, target);

@@ -4,50 +4,18 @@ import {
   ConnectionFailedError,
   ConnectionsExhaustedError,
   type ConnectionPool,
-  is,
+  findScope,
   kEnterUnit,
-  keysOf,
+  kLeaseNow,
   type Lease,
-  OptionReader,
-  PoolConfigError,
   PoolError,
-  type Rule,
   type ScopeUnit,
-  shown,
 } from '../../core/index.js';
 import { PgCheckout, settledStatus, withTypes } from './pg-checkout.js';
 import { connectionSettings } from './pg-connector.js';
+import { type FaceHooks, faceOptions, type PgPoolAdapterOptions } from './pg-pool-options.js';
 
-/** Options of {@link asPgPool}: pg.Pool's hooks, by pg's names and as pg runs them. */
-export interface PgPoolAdapterOptions {
-  /** Whether `end()` closes the pool as well (as `pg.Pool.end()` does). Default `true`. */
-  closeOnEnd?: boolean;
-  /**
-   * Runs on each client before the face first lends it (pg.Pool: after it connects). A rejection
-   * retires the client, and the checkout fails with it.
-   */
-  onConnect?: (client: pg.Client) => void | Promise<void>;
-  /** pg.Pool's `verify(client, done)`: runs after `onConnect`; `done(err)` retires the client and fails the checkout. */
-  verify?: (client: pg.Client, done: (err?: Error) => void) => void;
-  /** pg.Pool's `log(...messages)`: told of checkouts, releases and the end. */
-  log?: (...messages: unknown[]) => void;
-  /**
-   * pg.Pool's `types`: type parsers for the results of the statements sent through the face (its
-   * `query()` and the clients it lends) that name none of their own. The pool's clients are
-   * shared with its other users, so they are given per statement, never set on a client.
-   */
-  types?: pg.CustomTypesConfig;
-}
-
-/** pg.Pool options the face takes from its pool instead, and where to set them. */
-const ON_THE_POOL: Record<string, string> = {
-  max: 'maxSize',
-  min: 'minSize',
-  maxUses: 'maxUses',
-  idleTimeoutMillis: 'maxIdleMs',
-  connectionTimeoutMillis: 'acquireTimeoutMs',
-  maxLifetimeSeconds: 'maxLifetimeMs',
-};
+export type { PgPoolAdapterOptions } from './pg-pool-options.js';
 
 /** The part of pg.Pool the adapter builds on: an EventEmitter with pg-pool's plain fields. */
 type PoolBase = new (
@@ -63,7 +31,6 @@ type ConnectCallback = (
 
 const ENDED = 'Cannot use a pool after calling end on the pool';
 
-type Hooks = Pick<PgPoolAdapterOptions, 'onConnect' | 'verify' | 'log' | 'types'>;
 const noop = () => {};
 
 /**
@@ -78,7 +45,7 @@ const noop = () => {};
 class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   readonly #pool: ConnectionPool<pg.Client>;
   readonly #closeOnEnd: boolean;
-  readonly #hooks: Hooks;
+  readonly #hooks: FaceHooks;
   /** Checkouts and queries issued and not yet over: end() waits for them, as pg.Pool's does. */
   #outstanding = 0;
   #idle: (() => void) | undefined = undefined;
@@ -87,7 +54,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   /** The clients checked out through it now (an 'error' of any other is an idle client's). */
   readonly #lent = new Set<pg.Client>();
 
-  constructor(pool: ConnectionPool<pg.Client>, closeOnEnd: boolean, hooks: Hooks) {
+  constructor(pool: ConnectionPool<pg.Client>, closeOnEnd: boolean, hooks: FaceHooks) {
     const o = pool.options;
     super({
       ...connectionSettings(pool),
@@ -130,10 +97,25 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
    */
   newClient(pending: { callback: ConnectCallback }): void {
     // Outside the promise chain, as pg calls it: a throw in the callback is the caller's, uncaught.
+    const client = this.#checkoutNow();
+    if (client !== undefined) return void process.nextTick(pending.callback, undefined, client, client.release);
     this.#checkout().then(
       (client) => process.nextTick(pending.callback, undefined, client, client.release),
       (err: Error) => process.nextTick(pending.callback, err, undefined, noop),
     );
+  }
+
+  /**
+   * The common checkout without a promise: outside any scope of the pool, a connection ready
+   * now, and nothing to run on it first (onConnect, verify); else undefined, and nothing taken.
+   */
+  #checkoutNow(): pg.PoolClient | undefined {
+    const pool = this.#pool;
+    if (findScope(pool) !== undefined) return undefined;
+    const { onConnect, verify } = this.#hooks;
+    if (onConnect !== undefined || verify !== undefined) return undefined;
+    const lease = pool[kLeaseNow]();
+    return lease === undefined ? undefined : this.#lendLease(lease);
   }
 
   /** pg-pool asks whether to queue a connect() behind its own clients: it has none, so never. */
@@ -153,18 +135,23 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
         lease.fail(err);
         throw err;
       });
-      this.log('client checked out');
-      return this.#lend(
-        lease.connection,
-        false,
-        false,
-        'a checkout',
-        () => lease.live,
-        (failure) => endLease(lease, failure),
-      );
+      return this.#lendLease(lease);
     } finally {
       this.#over();
     }
+  }
+
+  /** A checkout of a lease of its own (outside a scope). */
+  #lendLease(lease: Lease<pg.Client>): pg.PoolClient {
+    this.log('client checked out');
+    return this.#lend(
+      lease.connection,
+      false,
+      false,
+      'a checkout',
+      () => lease.live,
+      (failure) => endLease(lease, failure),
+    );
   }
 
   /** The checkout of a unit of work in the caller's scope, once the server has answered what was sent before it. */
@@ -313,12 +300,6 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   }
 }
 
-/** pg's `types`: an object with `getTypeParser(oid, format)`, as pg's `TypeOverrides` and `pg.types` are. */
-const isTypes: Rule = {
-  says: "pg's type parsers (an object with getTypeParser(oid, format): new TypeOverrides(), or pg.types)",
-  ok: (value) => typeof (value as { getTypeParser?: unknown } | null)?.getTypeParser === 'function',
-};
-
 /** Gives a lease back as pg's release(err?) asks: retired with an error, else returned clean. */
 function endLease(lease: Lease<pg.Client>, failure: Error | undefined): void {
   if (failure === undefined) lease.release();
@@ -366,32 +347,6 @@ function answer(
  * time, and a transaction they begin inside the scope's is a savepoint of it (docs/orms.md).
  */
 export function asPgPool(pool: ConnectionPool<pg.Client>, options: PgPoolAdapterOptions = {}): pg.Pool {
-  for (const key of Object.keys(options ?? {})) {
-    const there = ON_THE_POOL[key];
-    if (there !== undefined) {
-      throw new PoolConfigError(
-        'asPgPool()',
-        key,
-        `is the pool's to set, not the face's: give the pool { ${there} } (new ConnectionPool(pgConnector(url), { ${there} }), or the pool's options in PoolModule)`,
-        'module',
-      );
-    }
-  }
-  const read = new OptionReader({ subject: 'module', name: 'asPgPool()' }, options).only(
-    keysOf<PgPoolAdapterOptions>({ closeOnEnd: true, onConnect: true, verify: true, log: true, types: true }),
-    "asPgPool()'s options",
-  );
-  if (typeof (pool as Partial<ConnectionPool<pg.Client>>)?.acquire !== 'function' || typeof pool.use !== 'function') {
-    read.fail(
-      'pool',
-      `(the first argument) must be a ConnectionPool of pg clients (new ConnectionPool(pgConnector(url)) or @InjectPool('db')), got ${shown(pool)}`,
-    );
-  }
-  const hooks: Hooks = {
-    onConnect: read.get('onConnect', is.function),
-    verify: read.get('verify', is.function),
-    log: read.get('log', is.function),
-    types: read.get('types', isTypes),
-  };
-  return new PgPoolAdapter(pool, read.get('closeOnEnd', is.boolean, true), hooks) as unknown as pg.Pool;
+  const { closeOnEnd, hooks } = faceOptions(pool, options);
+  return new PgPoolAdapter(pool, closeOnEnd, hooks) as unknown as pg.Pool;
 }

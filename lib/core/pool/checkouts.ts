@@ -92,14 +92,20 @@ export class Checkouts<T> implements LeaseOwner<T> {
    */
   now(): Promise<Lease<T>> | undefined {
     if (this.waiters.length === 0) {
-      const conn = this.#set.index.pick();
-      // As #pick(): only an idle connection may need validating first (the general path starts it).
-      if (conn !== null && (conn.clients !== 0 || !this.#supply.validation.enabled)) {
-        this.#checkedOut(conn);
-        return Promise.resolve(this.#leaseOf(conn, undefined));
-      }
-    } else if (!this.#mayRefuseQueue()) return this.#join(undefined, undefined);
-    return undefined;
+      const lease = this.leaseNow();
+      return lease === undefined ? undefined : Promise.resolve(lease);
+    }
+    return this.#mayRefuseQueue() ? undefined : this.#join(undefined, undefined);
+  }
+
+  /** The lease `now()` would give at once, without a promise; undefined when a caller waits or none is ready. */
+  leaseNow(): Lease<T> | undefined {
+    if (this.waiters.length !== 0) return undefined;
+    const conn = this.#set.index.pick();
+    // As #pick(): only an idle connection may need validating first (the general path starts it).
+    if (conn === null || (conn.clients === 0 && this.#supply.validation.enabled)) return undefined;
+    this.#checkedOut(conn);
+    return this.#leaseOf(conn, undefined);
   }
 
   /** Takes a ready connection, else waits (the wait starts creates). `admission`: the limiter's, for the lease. */

@@ -40,6 +40,7 @@ import {
   findScope,
   kConnector,
   kEnterUnit,
+  kLeaseNow,
   kUseOn,
   type MethodBody,
   type MethodPool,
@@ -208,6 +209,12 @@ export class ConnectionPool<T> implements MethodPool {
     options?: { timeoutMs?: number; signal?: AbortSignal },
   ): ScopeUnit | undefined | Promise<ScopeUnit | undefined> {
     return enterUnit(this.#inside as UsingPool<unknown>, waiter, options);
+  }
+
+  /** @internal A lease taken at once without a promise, where `acquire()` would take one at once (see `kLeaseNow`). */
+  [kLeaseNow](): Lease<T> | undefined {
+    if (this.#gate !== undefined || this.#closed || events.acquireTrace.hasSubscribers) return undefined;
+    return this.#checkouts.leaseNow();
   }
 
   /** @internal A pool group's view of this member pool. */

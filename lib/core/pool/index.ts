@@ -4,6 +4,7 @@ export {
   findScope,
   kConnector,
   kEnterUnit,
+  kLeaseNow,
   kUseOn,
   type MethodBody,
   type MethodPool,

@@ -208,6 +208,12 @@ async function runUnit<T, R>(
  */
 export const kEnterUnit = Symbol('enterUnit');
 
+/**
+ * @internal `pool[kLeaseNow]()`: a lease taken at once, without a promise, where `acquire()` with
+ * no options would take one at once (a driver face's checkout); else undefined.
+ */
+export const kLeaseNow = Symbol('leaseNow');
+
 /** @internal `pool[kConnector]`: the connector a pool was made with. */
 export const kConnector = Symbol('connector');
 
