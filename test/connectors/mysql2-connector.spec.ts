@@ -217,7 +217,7 @@ describe('mysql2Connector: broken connections', () => {
 
 describe('mysql2Connector options', () => {
   it.each([
-    [{ reset: 'sesion' }, /option "reset" must be 'transaction', 'session' or false, got "sesion"/],
+    [{ reset: 'sesion' }, /option "reset" must be 'changed', 'transaction', 'session' or false, got "sesion"/],
     [{ rest: 'session' }, /did you mean "reset"\?/],
   ])('%p is refused, saying what to change', (options, message) => {
     expect(() => mysql2Connector(CONFIG, options as Mysql2ConnectorOptions)).toThrow(PoolConfigError);

@@ -1,23 +1,31 @@
 import mysql from 'mysql2/promise';
 import { type Connector, type CreateContext, keysOf, OptionReader, shown } from '../../core/index.js';
 import { checkTarget } from '../index.js';
+import { autocommitAsBegun, begun, followWire, TRACKING, transactionClean, wireState } from './mysql2-session.js';
 
 /**
- * What a connection given back is cleaned of before its next caller:
- * - `'transaction'` (the default): a transaction left open is rolled back. The connector follows
- *   what the connection sends (`beginTransaction()`, `BEGIN`, `START TRANSACTION`, `XA START`,
- *   `SET autocommit = 0`, `LOCK TABLES`, ended by `COMMIT` or `ROLLBACK`), so a clean connection
- *   costs no round trip; one with a transaction possibly open, or a statement still running, gets
- *   a `ROLLBACK` queued behind it, and autocommit turned off is turned on again.
- * - `'session'`: every return resets the whole session (`COM_RESET_CONNECTION`: transaction, user
- *   variables, session settings, temporary tables, locks, prepared statements), one round trip.
+ * What a connection given back is cleaned of before its next caller, decided by what the server
+ * reported on its last replies (status flags and session tracking, turned on at connect), never
+ * by reading SQL text. A connection its caller left clean costs no round trip.
+ * - `'changed'` (the default): whatever the server says the caller changed is undone. A transaction
+ *   left open (however it began: `BEGIN`, `START TRANSACTION` with a comment inside, `SET autocommit
+ *   = 0`, a procedure) is rolled back and autocommit set back; a changed session (`LOCK TABLES`, a setting,
+ *   a user variable, a temporary table, a prepared statement, the schema, a role) is reset with
+ *   `COM_RESET_CONNECTION`. A statement still running, or one that failed (an error reports no
+ *   state), counts as a change.
+ * - `'transaction'`: only the transaction: rolled back, autocommit set back, table locks released;
+ *   the session's settings and variables stay for the next caller.
+ * - `'session'`: every return resets the whole session (`COM_RESET_CONNECTION`), one round trip.
  * - `false`: no reset; the only choice that lets a pool share its connections.
+ *
+ * On a server without session tracking (MySQL before 5.7, MariaDB before 10.3), `'changed'`
+ * resets the session on every return, and `'transaction'` releases table locks on every return.
  */
-export type Mysql2Reset = 'transaction' | 'session' | false;
+export type Mysql2Reset = 'changed' | 'transaction' | 'session' | false;
 
 /** Options of {@link mysql2Connector}. */
 export interface Mysql2ConnectorOptions {
-  /** What a connection given back is cleaned of (see {@link Mysql2Reset}). Default `'transaction'`. */
+  /** What a connection given back is cleaned of (see {@link Mysql2Reset}). Default `'changed'`. */
   reset?: Mysql2Reset;
 }
 
@@ -46,51 +54,6 @@ export function isMysqlConnectionError(err: unknown): boolean {
   return /closed state|Connection lost/i.test(err.message);
 }
 
-/** Statements that may open a transaction, or keep one open after they end. */
-const OPENS = /\b(BEGIN|START\s+TRANSACTION|XA\s+START|LOCK\s+TABLES?)\b/i;
-/** Autocommit turned off, and on again: a session setting the next caller must not inherit. */
-const AUTOCOMMIT_OFF = /\bAUTOCOMMIT\s*(=|:=)\s*(0|OFF|FALSE)\b/i;
-const AUTOCOMMIT_ON = /\bAUTOCOMMIT\s*(=|:=)\s*(1|ON|TRUE)\b/i;
-/** A statement that ends whatever transaction is open. */
-const ENDS = /^\s*(COMMIT|ROLLBACK)(\s+WORK)?\s*;?\s*$/i;
-
-/** What the connector knows of one connection from the commands it sent. */
-interface Tracked {
-  /** Commands sent and not ended. */
-  running: number;
-  /** A transaction may be open. */
-  open: boolean;
-  /** Autocommit was turned off: every statement opens a transaction until it is on again. */
-  manual: boolean;
-}
-
-/** A command of mysql2's core connection, as far as the tracking reads it. */
-interface Command {
-  sql?: unknown;
-  once(event: 'end', listener: () => void): unknown;
-}
-
-const tracked = new WeakMap<mysql.Connection, Tracked>();
-
-/** Follows every command the core connection sends: how many run, and whether a transaction may be open. */
-function track(conn: mysql.Connection): void {
-  const state: Tracked = { running: 0, open: false, manual: false };
-  tracked.set(conn, state);
-  const core = (conn as unknown as { connection: { addCommand(cmd: Command): unknown } }).connection;
-  const send = core.addCommand.bind(core);
-  core.addCommand = (cmd) => {
-    const sql = typeof cmd.sql === 'string' ? cmd.sql : '';
-    if (AUTOCOMMIT_OFF.test(sql)) state.manual = state.open = true;
-    else if (AUTOCOMMIT_ON.test(sql))
-      state.manual = state.open = false; // turning it on commits
-    else if (ENDS.test(sql)) state.open = state.manual;
-    else if (OPENS.test(sql) || state.manual) state.open = true;
-    state.running++;
-    cmd.once('end', () => void state.running--);
-    return send(cmd);
-  };
-}
-
 /**
  * MySQL and MariaDB connections from `mysql2` (its promise API), one caller at a time each. A
  * connection is ready after a `PING`, validated the same way; its `'error'` or `'end'` while idle
@@ -108,12 +71,12 @@ export function mysql2Connector(
     "mysql2Connector()'s options",
   );
   checkTarget('mysql2Connector()', 'config', config, 'a connection URI or mysql2 connection options');
-  const reset: Mysql2Reset = options.reset ?? 'transaction';
-  if (reset !== 'transaction' && reset !== 'session' && reset !== false)
-    read.fail('reset', `must be 'transaction', 'session' or false, got ${shown(reset)}`);
+  const reset: Mysql2Reset = options.reset ?? 'changed';
+  if (reset !== 'changed' && reset !== 'transaction' && reset !== 'session' && reset !== false)
+    read.fail('reset', `must be 'changed', 'transaction', 'session' or false, got ${shown(reset)}`);
   const connector: Connector<mysql.Connection> = {
     clientLimit: 1,
-    create: (ctx) => connect(config, ctx, reset === 'transaction'),
+    create: (ctx) => connect(config, ctx, reset === 'changed' || reset === 'transaction'),
     ready: async (conn) => {
       await conn.ping();
     },
@@ -126,14 +89,15 @@ export function mysql2Connector(
     isFatal: isMysqlConnectionError,
   };
   if (reset === 'session') connector.reset = (conn) => conn.reset().then(() => true);
-  if (reset === 'transaction') connector.reset = rollbackIfOpen;
+  if (reset === 'changed') connector.reset = (conn) => undoChanges(conn, true);
+  if (reset === 'transaction') connector.reset = (conn) => undoChanges(conn, false);
   return connector;
 }
 
 async function connect(
   config: string | mysql.ConnectionOptions,
   ctx: CreateContext,
-  tracking: boolean,
+  following: boolean,
 ): Promise<mysql.Connection> {
   const conn = await (typeof config === 'string' ? mysql.createConnection(config) : mysql.createConnection(config));
   // Broken while idle: retired quietly, never an unhandled 'error'.
@@ -143,21 +107,51 @@ async function connect(
     conn.destroy();
     throw ctx.signal.reason;
   }
-  if (tracking) track(conn);
+  if (following) await follow(conn);
   return conn;
 }
 
+/** Follows what the server reports of the connection, with session tracking on where the server has it. */
+async function follow(conn: mysql.Connection): Promise<void> {
+  const state = followWire(conn);
+  try {
+    await conn.query(TRACKING);
+    state.tracking = true;
+  } catch (err) {
+    if (isMysqlConnectionError(err)) throw err;
+    // No session tracking on this server (older than MySQL 5.7, MariaDB 10.3). Its refusal reported
+    // no status; this reply does.
+    await conn.query('DO 0');
+  }
+  begun(state);
+}
+
 /**
- * The transaction reset: a `ROLLBACK` only when a transaction may be open or a statement still
- * runs, and autocommit back on if a caller turned it off.
+ * Undoes what the server reported changed since the connection was lent. `session`: a changed
+ * session is reset too (the `'changed'` reset); else only the transaction and table locks.
+ * Without session tracking, locks and session changes are unknown: they count as made.
  */
-function rollbackIfOpen(conn: mysql.Connection): boolean | Promise<boolean> {
-  const state = tracked.get(conn);
+function undoChanges(conn: mysql.Connection, session: boolean): boolean | Promise<boolean> {
+  const state = wireState(conn);
   if (state === undefined) return false; // not made by this connector: its state is unknown
-  if (state.running === 0 && !state.open && !state.manual) return true;
+  const unknown = state.status === undefined || state.running > 0 || !state.tracking;
+  const resetSession = session && (state.changed || unknown);
+  if (!resetSession && transactionClean(state) && state.tracking) return true;
   return (async () => {
-    await conn.query('ROLLBACK');
-    if (state.manual) await conn.query('SET autocommit = 1');
-    return !state.open && !state.manual;
+    if (resetSession) {
+      await conn.reset(); // rolls back, releases locks, restores every setting but the schema
+      if (state.schemaChanged) {
+        const schema = (conn as unknown as { config: { database?: string } }).config.database;
+        if (schema === undefined) return false; // none to go back to: retired
+        await conn.query(`USE ${conn.escapeId(schema)}`);
+      }
+      if (state.tracking) await conn.query(TRACKING);
+      begun(state);
+    } else {
+      await conn.query('ROLLBACK');
+      if (state.locked || !state.tracking) await conn.query('UNLOCK TABLES');
+      if (!autocommitAsBegun(state)) await conn.query(`SET autocommit = ${state.autocommit ? 1 : 0}`);
+    }
+    return transactionClean(state);
   })();
 }
