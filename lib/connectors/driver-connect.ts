@@ -1,14 +1,66 @@
 // What the driver connectors share: their first argument checked, and a connect the pool can abort.
 import { optionError, shown } from '../core/index.js';
 
-/** Refuses a first argument `field` (`what` the connector takes) that is neither a string nor an object. */
-export function checkTarget(connector: string, field: string, value: unknown, what: string): void {
-  if (typeof value === 'string' || (typeof value === 'object' && value !== null)) return;
-  throw optionError(
-    { subject: 'module', name: connector },
-    field,
-    `(the first argument) must be ${what}, got ${shown(value)}`,
-  );
+/** What a driver connector takes as its first argument, checked when the connector is made. */
+export interface TargetSpec {
+  /** What it takes, as errors say it: "a connection string or a pg.ClientConfig". */
+  readonly what: string;
+  /** URL schemes it connects to ("postgres:"); a string with another scheme is refused. */
+  readonly schemes: readonly string[];
+  /** Strings it takes that are not URLs: libpq's `key=value` pairs, a socket path. */
+  readonly plain?: (text: string) => boolean;
+  /** Option fields that are a port, or a duration in ms or s (finite, not negative, if given). */
+  readonly ports?: readonly string[];
+  readonly durations?: readonly string[];
+  /** The driver's live object (a client, a pool) given where its settings belong: what to give instead. */
+  readonly live?: (value: object) => string | undefined;
+}
+
+/**
+ * Refuses, with what to change, a first argument `field` that the connector could not connect
+ * with: neither a string nor an object, an empty or unusable string, a URL of another scheme, a
+ * live client or pool where settings belong, a port or a duration that is not a finite number
+ * at least 0. Each of these would otherwise fail at the first create, or crash the process there.
+ */
+export function checkTarget(connector: string, field: string, value: unknown, spec: TargetSpec): void {
+  const where = { subject: 'module' as const, name: connector };
+  const fail = (why: string) => optionError(where, field, `(the first argument) ${why}`);
+  if (typeof value === 'string') {
+    const text = value.trim();
+    if (text === '') throw fail(`is empty: give ${spec.what}`);
+    if (spec.plain?.(text) === true) return;
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw fail(`must be ${spec.what}, got ${shown(value)}, which is not a URL`);
+    }
+    if (!spec.schemes.includes(url.protocol))
+      throw fail(`must be ${spec.what}: a URL of ${spec.schemes.join(' or ')}, got one of ${url.protocol}`);
+    if (url.port !== '' && Number(url.port) === 0) throw fail(`names port 0: give the server's port`);
+    return;
+  }
+  if (typeof value !== 'object' || value === null) throw fail(`must be ${spec.what}, got ${shown(value)}`);
+  const instead = spec.live?.(value);
+  if (instead !== undefined) throw fail(instead);
+  const fields = value as Record<string, unknown>;
+  for (const key of spec.ports ?? []) {
+    const port = fields[key];
+    if (port === undefined) continue;
+    const n = typeof port === 'string' && port.trim() !== '' ? Number(port) : port;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 65_535)
+      throw optionError(
+        where,
+        `${field}.${key}`,
+        `must be a port (a whole number from 1 to 65535), got ${shown(port)}`,
+      );
+  }
+  for (const key of spec.durations ?? []) {
+    const ms = fields[key];
+    if (ms === undefined || ms === false) continue; // false: off, where the driver takes it
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
+      throw optionError(where, `${field}.${key}`, `must be a finite number at least 0, got ${shown(ms)}`);
+  }
 }
 
 /**
@@ -29,4 +81,18 @@ export async function connectAbortably(
   } finally {
     signal.removeEventListener('abort', hangUp);
   }
+}
+
+/** The driver of each ready-made connector: a face over one (asPgPool) refuses a pool of another. */
+const drivers = new WeakMap<object, string>();
+
+/** Marks `connector` as one of `driver`'s ("pg", "mysql2", "ioredis", "amqp"); returns it. */
+export function ofDriver<C extends object>(connector: C, driver: string): C {
+  drivers.set(connector, driver);
+  return connector;
+}
+
+/** The driver of a ready-made connector; undefined for one of the application's own. */
+export function driverOf(connector: object): string | undefined {
+  return drivers.get(connector);
 }

@@ -152,7 +152,7 @@ describe('amqpConnector', () => {
     expect(() => amqpConnector(url(), { channelsPerConnection: 0 })).toThrow(PoolConfigError);
     expect(() => amqpConnector(url(), { confim: true } as never)).toThrow(/did you mean "confirm"/);
     expect(() => amqpConnector(3 as unknown as string)).toThrow(
-      /must be an amqp:\/\/ URL or amqplib connect options, got 3/,
+      /must be an amqp:\/\/ URL \(amqps:\/\/ for TLS\) or amqplib connect options, got 3/,
     );
   });
 });

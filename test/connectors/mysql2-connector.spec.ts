@@ -226,7 +226,7 @@ describe('mysql2Connector options', () => {
 
   it('a config that is neither a URI nor options is refused', () => {
     expect(() => mysql2Connector(7 as unknown as string)).toThrow(
-      /must be a connection URI or mysql2 connection options, got 7/,
+      /must be a connection URI \(mysql:\/\/user@host:3306\/db\) or mysql2 connection options, got 7/,
     );
   });
 

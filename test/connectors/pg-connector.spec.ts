@@ -377,7 +377,7 @@ describe('pgConnector options', () => {
 
   it('a client that is neither a string nor a config is refused', () => {
     expect(() => pgConnector(42 as unknown as string)).toThrow(
-      /must be a connection string or a pg.ClientConfig, got 42/,
+      /must be a connection string \(postgres:\/\/user@host:5432\/db, or key=value pairs\) or a pg.ClientConfig, got 42/,
     );
   });
 

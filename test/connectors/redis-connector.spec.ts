@@ -170,7 +170,9 @@ describe('sharedRedisConnector: plain commands shared, the rest refused', () => 
   it('bad arguments are refused, saying what to change', () => {
     expect(() => sharedRedisConnector(URL, { clientLimit: 0 })).toThrow(PoolConfigError);
     expect(() => sharedRedisConnector(URL, { clientLimt: 5 } as never)).toThrow(/did you mean "clientLimit"/);
-    expect(() => redisConnector(5 as unknown as string)).toThrow(/must be a redis:\/\/ URL or ioredis options, got 5/);
+    expect(() => redisConnector(5 as unknown as string)).toThrow(
+      /must be a redis:\/\/ URL \(rediss:\/\/ for TLS\), a socket path or ioredis options, got 5/,
+    );
     expect(() => new ConnectionPool(redisConnector(URL), { name: 'x', clientLimit: 5 })).toThrow(
       /must be 1 for a connector with reset/,
     );

@@ -1,6 +1,6 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
-import { checkTarget } from '../index.js';
+import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
 
 /** Options of {@link amqpConnector}. */
 export interface AmqpConnectorOptions {
@@ -45,6 +45,18 @@ export function isAmqpChannelError(err: unknown): boolean {
   );
 }
 
+/** What amqpConnector() connects with: a URL or amqplib's connect options, never a live connection. */
+const AMQP_TARGET: TargetSpec = {
+  what: 'an amqp:// URL (amqps:// for TLS) or amqplib connect options',
+  schemes: ['amqp:', 'amqps:'],
+  ports: ['port'],
+  durations: ['heartbeat', 'frameMax', 'channelMax'],
+  live: (value) =>
+    typeof (value as { createChannel?: unknown }).createChannel === 'function'
+      ? 'is a live amqplib connection, where its settings belong: the connector makes its own connections; give it a URL or connect options'
+      : undefined,
+};
+
 /**
  * AMQP (RabbitMQ) through `amqplib`: the pool's connections are **channels**, one caller at a
  * time each (a channel is the unit of work in AMQP, and its state: consumers, prefetch,
@@ -66,7 +78,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
     keysOf<AmqpConnectorOptions>({ confirm: true, channelsPerConnection: true, socketOptions: true }),
     "amqpConnector()'s options",
   );
-  checkTarget('amqpConnector()', 'url', url, 'an amqp:// URL or amqplib connect options');
+  checkTarget('amqpConnector()', 'url', url, AMQP_TARGET);
   const confirm = read.get('confirm', is.boolean, false);
   const perConnection = read.get('channelsPerConnection', is.whole(1), Infinity);
   const socketOptions = read.get('socketOptions', is.object, {});
@@ -131,24 +143,27 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
     return channel;
   };
 
-  return {
-    clientLimit: 1,
-    create: open,
-    ready: async (channel) => {
-      // A round trip on the channel: the broker answers only on an open one.
-      await channel.checkExchange('amq.direct');
+  return ofDriver(
+    {
+      clientLimit: 1,
+      create: open,
+      ready: async (channel) => {
+        // A round trip on the channel: the broker answers only on an open one.
+        await channel.checkExchange('amq.direct');
+      },
+      reset: (channel) => {
+        const consumers = consumersOf(channel);
+        if (consumers > 0)
+          throw new Error(
+            `the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`,
+          );
+        return true;
+      },
+      close: async (channel) => {
+        await channel.close().catch(() => {});
+      },
+      isFatal: isAmqpChannelError,
     },
-    reset: (channel) => {
-      const consumers = consumersOf(channel);
-      if (consumers > 0)
-        throw new Error(
-          `the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`,
-        );
-      return true;
-    },
-    close: async (channel) => {
-      await channel.close().catch(() => {});
-    },
-    isFatal: isAmqpChannelError,
-  };
+    'amqp',
+  );
 }

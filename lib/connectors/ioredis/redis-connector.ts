@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
-import { checkTarget, connectAbortably } from '../index.js';
+import { type Connector, type CreateContext, is, keysOf, OptionReader, optionError } from '../../core/index.js';
+import { checkTarget, connectAbortably, ofDriver, type TargetSpec } from '../index.js';
 
 /** A command as ioredis sends it, as far as the connectors read it. */
 interface SentCommand {
@@ -178,19 +178,41 @@ function resetClient(client: Redis): boolean | Promise<boolean> {
  *
  * @param config a `redis://` URL or ioredis options.
  */
-export function redisConnector(config: string | RedisOptions): Connector<Redis> {
-  checkTarget('redisConnector()', 'config', config, 'a redis:// URL or ioredis options');
-  return {
-    clientLimit: 1,
-    create: async (ctx) => {
-      const client = await connect(config, {}, ctx);
-      track(client);
-      return client;
+export function redisConnector(config: string | RedisOptions, ...more: never[]): Connector<Redis> {
+  checkTarget('redisConnector()', 'config', config, REDIS_TARGET);
+  if (more.length > 0)
+    throw optionError(
+      { subject: 'module', name: 'redisConnector()' },
+      'config',
+      'takes one argument, a redis:// URL or ioredis options, and got a second: put its settings in the URL (redis://host:6379/3 for db 3) or in the options (redisConnector({ host, port, db: 3 }))',
+    );
+  return ofDriver(
+    {
+      clientLimit: 1,
+      create: async (ctx) => {
+        const client = await connect(config, {}, ctx);
+        track(client);
+        return client;
+      },
+      reset: resetClient,
+      ...common,
     },
-    reset: resetClient,
-    ...common,
-  };
+    'ioredis',
+  );
 }
+
+/** What the Redis connectors connect with: a URL, a socket path or ioredis options, never a live client. */
+const REDIS_TARGET: TargetSpec = {
+  what: 'a redis:// URL (rediss:// for TLS), a socket path or ioredis options',
+  schemes: ['redis:', 'rediss:'],
+  plain: (text) => text.startsWith('/'),
+  ports: ['port'],
+  durations: ['connectTimeout', 'commandTimeout', 'socketTimeout', 'keepAlive'],
+  live: (value) =>
+    typeof (value as { sendCommand?: unknown }).sendCommand === 'function'
+      ? 'is a live ioredis client, where its settings belong: the connector makes its own clients; give it the settings (client.options) or a URL'
+      : undefined,
+};
 
 /** Options of {@link sharedRedisConnector}. */
 export interface SharedRedisConnectorOptions {
@@ -242,7 +264,7 @@ export function sharedRedisConnector(
   config: string | RedisOptions,
   options: SharedRedisConnectorOptions = {},
 ): Connector<Redis> {
-  checkTarget('sharedRedisConnector()', 'config', config, 'a redis:// URL or ioredis options');
+  checkTarget('sharedRedisConnector()', 'config', config, REDIS_TARGET);
   const read = new OptionReader({ subject: 'module', name: 'sharedRedisConnector()' }, options).only(
     keysOf<SharedRedisConnectorOptions>({ clientLimit: true }),
     "sharedRedisConnector()'s options",
@@ -250,11 +272,14 @@ export function sharedRedisConnector(
   const clientLimit = read.get('clientLimit', is.whole(1), 100);
   const pipelining: RedisOptions =
     typeof config === 'object' && config.enableAutoPipelining !== undefined ? {} : { enableAutoPipelining: true };
-  return {
-    clientLimit,
-    create: async (ctx) => guard(await connect(config, pipelining, ctx)),
-    ...common,
-  };
+  return ofDriver(
+    {
+      clientLimit,
+      create: async (ctx) => guard(await connect(config, pipelining, ctx)),
+      ...common,
+    },
+    'ioredis',
+  );
 }
 
 /** Refuses, on `client`, whatever would change or hold the connection for the callers sharing it. */

@@ -1,6 +1,6 @@
 import mysql from 'mysql2/promise';
 import { type Connector, type CreateContext, keysOf, OptionReader, shown } from '../../core/index.js';
-import { checkTarget } from '../index.js';
+import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
 import { autocommitAsBegun, begun, followWire, TRACKING, transactionClean, wireState } from './mysql2-session.js';
 
 /**
@@ -28,6 +28,19 @@ export interface Mysql2ConnectorOptions {
   /** What a connection given back is cleaned of (see {@link Mysql2Reset}). Default `'changed'`. */
   reset?: Mysql2Reset;
 }
+
+/** What mysql2Connector() connects with: a URI or connection options, never a live pool or connection. */
+const MYSQL_TARGET: TargetSpec = {
+  what: 'a connection URI (mysql://user@host:3306/db) or mysql2 connection options',
+  schemes: ['mysql:', 'mysql2:', 'mariadb:'],
+  ports: ['port'],
+  durations: ['connectTimeout'],
+  live: (value) =>
+    typeof (value as { getConnection?: unknown }).getConnection === 'function' ||
+    typeof (value as { query?: unknown }).query === 'function'
+      ? 'is a live mysql2 pool or connection, where connection settings belong: mysql2Connector() makes its own connections; give it the settings or a URI'
+      : undefined,
+};
 
 /** Error codes after which a MySQL or MariaDB connection is gone. */
 const FATAL_CODES = new Set([
@@ -70,7 +83,7 @@ export function mysql2Connector(
     keysOf<Mysql2ConnectorOptions>({ reset: true }),
     "mysql2Connector()'s options",
   );
-  checkTarget('mysql2Connector()', 'config', config, 'a connection URI or mysql2 connection options');
+  checkTarget('mysql2Connector()', 'config', config, MYSQL_TARGET);
   const reset: Mysql2Reset = options.reset ?? 'changed';
   if (reset !== 'changed' && reset !== 'transaction' && reset !== 'session' && reset !== false)
     read.fail('reset', `must be 'changed', 'transaction', 'session' or false, got ${shown(reset)}`);
@@ -91,7 +104,7 @@ export function mysql2Connector(
   if (reset === 'session') connector.reset = (conn) => conn.reset().then(() => true);
   if (reset === 'changed') connector.reset = (conn) => undoChanges(conn, true);
   if (reset === 'transaction') connector.reset = (conn) => undoChanges(conn, false);
-  return connector;
+  return ofDriver(connector, 'mysql2');
 }
 
 async function connect(

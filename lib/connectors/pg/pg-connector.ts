@@ -9,7 +9,7 @@ import {
   OptionReader,
   shown,
 } from '../../core/index.js';
-import { checkTarget, connectAbortably } from '../index.js';
+import { checkTarget, connectAbortably, ofDriver, type TargetSpec } from '../index.js';
 
 /**
  * What a connection given back is cleaned of before its next caller:
@@ -61,6 +61,27 @@ export function isPgPermanentError(err: unknown): boolean {
   return typeof code === 'string' && PERMANENT_STATES.test(code);
 }
 
+/** What pgConnector() connects with: a connection string or a pg.ClientConfig, never a live pool or client. */
+const PG_TARGET: TargetSpec = {
+  what: 'a connection string (postgres://user@host:5432/db, or key=value pairs) or a pg.ClientConfig',
+  schemes: ['postgres:', 'postgresql:', 'socket:'],
+  plain: (text) => text.startsWith('/') || /^\w+\s*=/.test(text),
+  ports: ['port'],
+  durations: [
+    'connectionTimeoutMillis',
+    'statement_timeout',
+    'query_timeout',
+    'lock_timeout',
+    'idle_in_transaction_session_timeout',
+    'keepAliveInitialDelayMillis',
+  ],
+  live: (value) =>
+    typeof (value as { connect?: unknown }).connect === 'function' ||
+    typeof (value as { query?: unknown }).query === 'function'
+      ? `is a live ${value instanceof pg.Pool ? 'pg.Pool' : 'pg client'}, where client settings belong: pgConnector() makes its own clients; give it the settings (pgConnector(pool.options)) or a connection string, or run an ORM on this pool through asPgPool(pool)`
+      : undefined,
+};
+
 /** What of a `pg.Client` the reset reads beyond its typed surface. */
 interface ClientState {
   /** False while a statement runs or waits (a caller that did not await one). */
@@ -82,7 +103,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
     keysOf<PgConnectorOptions>({ reset: true, Client: true }),
     "pgConnector()'s options",
   );
-  checkTarget('pgConnector()', 'client', client, 'a connection string or a pg.ClientConfig');
+  checkTarget('pgConnector()', 'client', client, PG_TARGET);
   const Client = read.get('Client', is.function);
   const statement = sessionStatement(read, options.reset);
   const connector: Connector<pg.Client> = {
@@ -109,6 +130,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
     isPermanent: isPgPermanentError,
   };
   settings.set(connector, client);
+  ofDriver(connector, 'pg');
   if (options.reset === false) return connector;
   connector.reset = (c) => resetClient(c, statement);
   return connector;

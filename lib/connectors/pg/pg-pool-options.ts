@@ -1,5 +1,15 @@
 import type pg from 'pg';
-import { type ConnectionPool, is, keysOf, OptionReader, PoolConfigError, type Rule, shown } from '../../core/index.js';
+import {
+  type ConnectionPool,
+  is,
+  kConnector,
+  keysOf,
+  OptionReader,
+  PoolConfigError,
+  type Rule,
+  shown,
+} from '../../core/index.js';
+import { driverOf } from '../index.js';
 
 /** Options of {@link asPgPool}: pg.Pool's hooks, by pg's names and as pg runs them. */
 export interface PgPoolAdapterOptions {
@@ -67,6 +77,12 @@ export function faceOptions(
       `(the first argument) must be a ConnectionPool of pg clients (new ConnectionPool(pgConnector(url)) or @InjectPool('db')), got ${shown(pool)}`,
     );
   }
+  const driver = driverOf((pool as { [kConnector]?: object })[kConnector] ?? {});
+  if (driver !== undefined && driver !== 'pg')
+    read.fail(
+      'pool',
+      `(the first argument) is a pool of ${driver} connections: asPgPool() takes a pool of pg clients (pgConnector)`,
+    );
   const hooks: FaceHooks = {
     onConnect: read.get('onConnect', is.function),
     verify: read.get('verify', is.function),
