@@ -341,7 +341,7 @@ describe('pgConnector: through @UsePooled', () => {
 
 describe('pgConnector options', () => {
   it.each([
-    [{ reset: 'sesion' }, /option "reset" must be 'transaction', 'session', false or \{ statement/],
+    [{ reset: 'sesion' }, /option "reset" must be 'changed', 'transaction', 'session', false or \{ statement/],
     [{ reset: { statement: '' } }, /option "reset" must be/],
     [{ rest: 'session' }, /option "rest" is not one of pgConnector\(\)'s options: did you mean "reset"\?/],
     [{ Client: 'pg.Client' }, /option "Client" must be a function/],

@@ -10,22 +10,30 @@ import {
   shown,
 } from '../../core/index.js';
 import { checkTarget, connectAbortably, ofDriver, type TargetSpec } from '../index.js';
+import { followSession, sessionOf } from './pg-session.js';
 
 /**
- * What a connection given back is cleaned of before its next caller:
- * - `'transaction'` (the default): a transaction left open or failed is rolled back. A clean
- *   connection costs nothing: the client knows its transaction status without a round trip.
- * - `'session'`: also every session setting (`DISCARD ALL`: `SET`, `set_config(…, false)`,
+ * What a connection given back is cleaned of before its next caller, decided by what the server
+ * reported: the transaction status of its last ReadyForQuery, each statement's command tag, and
+ * the ParameterStatus messages of settings that changed. A clean connection costs no round trip.
+ * - `'changed'` (the default): what the server reports changed is undone. A transaction left open
+ *   or failed is rolled back; a changed session (`SET` and `SET ROLE`, `RESET`, `SET SESSION
+ *   AUTHORIZATION`, a reported setting such as DateStyle, `PREPARE`, `LISTEN`, a cursor, a
+ *   temporary table, `set_config()`, an advisory lock) gets `DISCARD ALL`. A statement still
+ *   running counts as a change.
+ * - `'transaction'`: only a transaction left open or failed is rolled back; the session's
+ *   settings, role and search path stay for the next caller.
+ * - `'session'`: every return also runs `DISCARD ALL` (`SET`, `set_config(…, false)`, the role,
  *   temporary tables, prepared statements, advisory locks, `LISTEN`), one round trip per call.
- *   For apps that keep per-tenant state in the session.
- * - `{ statement }`: like `'session'`, with your own statement (`'RESET ALL'`, `'SELECT app.clear()'`).
+ * - `{ statement }`: like `'session'`, with your own statement (`'SELECT app.clear()'`). Note that
+ *   `RESET ALL` keeps the role (`SET ROLE`) and the session authorization.
  * - `false`: no reset; the only choice that lets a pool share its clients (`clientLimit` above 1).
  */
-export type PgReset = 'transaction' | 'session' | false | { readonly statement: string };
+export type PgReset = 'changed' | 'transaction' | 'session' | false | { readonly statement: string };
 
 /** Options of {@link pgConnector}. */
 export interface PgConnectorOptions {
-  /** What a connection given back is cleaned of (see {@link PgReset}). Default `'transaction'`. */
+  /** What a connection given back is cleaned of (see {@link PgReset}). Default `'changed'`. */
   reset?: PgReset;
   /** The client class to make clients of (a subclass, a `pg` of your own). Default: `pg.Client`. */
   Client?: new (config: string | pg.ClientConfig) => pg.Client;
@@ -106,6 +114,9 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
   checkTarget('pgConnector()', 'client', client, PG_TARGET);
   const Client = read.get('Client', is.function);
   const statement = sessionStatement(read, options.reset);
+  const changes = options.reset === undefined || options.reset === 'changed';
+  // The tags tell the reset what its own statement did (whether it dropped prepared statements).
+  const follows = options.reset !== false && options.reset !== 'transaction';
   const connector: Connector<pg.Client> = {
     clientLimit: 1,
     create: async (ctx) => {
@@ -115,7 +126,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
           'pgConnector() resets connections from client.getTransactionStatus(), which pg has from 8.21: npm install pg@^8.21 (or pass { reset: false })',
         );
       }
-      return connect(made, ctx);
+      return connect(made, ctx, follows);
     },
     ready: async (c) => {
       await c.query('SELECT 1');
@@ -132,7 +143,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
   settings.set(connector, client);
   ofDriver(connector, 'pg');
   if (options.reset === false) return connector;
-  connector.reset = (c) => resetClient(c, statement);
+  connector.reset = (c) => resetClient(c, changes ? () => changedStatement(c) : () => statement);
   return connector;
 }
 
@@ -169,7 +180,7 @@ function withoutPassword(connectionString: string): string {
 
 /** The statement a session reset runs after any rollback; undefined for `'transaction'`. */
 function sessionStatement(read: OptionReader<PgConnectorOptions>, reset: unknown): string | undefined {
-  if (reset === undefined || reset === 'transaction' || reset === false) return undefined;
+  if (reset === undefined || reset === 'changed' || reset === 'transaction' || reset === false) return undefined;
   if (reset === 'session') return 'DISCARD ALL';
   const statement = (reset as { statement?: unknown } | null)?.statement;
   if (
@@ -182,12 +193,18 @@ function sessionStatement(read: OptionReader<PgConnectorOptions>, reset: unknown
     return statement;
   return read.fail(
     'reset',
-    `must be 'transaction', 'session', false or { statement: 'RESET ALL' } (a statement that clears your session state), got ${shown(reset)}`,
+    `must be 'changed', 'transaction', 'session', false or { statement: 'DISCARD ALL' } (a statement that clears your session state), got ${shown(reset)}`,
   );
 }
 
 /** Connects `client`; the pool's abort (its createTimeoutMs, its close) ends the attempt. */
-async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client> {
+/** The `'changed'` reset's session statement: `DISCARD ALL` when the server reported a change (or none could be followed). */
+function changedStatement(client: pg.Client): string | undefined {
+  const session = sessionOf(client);
+  return session === undefined || session.changed ? 'DISCARD ALL' : undefined;
+}
+
+async function connect(client: pg.Client, ctx: CreateContext, follows: boolean): Promise<pg.Client> {
   // Broken while idle: retired quietly. Without a listener pg's 'error' would crash the process.
   client.on('error', (err: Error) => ctx.retire(err));
   client.on('end', () => ctx.retire(new Error('the connection to PostgreSQL ended')));
@@ -196,6 +213,7 @@ async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client
     () => client.connect(),
     () => void client.end().catch(() => {}),
   );
+  if (follows) followSession(client);
   return client;
 }
 
@@ -204,17 +222,28 @@ async function connect(client: pg.Client, ctx: CreateContext): Promise<pg.Client
  * once, no round trip. A transaction open or failed, or a statement still running (whose
  * transaction is not known yet): `ROLLBACK`, queued behind it. Then the session statement, if any.
  */
-function resetClient(client: pg.Client, statement: string | undefined): boolean | Promise<boolean> {
+function resetClient(client: pg.Client, statementOf: () => string | undefined): boolean | Promise<boolean> {
   const state = client as unknown as ClientState;
   const settled = state.readyForQuery !== false && client.getTransactionStatus() === 'I';
-  if (settled && statement === undefined) return true;
+  if (settled && statementOf() === undefined) return true;
   return (async () => {
     if (!settled) await client.query('ROLLBACK');
+    // Asked after the ROLLBACK: what was still running has reported what it changed.
+    const statement = statementOf();
     if (statement !== undefined) {
       await client.query(statement);
-      // DISCARD ALL drops the server's prepared statements: pg must prepare them again.
-      for (const cache of [state.connection?.parsedStatements, state.connection?.submittedNamedStatements]) {
-        if (cache !== undefined) for (const name of Object.keys(cache)) delete cache[name];
+      // DISCARD ALL and DEALLOCATE ALL drop the server's prepared statements: pg must prepare them
+      // again. Any other statement leaves them, and pg must not prepare them twice.
+      const session = sessionOf(client);
+      const tag = session?.lastTag ?? 'DISCARD ALL';
+      if (tag === 'DISCARD ALL' || tag === 'DEALLOCATE ALL') {
+        for (const cache of [state.connection?.parsedStatements, state.connection?.submittedNamedStatements]) {
+          if (cache !== undefined) for (const name of Object.keys(cache)) delete cache[name];
+        }
+      }
+      if (session !== undefined) {
+        session.changed = false;
+        session.resets++;
       }
     }
     return client.getTransactionStatus() === 'I';

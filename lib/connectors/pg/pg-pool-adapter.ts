@@ -13,6 +13,7 @@ import {
 } from '../../core/index.js';
 import { PgCheckout, settledStatus, withTypes } from './pg-checkout.js';
 import { connectionSettings } from './pg-connector.js';
+import { sessionOf } from './pg-session.js';
 import { type FaceHooks, faceOptions, type PgPoolAdapterOptions } from './pg-pool-options.js';
 
 export type { PgPoolAdapterOptions } from './pg-pool-options.js';
@@ -51,6 +52,8 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   #idle: (() => void) | undefined = undefined;
   /** The clients it has lent (its 'connect' event is for the first time). */
   readonly #seen = new WeakSet<pg.Client>();
+  /** Of each client onConnect and verify ran on: its session resets when they did. */
+  readonly #welcomed = new WeakMap<pg.Client, number>();
   /** The clients checked out through it now (an 'error' of any other is an idle client's). */
   readonly #lent = new Set<pg.Client>();
 
@@ -210,14 +213,20 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
     return checkout.handle;
   }
 
-  /** A client the face has not lent before goes through `onConnect` and `verify`, as pg.Pool's new clients do. */
+  /** A client the face has not lent before (or whose session was reset since) goes through `onConnect` and `verify`, as pg.Pool's new clients do. */
   async #welcome(client: pg.Client): Promise<void> {
     const { onConnect, verify } = this.#hooks;
-    if (this.#seen.has(client) || (onConnect === undefined && verify === undefined)) return;
+    if (onConnect === undefined && verify === undefined) return;
+    // Run again after a session reset, which undid what they set up (pg.Pool never resets).
+    const session = sessionOf(client);
+    if (this.#seen.has(client) && this.#welcomed.get(client) === (session?.resets ?? 0)) return;
     if (onConnect !== undefined) await onConnect(client);
     if (verify !== undefined) {
       await new Promise<void>((resolve, reject) => verify(client, (err) => (err ? reject(err) : resolve())));
     }
+    // What they set up is the session as it begins: not a change for the reset to undo.
+    if (session !== undefined) session.changed = false;
+    this.#welcomed.set(client, session?.resets ?? 0);
   }
 
   /** A client lent for the first time: pg.Pool's 'connect', and its 'error' and 'remove' later on. */
