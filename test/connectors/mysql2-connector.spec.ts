@@ -164,18 +164,23 @@ describe('mysql2Connector: broken connections', () => {
     const ids = new Set<number>();
     const idOf = (conn: mysql.Connection) =>
       conn.query<mysql.RowDataPacket[]>('SELECT CONNECTION_ID() AS id').then(([rows]) => Number(rows[0]!.id));
+    // The pool's own sessions, one per connection (three at once on three): only these are killed,
+    // never those of a spec running beside this one on the same server.
+    await Promise.all(
+      Array.from({ length: 3 }, () =>
+        pool.use(async (conn) => {
+          ids.add(await idOf(conn));
+          await sleep(20);
+        }),
+      ),
+    );
+    expect(ids.size).toBe(3);
     const holding = pool.use(async (conn) => {
-      ids.add(await idOf(conn));
       await conn.beginTransaction();
       await conn.query('SELECT SLEEP(0.5)');
     });
     await sleep(50);
-    const [list] = await observer.query<mysql.RowDataPacket[]>(
-      "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'test' AND ID <> CONNECTION_ID()",
-    );
-    for (const { ID } of list) {
-      await observer.query('KILL ?', [ID]).catch(() => {});
-    }
+    for (const id of [...ids]) await observer.query('KILL ?', [id]).catch(() => {});
     await expect(holding).rejects.toThrow();
     const results = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>

@@ -182,6 +182,20 @@ describe("mysql2Connector's reset reads the server, not the SQL", () => {
     await pool.close();
   });
 
+  it('with SESSION_TRACK turned off in the config, nothing reports changes: every return resets the session', async () => {
+    const pool = new ConnectionPool(mysql2Connector({ ...CONFIG, flags: ['-SESSION_TRACK'] }), {
+      name: 'untracked',
+      maxSize: 1,
+      logger: quiet,
+    });
+    await pool.use((conn) => conn.query(`LOCK TABLES ${TABLE} WRITE`));
+    await pool.use((conn) => conn.query(`INSERT INTO ${OTHER} (who) VALUES ('untracked')`));
+    await pool.use((conn) => conn.query("SET @left = 'y'"));
+    expect(await pool.use((conn) => first(conn, 'SELECT @left AS v'))).toBeNull();
+    expect(pool.stats().counters.resets).toBe(4);
+    await pool.close();
+  });
+
   it('a failed statement (its error reports no state) counts as a change: a procedure that began a transaction, then failed', async () => {
     await observer.query(`DROP PROCEDURE IF EXISTS ${PROC}_fails`);
     await observer.query(

@@ -1,7 +1,15 @@
 import mysql from 'mysql2/promise';
 import { type Connector, type CreateContext, keysOf, OptionReader, shown } from '../../core/index.js';
 import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
-import { autocommitAsBegun, begun, followWire, TRACKING, transactionClean, wireState } from './mysql2-session.js';
+import {
+  autocommitAsBegun,
+  begun,
+  followWire,
+  reportsChanges,
+  TRACKING,
+  transactionClean,
+  wireState,
+} from './mysql2-session.js';
 
 /**
  * What a connection given back is cleaned of before its next caller, decided by what the server
@@ -129,7 +137,8 @@ async function follow(conn: mysql.Connection): Promise<void> {
   const state = followWire(conn);
   try {
     await conn.query(TRACKING);
-    state.tracking = true;
+    // Without SESSION_TRACK (a config's flags may turn it off), nothing says what changed.
+    state.tracking = reportsChanges(conn);
   } catch (err) {
     if (isMysqlConnectionError(err)) throw err;
     // No session tracking on this server (older than MySQL 5.7, MariaDB 10.3). Its refusal reported

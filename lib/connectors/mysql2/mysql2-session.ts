@@ -74,6 +74,7 @@ interface Core {
     | null
     | undefined;
   _handshakePacket?: { capabilityFlags: number };
+  config?: { clientFlags?: number };
   handlePacket(packet: Packet | null | undefined): void;
   addCommand(cmd: { once(event: 'end', listener: () => void): unknown }): unknown;
 }
@@ -142,8 +143,16 @@ export function followWire(conn: mysql.Connection): WireState {
   return state;
 }
 
+/** Whether OK packets carry session state information: both the server and this client said so. */
 function sessionTrack(core: Core): boolean {
-  return ((core._handshakePacket?.capabilityFlags ?? 0) & CLIENT_SESSION_TRACK) !== 0;
+  const server = core._handshakePacket?.capabilityFlags ?? 0;
+  const client = core.config?.clientFlags ?? 0;
+  return (server & client & CLIENT_SESSION_TRACK) !== 0;
+}
+
+/** Whether the server tells `conn`'s changes in its OK packets (a config may turn SESSION_TRACK off). */
+export function reportsChanges(conn: mysql.Connection): boolean {
+  return sessionTrack((conn as unknown as { connection: Core }).connection);
 }
 
 /** Reads the status of a command's last reply (from `start` to `end` of `buf`) into `state`. */
