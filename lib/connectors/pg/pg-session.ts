@@ -34,8 +34,12 @@ const SET_CONFIG = /\bset_config\s*\(([^()]*)\)/gi;
 /** A statement that is one `SET LOCAL`: its tag is SET, and it ends with its transaction. */
 const SET_LOCAL = /^\s*SET\s+LOCAL\b[^;]*;?\s*$/i;
 
+/** One test that most statements fail: only those that pass it are read further. */
+const MAYBE_UNREPORTED = /set_config|advisory|temp/i;
+
 /** Whether a statement's text may change the session where the server does not say so. */
 function unreported(text: string): boolean {
+  if (!MAYBE_UNREPORTED.test(text)) return false;
   if (UNREPORTED.test(text)) return true;
   for (const [, args] of text.matchAll(SET_CONFIG)) if (!/,\s*true\s*$/i.test(args!)) return true;
   return false;
