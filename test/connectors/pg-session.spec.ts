@@ -195,6 +195,30 @@ describe("pgConnector's default reset reads the server, not the SQL", () => {
   });
 });
 
+describe('reading the wire', () => {
+  it("never reads pg's deprecated activeQuery getter (it prints a deprecation warning)", async () => {
+    const pool = poolOf();
+    let reads = 0;
+    await pool.use(async (c) => {
+      const proto = Object.getPrototypeOf(c) as object;
+      const getter = Object.getOwnPropertyDescriptor(proto, 'activeQuery')?.get;
+      expect(getter).toBeDefined(); // pg 8.x has it, and warns when it is read
+      Object.defineProperty(c, 'activeQuery', {
+        configurable: true,
+        get() {
+          reads++;
+          return getter!.call(this);
+        },
+      });
+    });
+    await pool.use((c) => c.query("SELECT set_config('app.x', 'y', false)"));
+    await pool.use((c) => c.query('SELECT 1'));
+    expect(await pool.use((c) => value(c, "SELECT current_setting('app.x', true)"))).toBe('');
+    await pool.close();
+    expect(reads).toBe(0);
+  });
+});
+
 function nonDefault(seen: unknown, usual: unknown): unknown {
   return seen === usual ? null : seen;
 }

@@ -67,9 +67,11 @@ export function followSession(client: pg.Client): PgSession {
   const session: PgSession = { changed: false, lastTag: '', resets: 0 };
   sessions.set(client, session);
   const connection = (client as unknown as { connection?: EventEmitter }).connection;
-  /** The text of the statement the server is answering (pg's active query). */
+  /** The text of the statement the server is answering: pg's active query (`_activeQuery`; the public getter is deprecated and warns). */
+  const held = client as unknown as Record<string, { text?: unknown } | null | undefined>;
+  const field = '_activeQuery' in held ? '_activeQuery' : 'activeQuery';
   const text = (): string => {
-    const active = (client as unknown as { activeQuery?: { text?: unknown } | null }).activeQuery;
+    const active = held[field];
     return typeof active?.text === 'string' ? active.text : '';
   };
   connection?.on('commandComplete', (message: { text?: string }) => {
