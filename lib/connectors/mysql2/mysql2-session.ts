@@ -41,14 +41,7 @@ export interface WireState {
 
 /** Whether the session is as it began by what the server last reported: no transaction, autocommit as it was, no lock. */
 export function transactionClean(state: WireState): boolean {
-  const status = state.status;
-  return (
-    state.running === 0 &&
-    status !== undefined &&
-    (status & IN_TRANS) === 0 &&
-    ((status & AUTOCOMMIT) !== 0) === state.autocommit &&
-    !state.locked
-  );
+  return state.running === 0 && autocommitAsBegun(state) && (state.status! & IN_TRANS) === 0 && !state.locked;
 }
 
 /** The session begins (a connect, a session reset): as the last reply left it, with no change since. */

@@ -183,6 +183,11 @@ export class EarliestTimer {
     readonly fire: () => void,
   ) {}
 
+  /** When it fires (`Infinity`: not set); never later than what it was asked to fire by. */
+  get at(): number {
+    return this.#at;
+  }
+
   /** Makes sure the timer fires by `at`. */
   atLatest(at: number): void {
     if (at < this.#at) this.set(at);

@@ -91,11 +91,10 @@ export class Checkouts<T> implements LeaseOwner<T> {
    * place at the back of the queue if nothing refuses one. Undefined: take the general path.
    */
   now(): Promise<Lease<T>> | undefined {
-    if (this.waiters.length === 0) {
-      const lease = this.leaseNow();
-      return lease === undefined ? undefined : Promise.resolve(lease);
-    }
-    return this.#mayRefuseQueue() ? undefined : this.#join(undefined, undefined);
+    const lease = this.leaseNow();
+    if (lease !== undefined) return Promise.resolve(lease);
+    if (this.waiters.length === 0 || this.#mayRefuseQueue()) return undefined;
+    return this.#join(undefined, undefined);
   }
 
   /** The lease `now()` would give at once, without a promise; undefined when a caller waits or none is ready. */

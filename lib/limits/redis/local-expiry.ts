@@ -53,7 +53,8 @@ export class LocalExpiry {
    * the heartbeat's timer may run first, and a quarantine would have Redis refresh them.
    */
   expireDue(): void {
-    this.#expire();
+    // The timer is set for the earliest expiry: before it, none is due (a heartbeat of many leases pays nothing).
+    if (this.#timer.at <= this.timers.now()) this.#expire();
   }
 
   /** Leases whose confirmation is older than a TTL: Redis may have given their slots away. */
