@@ -16,6 +16,7 @@ export {
   ProcessHold,
   type Rule,
   scrubbed,
+  scrubbedCause,
   shown,
   Timers,
   turnDates,

@@ -1,39 +1,17 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { type Connector, type CreateContext, is, keysOf, OptionReader, optionError } from '../../core/index.js';
+import {
+  type Connector,
+  type CreateContext,
+  is,
+  keysOf,
+  messageOf,
+  OptionReader,
+  optionError,
+  scrubbedCause,
+} from '../../core/index.js';
 import { checkTarget, connectAbortably, ofDriver, type TargetSpec } from '../index.js';
-
-/** A command as ioredis sends it, as far as the connectors read it. */
-interface SentCommand {
-  name: string;
-  args: unknown[];
-  promise: Promise<unknown>;
-  reject(err: Error): void;
-}
-
-type SendCommand = (command: SentCommand, ...rest: unknown[]) => unknown;
-
-/** Commands that hold their connection until they answer. */
-const BLOCKING = new Set([
-  'blpop',
-  'brpop',
-  'brpoplpush',
-  'blmove',
-  'blmpop',
-  'bzpopmin',
-  'bzpopmax',
-  'bzmpop',
-  'wait',
-  'waitaof',
-]);
-
-/** A blocking command: one of {@link BLOCKING}, or a stream read with BLOCK. */
-function blocks(command: SentCommand): boolean {
-  if (BLOCKING.has(command.name)) return true;
-  return (
-    (command.name === 'xread' || command.name === 'xreadgroup') &&
-    command.args.some((a) => typeof a === 'string' && a.toUpperCase() === 'BLOCK')
-  );
-}
+import { gateShared, openGateToClose } from './redis-gate.js';
+import { followSession, mustHangUp, resetSession } from './redis-session.js';
 
 /** Whether an ioredis error means its connection is broken, not that one command failed. */
 export function isRedisConnectionError(err: unknown): boolean {
@@ -60,29 +38,52 @@ function hangUp(client: Redis): void {
   if (client.status !== 'end') client.disconnect();
 }
 
-/** Opens a client the pool can replace: ioredis's own reconnects and offline queue off. */
+/** The first error each client reported while it was being opened; {@link OPENED} once it is open. */
+const openingErrors = new WeakMap<Redis, Error>();
+const OPENED = new Error('opened');
+
+/**
+ * Opens a client the pool can replace: ioredis's own reconnects and offline queue off. A connect
+ * that fails says why in the client's own words (WRONGPASS, ECONNREFUSED), not in ioredis's
+ * "Connection is closed.".
+ */
 async function connect(config: string | RedisOptions, extra: RedisOptions, ctx: CreateContext): Promise<Redis> {
   const client =
     typeof config === 'string'
       ? new Redis(config, { ...extra, ...POOLED })
       : new Redis({ ...config, ...extra, ...POOLED });
   // Broken while idle: retired quietly, never an unhandled 'error'.
-  client.on('error', (err: Error) => ctx.retire(err));
+  client.on('error', (err: Error) => {
+    if (!openingErrors.has(client)) openingErrors.set(client, err);
+    ctx.retire(err);
+  });
   client.on('end', () => ctx.retire(new Error('the connection to Redis ended')));
-  await connectAbortably(
-    ctx.signal,
-    () => client.connect(),
-    () => hangUp(client),
-  );
+  try {
+    await connectAbortably(
+      ctx.signal,
+      () => client.connect(),
+      () => hangUp(client),
+    );
+  } catch (err) {
+    throw openingFailure(client) ?? err;
+  }
   return client;
 }
 
-/** What the exclusive connector knows of each of its clients (see track()). */
-const tracked = new WeakMap<Redis, Tracked>();
+/** The error `client` reported while it was being opened, scrubbed, as a create's failure. */
+function openingFailure(client: Redis): Error | undefined {
+  const own = openingErrors.get(client);
+  if (own === undefined || own === OPENED) return undefined;
+  return new Error(`could not open a Redis connection: ${messageOf(own)}`, { cause: scrubbedCause(own) });
+}
 
 const common = {
+  /** A PING, behind what ioredis sends as it connects (a SELECT, a CLIENT SETNAME): a failure of those fails the create. */
   ready: async (client: Redis) => {
     await client.ping();
+    const failed = openingFailure(client);
+    if (failed !== undefined) throw failed;
+    openingErrors.set(client, OPENED);
   },
   validate: (client: Redis) =>
     client.status === 'ready' &&
@@ -91,81 +92,12 @@ const common = {
       () => false,
     ),
   close: async (client: Redis) => {
-    // QUIT waits behind a blocking command still waiting for its answer: cut that connection instead.
-    if (client.status === 'end' || (tracked.get(client)?.blocked ?? 0) > 0) return hangUp(client);
+    if (client.status === 'end' || mustHangUp(client)) return hangUp(client);
+    openGateToClose(client);
     await client.quit().catch(() => hangUp(client));
   },
   isFatal: isRedisConnectionError,
 };
-
-/** What the exclusive connector knows of a client from the commands it sent. */
-interface Tracked {
-  /** The database the client is configured for, and the one selected now. */
-  readonly home: number;
-  db: number;
-  watching: boolean;
-  /** A MULTI sent outside a pipeline, not yet ended by EXEC or DISCARD. */
-  multi: boolean;
-  /** Blocking commands sent and not answered. */
-  blocked: number;
-}
-
-function track(client: Redis): void {
-  const state: Tracked = {
-    home: client.options.db ?? 0,
-    db: client.options.db ?? 0,
-    watching: false,
-    multi: false,
-    blocked: 0,
-  };
-  tracked.set(client, state);
-  client.on('select', (db: number) => void (state.db = db));
-  const send = client.sendCommand.bind(client) as unknown as SendCommand;
-  (client as unknown as { sendCommand: SendCommand }).sendCommand = (command, ...rest) => {
-    const name = command.name;
-    if (name === 'watch') state.watching = true;
-    else if (name === 'unwatch') state.watching = false;
-    else if (name === 'multi') state.multi = true;
-    else if (name === 'exec' || name === 'discard') state.multi = state.watching = false;
-    else if (blocks(command)) {
-      state.blocked++;
-      const answered = () => void state.blocked--;
-      command.promise.then(answered, answered);
-    }
-    return send(command, ...rest);
-  };
-}
-
-/** Why `client` cannot be made clean for another caller, if it cannot. */
-function uncleanable(client: Redis, state: Tracked | undefined): string | undefined {
-  if (state === undefined) return 'the client was not made by redisConnector: its state is unknown';
-  if (client.status !== 'ready') return `the client is ${client.status}, not ready`;
-  if (client.mode !== 'normal') return `the client was left in ${client.mode} mode`;
-  if ((client as unknown as { condition?: { subscriber?: unknown } }).condition?.subscriber)
-    return 'the client was left subscribed';
-  if (state.blocked > 0) return 'a blocking command was still waiting on the client';
-  return undefined;
-}
-
-/**
- * Cleans a client given back: a WATCH or a MULTI left open is ended, the client's own database
- * selected again; nothing is sent when there is nothing to clean. A client in subscriber or
- * monitor mode, blocked by a command still waiting, or no longer ready cannot be made clean: it
- * is retired.
- */
-function resetClient(client: Redis): boolean | Promise<boolean> {
-  const state = tracked.get(client);
-  const unclean = uncleanable(client, state);
-  if (unclean !== undefined || state === undefined) throw new Error(unclean);
-  if (!state.multi && !state.watching && state.db === state.home) return true;
-  return (async () => {
-    if (state.multi)
-      await client.discard(); // DISCARD also ends a WATCH
-    else if (state.watching) await client.unwatch();
-    if (state.db !== state.home) await client.select(state.home);
-    return !state.multi && !state.watching && state.db === state.home;
-  })();
-}
 
 /**
  * Exclusive ioredis connections, one caller at a time each: for what needs a connection to
@@ -191,10 +123,10 @@ export function redisConnector(config: string | RedisOptions, ...more: never[]):
       clientLimit: 1,
       create: async (ctx) => {
         const client = await connect(config, {}, ctx);
-        track(client);
+        followSession(client);
         return client;
       },
-      reset: resetClient,
+      reset: resetSession,
       ...common,
     },
     'ioredis',
@@ -220,38 +152,6 @@ export interface SharedRedisConnectorOptions {
   clientLimit?: number;
 }
 
-/** Commands that change or hold the state of a connection that other callers share. */
-const UNSHARABLE = new Set([
-  'select',
-  'watch',
-  'unwatch',
-  'subscribe',
-  'psubscribe',
-  'ssubscribe',
-  'unsubscribe',
-  'punsubscribe',
-  'sunsubscribe',
-  'monitor',
-  'quit',
-  'reset',
-  'hello',
-  'auth',
-  'client',
-  'readonly',
-  'readwrite',
-  'swapdb',
-]);
-
-/** Why `command` may not run on a shared connection, or undefined. */
-function unsharable(command: SentCommand): string | undefined {
-  const name = command.name.toUpperCase();
-  if (blocks(command))
-    return `${name} blocks its connection until it answers, and every other caller's commands would wait behind it`;
-  if (UNSHARABLE.has(command.name))
-    return `${name} changes the state of its connection (its database, a WATCH, a subscription, its client settings), which every caller of the connection would then share`;
-  return undefined;
-}
-
 /**
  * ioredis clients shared by many callers (`clientLimit`, default 100): plain commands, pipelined
  * by ioredis (`enableAutoPipelining` on unless you set it), and `multi()` as a pipeline (MULTI
@@ -275,36 +175,9 @@ export function sharedRedisConnector(
   return ofDriver(
     {
       clientLimit,
-      create: async (ctx) => guard(await connect(config, pipelining, ctx)),
+      create: async (ctx) => gateShared(await connect(config, pipelining, ctx)),
       ...common,
     },
     'ioredis',
   );
-}
-
-/** Refuses, on `client`, whatever would change or hold the connection for the callers sharing it. */
-function guard(client: Redis): Redis {
-  const send = client.sendCommand.bind(client) as unknown as SendCommand;
-  (client as unknown as { sendCommand: SendCommand }).sendCommand = (command, ...rest) => {
-    const why = unsharable(command);
-    if (why === undefined) return send(command, ...rest);
-    command.reject(
-      new Error(
-        `${why}: not on a shared connection (sharedRedisConnector); run it on an exclusive one (redisConnector)`,
-      ),
-    );
-    return command.promise;
-  };
-  const multi = client.multi.bind(client) as (...args: unknown[]) => unknown;
-  (client as unknown as { multi: (...args: unknown[]) => unknown }).multi = (...args) => {
-    const options = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as
-      { pipeline?: boolean } | undefined;
-    if (options?.pipeline === false) {
-      throw new Error(
-        'multi({ pipeline: false }) leaves MULTI open on its connection between calls: not on a shared connection (sharedRedisConnector); use multi() (a pipeline) or an exclusive connection (redisConnector)',
-      );
-    }
-    return multi(...args);
-  };
-  return client;
 }

@@ -33,6 +33,6 @@ export {
   unknownKey,
   violation,
 } from './option-rules.js';
-export { messageOf, scrub, scrubbed } from './scrub.js';
+export { messageOf, scrub, scrubbed, scrubbedCause } from './scrub.js';
 export { TurnStamps } from './turn-stamps.js';
 export { type EventDates, TurnClock, turnDates, TURN_READS } from './turn-clock.js';
