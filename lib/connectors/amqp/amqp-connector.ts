@@ -1,6 +1,7 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
 import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
+import { followChannel, resetChannel } from './amqp-channel-state.js';
 
 /** Options of {@link amqpConnector}. */
 export interface AmqpConnectorOptions {
@@ -22,13 +23,10 @@ interface Carrier {
   channels: number;
   /** Closed or broken: it takes no new channel. */
   done: boolean;
-  /** Most channels it may carry, once connected. */
+  /** Connected: its channel_max is known. */
+  open: boolean;
+  /** Most channels it may carry: one while it opens (the broker's channel_max is not known yet), then the agreed. */
   limit: number;
-}
-
-/** AMQP channels of a consumer left on them: they would deliver to a caller that has left. */
-function consumersOf(channel: Channel): number {
-  return (channel as unknown as { consumers?: Map<unknown, unknown> }).consumers?.size ?? 0;
 }
 
 /**
@@ -62,9 +60,11 @@ const AMQP_TARGET: TargetSpec = {
  * time each (a channel is the unit of work in AMQP, and its state: consumers, prefetch,
  * transactions, is per channel), while the channels share few TCP connections: up to the
  * negotiated `channel_max` (or `channelsPerConnection`) each, another connection opening only when
- * those are full. A channel the broker closes (a channel error) is retired alone; a broken
- * connection retires every channel on it. A channel comes back clean: one left with a consumer is
- * retired (its messages would go to a caller that has left). A connection closes with its last channel.
+ * those are full (one opening carries a single channel until its channel_max is known). A
+ * channel the broker closes (a channel error) is retired alone; a broken connection retires every
+ * channel on it. A channel comes back clean, by what went over its wire: unacknowledged
+ * deliveries are requeued, a prefetch set back; one left with a consumer, in tx mode, with its
+ * flow stopped or a call waiting is retired. A connection closes with its last channel.
  *
  * @param url an `amqp://` URL or amqplib's connect options.
  */
@@ -85,20 +85,35 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
   const carriers = new Set<Carrier>();
   const carrierOf = new WeakMap<Channel, Carrier>();
 
-  /** A connection with room for one more channel (counted now, before any await), opening one if none has. */
-  const carrier = (): Carrier => {
-    for (const c of carriers) {
-      if (!c.done && c.channels < c.limit) {
-        c.channels++;
-        return c;
+  /**
+   * A connection with room for one more channel (counted before any await). While one opens it
+   * carries a single channel, the others waiting for it: the channel_max it will agree on is not
+   * known until then, and a channel past it fails.
+   */
+  const carrier = async (): Promise<Carrier> => {
+    for (;;) {
+      let opening: Carrier | undefined;
+      for (const c of carriers) {
+        if (c.done) continue;
+        if (c.channels < c.limit) {
+          c.channels++;
+          return c;
+        }
+        if (!c.open) opening ??= c;
       }
+      if (opening === undefined) return connectCarrier();
+      await opening.model.catch(() => {});
     }
-    const c: Carrier = { model: amqp.connect(url, socketOptions), channels: 1, done: false, limit: perConnection };
+  };
+
+  const connectCarrier = (): Carrier => {
+    const c: Carrier = { model: amqp.connect(url, socketOptions), channels: 1, done: false, open: false, limit: 1 };
     carriers.add(c);
     c.model.then(
       (model) => {
         const agreed = (model.connection as unknown as { channelMax?: number }).channelMax || 0xffff;
         c.limit = Math.min(perConnection, agreed);
+        c.open = true;
         const gone = () => {
           c.done = true;
           carriers.delete(c);
@@ -124,7 +139,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
   };
 
   const open = async (ctx: CreateContext): Promise<Channel> => {
-    const c = carrier();
+    const c = await carrier();
     let channel: Channel;
     try {
       const model = await c.model;
@@ -134,6 +149,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
       throw err;
     }
     carrierOf.set(channel, c);
+    followChannel(channel);
     // A channel error closes the channel ('error' then 'close'); a connection's end closes them all.
     channel.on('error', (err: Error) => ctx.retire(err));
     channel.once('close', () => {
@@ -151,14 +167,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
         // A round trip on the channel: the broker answers only on an open one.
         await channel.checkExchange('amq.direct');
       },
-      reset: (channel) => {
-        const consumers = consumersOf(channel);
-        if (consumers > 0)
-          throw new Error(
-            `the channel was given back with ${consumers} consumer(s) on it, which would deliver to a caller that has left`,
-          );
-        return true;
-      },
+      reset: resetChannel,
       close: async (channel) => {
         await channel.close().catch(() => {});
       },
