@@ -58,6 +58,13 @@ export class TcpProxy {
     if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
+  /** Refuses new connects until `up()`, keeping the sessions open. */
+  refuse(): void {
+    const server = this.#server;
+    this.#server = undefined;
+    server?.close(); // stops listening now; its callback would wait for the sessions to end
+  }
+
   /** Sessions open through the proxy now. */
   get sessions(): number {
     return this.#sockets.size / 2;

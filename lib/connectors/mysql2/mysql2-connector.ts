@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
-import { type Connector, type CreateContext, keysOf, OptionReader, shown } from '../../core/index.js';
+import { type Connector, type CreateContext, keysOf, messageOf, OptionReader, shown } from '../../core/index.js';
 import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
+import { hasStatementRunning, killStatement } from './mysql2-cancel.js';
 import {
   autocommitAsBegun,
   begun,
@@ -106,13 +107,33 @@ export function mysql2Connector(
         () => true,
         () => false,
       ),
-    close: (conn) => conn.end().catch(() => conn.destroy()),
+    close: (conn) => closeConnection(conn, config),
     isFatal: isMysqlConnectionError,
   };
   if (reset === 'session') connector.reset = (conn) => conn.reset().then(() => true);
   if (reset === 'changed') connector.reset = (conn) => undoChanges(conn, true);
   if (reset === 'transaction') connector.reset = (conn) => undoChanges(conn, false);
   return ofDriver(connector, 'mysql2');
+}
+
+/**
+ * Ends `conn`; a statement still running on it (the pool retired it for a hung reset) is killed
+ * at the server first (`KILL QUERY`), bounded in time. A kill that fails fails the close, which
+ * the pool logs: the statement may still run, holding its locks.
+ */
+async function closeConnection(conn: mysql.Connection, config: string | mysql.ConnectionOptions): Promise<void> {
+  const failure = hasStatementRunning(conn)
+    ? await killStatement(conn, config).then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+    : undefined;
+  await conn.end().catch(() => conn.destroy());
+  if (failure !== undefined)
+    throw new Error(
+      `the statement the connection was running could not be killed, and may still run at the server: ${messageOf(failure)}`,
+      { cause: failure },
+    );
 }
 
 async function connect(

@@ -6,10 +6,12 @@ import {
   is,
   kConnector,
   keysOf,
+  messageOf,
   OptionReader,
   shown,
 } from '../../core/index.js';
 import { checkTarget, connectAbortably, ofDriver, type TargetSpec } from '../index.js';
+import { cancelStatement, hasStatementRunning } from './pg-cancel.js';
 import { followSession, sessionOf } from './pg-session.js';
 
 /**
@@ -136,7 +138,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
         () => true,
         () => false,
       ),
-    close: (c) => c.end(),
+    close: closeClient,
     isFatal: isPgConnectionError,
     isPermanent: isPgPermanentError,
   };
@@ -145,6 +147,27 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
   if (options.reset === false) return connector;
   connector.reset = (c) => resetClient(c, changes ? () => changedStatement(c) : () => statement);
   return connector;
+}
+
+/**
+ * Ends `client`; a statement still running on it (the pool retired it for a hung reset) is
+ * cancelled at the server first, bounded in time. A cancel that fails fails the close, which the
+ * pool logs: the statement may still run, holding its locks.
+ */
+async function closeClient(client: pg.Client): Promise<void> {
+  const cancelled = hasStatementRunning(client)
+    ? cancelStatement(client).then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+    : undefined;
+  const failure = await cancelled;
+  await client.end();
+  if (failure !== undefined)
+    throw new Error(
+      `the statement the connection was running could not be cancelled, and may still run at the server: ${messageOf(failure)}`,
+      { cause: failure },
+    );
 }
 
 /** What each connector made by {@link pgConnector} connects with. */
