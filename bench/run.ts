@@ -22,6 +22,7 @@ import { ormBench } from './parts/orms.js';
 import { routeBench } from './parts/route.js';
 import { deepQueue, exclusiveBench, peersBench } from './parts/peers.js';
 import { pgBench } from './parts/postgres.js';
+import { redisBench } from './parts/redis.js';
 import { adaptiveFreshBench, freshBench } from './parts/production.js';
 
 type Rows = string[][];
@@ -51,6 +52,11 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
     reference: true,
     what: 'a NestJS route doing one query over HTTP, through @UsePooled beside pg.Pool, in fresh processes',
     run: routeBench,
+  },
+  redis: {
+    reference: true,
+    what: 'Redis GET/SET through sharedRedisConnector beside one auto-pipelined ioredis client, in fresh processes',
+    run: redisBench,
   },
   limiters: {
     reference: true,
