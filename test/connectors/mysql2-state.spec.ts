@@ -148,6 +148,21 @@ describe("mysql2Connector's reset reads the server, not the SQL", () => {
     },
   );
 
+  it.each<Mysql2Reset>(['changed', 'session'])(
+    "after a session reset (%s) sql_mode is a fresh connection's, with what the client's flags add (IGNORE_SPACE)",
+    async (reset) => {
+      const fresh = await mysql.createConnection(CONFIG);
+      const [rows] = await fresh.query<mysql.RowDataPacket[]>('SELECT @@session.sql_mode AS v');
+      await fresh.end();
+      const pool = poolOf(reset);
+      await pool.use((conn) => conn.query("SET sql_mode = 'ANSI_QUOTES'"));
+      const after = await pool.use((conn) => first(conn, 'SELECT @@session.sql_mode AS v'));
+      expect(after).toBe(rows[0]!.v);
+      expect(String(after).split(',')).toContain('IGNORE_SPACE');
+      await pool.close();
+    },
+  );
+
   it("with the default reset, a tenant's session state never reaches another: 20 tenants, 500 interleaved calls", async () => {
     const pool = new ConnectionPool(mysql2Connector(CONFIG), { name: 'tenants', maxSize: 4, logger: quiet });
     const tenant: TenantState<mysql.Connection> = {

@@ -110,7 +110,19 @@ export function mysql2Connector(
     close: (conn) => closeConnection(conn, config),
     isFatal: isMysqlConnectionError,
   };
-  if (reset === 'session') connector.reset = (conn) => conn.reset().then(() => true);
+  if (reset === 'session') {
+    connector.create = async (ctx) => {
+      const conn = await connect(config, ctx, false);
+      connectedModes.set(conn, await sqlModeOf(conn));
+      return conn;
+    };
+    // The reset takes the session's sql_mode back to the server's, without what the client's flags added.
+    connector.reset = async (conn) => {
+      await conn.reset();
+      await conn.query('SET SESSION sql_mode = ?', [connectedModes.get(conn) ?? '']);
+      return true;
+    };
+  }
   if (reset === 'changed') connector.reset = (conn) => undoChanges(conn, true);
   if (reset === 'transaction') connector.reset = (conn) => undoChanges(conn, false);
   return ofDriver(connector, 'mysql2');
@@ -166,7 +178,16 @@ async function follow(conn: mysql.Connection): Promise<void> {
     // no status; this reply does.
     await conn.query('DO 0');
   }
+  state.sqlMode = await sqlModeOf(conn);
   begun(state);
+}
+
+/** The sql_mode of each connection as it connected, for the `'session'` reset. */
+const connectedModes = new WeakMap<mysql.Connection, string>();
+
+async function sqlModeOf(conn: mysql.Connection): Promise<string> {
+  const [rows] = await conn.query<mysql.RowDataPacket[]>('SELECT @@session.sql_mode AS mode');
+  return String(rows[0]?.mode ?? '');
 }
 
 /**
@@ -188,7 +209,9 @@ function undoChanges(conn: mysql.Connection, session: boolean): boolean | Promis
         if (schema === undefined) return false; // none to go back to: retired
         await conn.query(`USE ${conn.escapeId(schema)}`);
       }
-      if (state.tracking) await conn.query(TRACKING);
+      // The reset takes the session's sql_mode back to the server's, without what the client's flags added.
+      if (state.tracking) await conn.query(`${TRACKING}, sql_mode = ?`, [state.sqlMode]);
+      else await conn.query('SET SESSION sql_mode = ?', [state.sqlMode]);
       begun(state);
     } else {
       await conn.query('ROLLBACK');

@@ -37,6 +37,11 @@ export interface WireState {
   tracking: boolean;
   /** Autocommit as the session began (the server's default). */
   autocommit: boolean;
+  /**
+   * The session's sql_mode as it connected: the client's flags add to the server's (mysql2's
+   * IGNORE_SPACE), and a session reset drops what they added, so it is set back after one.
+   */
+  sqlMode: string | undefined;
 }
 
 /** Whether the session is as it began by what the server last reported: no transaction, autocommit as it was, no lock. */
@@ -99,6 +104,7 @@ export function followWire(conn: mysql.Connection): WireState {
     schemaChanged: false,
     tracking: false,
     autocommit: true,
+    sqlMode: undefined,
   };
   states.set(conn, state);
   const handle = core.handlePacket.bind(core);

@@ -13,7 +13,7 @@ interface Cancellable {
   processID?: number | null;
   secretKey?: number | null;
   _activeQuery?: unknown;
-  queryQueue?: unknown[];
+  _queryQueue?: unknown[];
 }
 
 /** How long a cancel may take before the close goes on without it. */
@@ -25,7 +25,7 @@ const CANCEL_REQUEST_CODE = 80_877_102;
 /** Whether `client` has a statement running or queued: closing it would leave that to run on. */
 export function hasStatementRunning(client: pg.Client): boolean {
   const c = client as unknown as Cancellable;
-  return (c._activeQuery !== null && c._activeQuery !== undefined) || (c.queryQueue?.length ?? 0) > 0;
+  return (c._activeQuery !== null && c._activeQuery !== undefined) || (c._queryQueue?.length ?? 0) > 0;
 }
 
 /**
