@@ -21,6 +21,7 @@ import { decoratorBench, hookBench } from './parts/nest.js';
 import { ormBench } from './parts/orms.js';
 import { routeBench } from './parts/route.js';
 import { deepQueue, exclusiveBench, peersBench } from './parts/peers.js';
+import { mysqlBench } from './parts/mysql.js';
 import { pgBench } from './parts/postgres.js';
 import { redisBench } from './parts/redis.js';
 import { adaptiveFreshBench, freshBench } from './parts/production.js';
@@ -52,6 +53,11 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
     reference: true,
     what: 'a NestJS route doing one query over HTTP, through @UsePooled beside pg.Pool, in fresh processes',
     run: routeBench,
+  },
+  mysql: {
+    reference: true,
+    what: "MariaDB through mysql2Connector, its default reset against none, beside mysql2's own pool, in fresh processes",
+    run: mysqlBench,
   },
   redis: {
     reference: true,
