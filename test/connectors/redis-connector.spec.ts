@@ -8,6 +8,7 @@ import { ConnectionPool, PoolConfigError, type PoolLogger, type PoolOptions } fr
 import { redisConnector, sharedRedisConnector } from '../../lib/connectors/ioredis/index.js';
 import { throughOutage } from '../support/connector-runs.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { monitorRedis } from '../support/redis-monitor.js';
 import { sleep, until } from '../support/wait.js';
 
 const URL = 'redis://127.0.0.1:6379/0';
@@ -35,16 +36,6 @@ afterAll(async () => {
 
 function exclusive(options: PoolOptions = {}, url = URL) {
   return new ConnectionPool(redisConnector(url), { name: 'redis', maxSize: 1, logger: quiet, ...options });
-}
-
-/** Every command the server receives from `client`, through MONITOR. */
-async function monitorOf(client: () => Redis) {
-  const monitor = await observer.monitor();
-  const seen: string[] = [];
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (source.endsWith(`:${client().stream.localPort}`)) seen.push(args.join(' ').toLowerCase());
-  });
-  return { seen, stop: () => monitor.disconnect() };
 }
 
 describe('redisConnector: an exclusive client comes back clean', () => {
@@ -91,7 +82,7 @@ describe('redisConnector: an exclusive client comes back clean', () => {
     await pool.warmup();
     let current!: Redis;
     await pool.use((client) => void (current = client));
-    const { seen, stop } = await monitorOf(() => current);
+    const { seen, stop } = await monitorRedis(() => current.stream.localPort ?? 0);
     await sleep(50);
     for (let i = 0; i < 20; i++) await pool.use((client) => client.incr(`${KEY}:count`));
     await pool.use((client) => client.multi().incr(`${KEY}:count`).exec()); // a pipelined MULTI ends itself

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Command, Redis } from 'ioredis';
 import { ConnectionPool, type PoolLogger } from '../../lib/index.js';
 import { redisConnector, sharedRedisConnector } from '../../lib/connectors/ioredis/index.js';
+import { monitorRedis } from '../support/redis-monitor.js';
 import { sleep, until } from '../support/wait.js';
 
 const URL = 'redis://127.0.0.1:6379/0';
@@ -262,11 +263,7 @@ describe('redisConnector: the next caller finds the connection clean, however th
     await pool.warmup();
     let port = 0;
     await pool.use((c) => void (port = c.stream.localPort ?? 0));
-    const monitor = await observer.monitor();
-    const seen: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source.endsWith(`:${port}`)) seen.push(args.join(' ').toLowerCase());
-    });
+    const monitor = await monitorRedis(() => port);
     await sleep(50);
     for (let i = 0; i < 5; i++) {
       await pool.use((c) => c.call('INCR', `${KEY}:raw`));
@@ -275,8 +272,8 @@ describe('redisConnector: the next caller finds the connection clean, however th
       await pool.use((c) => c.call('XREAD', 'STREAMS', `${KEY}:raw-stream`, '0'));
     }
     await sleep(100);
-    monitor.disconnect();
-    expect(seen.length).toBe(20);
+    monitor.stop();
+    expect(monitor.seen.length).toBe(20);
     expect(pool.stats().counters).toMatchObject({ resets: 0, retired: 0 });
     await pool.close();
   });

@@ -3,6 +3,8 @@
 // byte of it is written, so that nothing one caller sends can change or hold the connection the
 // others share.
 import { Command, type Redis } from 'ioredis';
+// ioredis marks the pipelines its auto-pipeline builds with this symbol.
+import { kExec } from 'ioredis/built/autoPipelining.js';
 import { effectOf, mayAffect, pipelineRefusal, type SentCommand, sharedRefusal } from './redis-commands.js';
 
 type SendCommand = (command: SentCommand, stream?: { isPipeline?: boolean }, ...rest: unknown[]) => unknown;
@@ -93,6 +95,8 @@ export function gateShared(client: Redis): Redis {
 function gatePipeline(pipeline: GatedPipeline): GatedPipeline {
   const exec = pipeline.exec;
   pipeline.exec = function (this: GatedPipeline, callback) {
+    // The auto-pipeline's commands each passed the gate's name check before they were queued.
+    if ((this as unknown as Record<symbol, unknown>)[kExec] !== undefined) return exec.call(this, callback);
     const why = pipelineRefusal(this._queue, this._transactions);
     if (why === undefined) return exec.call(this, callback);
     const failed = Promise.reject(refused(`the pipeline was not sent: ${why}`));
