@@ -83,7 +83,6 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
   const perConnection = read.get('channelsPerConnection', is.whole(1), Infinity);
   const socketOptions = read.get('socketOptions', is.object, {});
   const carriers = new Set<Carrier>();
-  const carrierOf = new WeakMap<Channel, Carrier>();
 
   /**
    * A connection with room for one more channel (counted before any await). While one opens it
@@ -148,7 +147,6 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
       released(c);
       throw err;
     }
-    carrierOf.set(channel, c);
     followChannel(channel);
     // A channel error closes the channel ('error' then 'close'); a connection's end closes them all.
     channel.on('error', (err: Error) => ctx.retire(err));
