@@ -106,6 +106,14 @@ describe('mysql2Connector: a statement left running on a retired connection is k
     await observer.end();
   });
 
+  const running = async (mark: string) => {
+    const [rows] = await observer.query<mysql.RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()`,
+      [`%${mark}%`],
+    );
+    return Number(rows[0]!.n);
+  };
+
   it('a hung reset retires the connection; its statement is killed, its row lock released, the close not kept waiting', async () => {
     const logger = new RecordingLogger();
     const pool = new ConnectionPool(mysql2Connector(MYSQL), {
@@ -123,13 +131,7 @@ describe('mysql2Connector: a statement left running on a retired connection is k
     });
     await until(() => pool.stats().counters.retired === 1, 3_000);
     const started = Date.now();
-    await until(async () => {
-      const [rows] = await observer.query<mysql.RowDataPacket[]>(
-        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()`,
-        [`%${mark}%`],
-      );
-      return Number(rows[0]!.n) === 0;
-    }, 3_000);
+    await until(async () => (await running(mark)) === 0, 3_000);
     await observer.query('SET SESSION innodb_lock_wait_timeout = 2');
     await observer.query(`UPDATE ${TABLE} SET n = n + 10 WHERE id = 1`);
     const [rows] = await observer.query<mysql.RowDataPacket[]>(`SELECT n FROM ${TABLE} WHERE id = 1`);

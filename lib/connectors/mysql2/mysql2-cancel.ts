@@ -2,11 +2,12 @@
 // on at the server, holding its locks, and mysql2's end() would wait behind it. The close first
 // kills the statement, `KILL QUERY <thread id>` from a connection of its own, bounded in time.
 import mysql from 'mysql2/promise';
+import { wireState } from './mysql2-session.js';
 
 /** How long a cancel may take before the close goes on without it. */
 export const KILL_TIMEOUT_MS = 2_000;
 
-/** What the connector reads of mysql2's connection to tell a statement running. */
+/** What the connector reads of mysql2's connection to tell a statement running, when it does not follow the wire. */
 interface Core {
   _command?: unknown;
   _commands?: { length: number };
@@ -14,6 +15,8 @@ interface Core {
 
 /** Whether `conn` runs or queues a command: closing it would leave that to run on at the server. */
 export function hasStatementRunning(conn: mysql.Connection): boolean {
+  const followed = wireState(conn);
+  if (followed !== undefined) return followed.running > 0;
   const core = (conn as unknown as { connection?: Core }).connection;
   return (core?._command !== null && core?._command !== undefined) || (core?._commands?.length ?? 0) > 0;
 }
