@@ -179,6 +179,22 @@ export async function alternating<V extends string>(
   return out;
 }
 
+/**
+ * {@link alternating} for a module whose variants each take the number of callers: `sets` sets of
+ * live processes, one per variant, `rounds` rounds each; `onCpu` is told each set's client CPU per
+ * call, round by round.
+ */
+export function alternatingWithCallers<V extends string>(moduleUrl: string) {
+  return (
+    variants: readonly V[],
+    callers: number,
+    sets: number,
+    rounds: number,
+    onCpu?: (rounds: Record<V, CpuPerCall>[]) => void,
+  ): Promise<Record<V, number>[][]> =>
+    alternating(moduleUrl, variants, (variant) => [variant, String(callers)], sets, rounds, { cpu: onCpu });
+}
+
 /** What {@link alternating} tells of each set once its rounds are done. */
 export interface SetObserver<V extends string> {
   /** Each variant's share of its measured rounds in garbage collection. */

@@ -10,7 +10,7 @@
 import mysql from 'mysql2/promise';
 import { ConnectionPool } from '../lib/core/index.js';
 import { mysql2Connector } from '../lib/connectors/mysql2/index.js';
-import { alternating, callRound, serveWhenRun, type CpuPerCall, type Rounds } from './fresh-process.js';
+import { alternatingWithCallers, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /** The connector with its default reset (`'changed'`), with `reset: false`, and mysql2's own pool. */
 export type MysqlVariant = 'use(), default reset' | 'use(), no reset' | 'mysql2 pool';
@@ -34,15 +34,7 @@ async function setUp(variant: MysqlVariant, callers: number): Promise<Rounds> {
   return { round: () => round(ROUND_QUERIES), close: () => pool.close(), warmRounds: 8 };
 }
 
-/** `sets` sets of live processes, one per variant, `rounds` rounds each, in turn; `onCpu` is told each set's client CPU per query. */
-export function alternatingMysqlCycles(
-  variants: readonly MysqlVariant[],
-  callers: number,
-  sets: number,
-  rounds: number,
-  onCpu?: (rounds: Record<MysqlVariant, CpuPerCall>[]) => void,
-): Promise<Record<MysqlVariant, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds, { cpu: onCpu });
-}
+/** Sets of live processes, one per variant, the variants in turn (see {@link alternatingWithCallers}). */
+export const alternatingMysqlCycles = alternatingWithCallers<MysqlVariant>(import.meta.url);
 
 serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as MysqlVariant, Number(callers)));

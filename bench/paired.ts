@@ -49,6 +49,14 @@ export function medianOf(values: readonly number[]): number {
   return median([...values].sort((a, b) => a - b));
 }
 
+/** Each variant's median client CPU per call over the rounds of every set, in µs, as one cell. */
+export function cpuCell<V extends string>(
+  cpu: readonly (readonly Record<V, number>[])[],
+  variants: readonly V[],
+): string {
+  return `${variants.map((v) => medianOf(cpu.flat().map((r) => r[v])).toFixed(1)).join(' / ')} µs`;
+}
+
 /**
  * The ratio `ratio(round)`: each set of processes gives one sample, the median of its rounds'
  * ratios (rounds of one set share its processes' bias); the result is the samples' median, with

@@ -12,7 +12,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { ConnectionPool, type Connector } from '../lib/core/index.js';
 import { pgConnector } from '../lib/connectors/pg/index.js';
-import { alternating, callRound, serveWhenRun, type CpuPerCall, type Rounds } from './fresh-process.js';
+import { alternatingWithCallers, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /**
  * `use()`: this pool's `use()` with its scope; `acquire`: a lease by hand; `pg.Pool`:
@@ -81,15 +81,7 @@ async function setUp(variant: PgVariant, callers: number): Promise<Rounds> {
   return { round: () => round(ROUND_QUERIES), close, warmRounds: 40_000 / ROUND_QUERIES };
 }
 
-/** `sets` sets of live processes, one per variant, each running `rounds` rounds, the variants in turn (see {@link alternating}); `onCpu` is told each set's client CPU per query, round by round. */
-export function alternatingPgCycles(
-  variants: readonly PgVariant[],
-  callers: number,
-  sets: number,
-  rounds: number,
-  onCpu?: (rounds: Record<PgVariant, CpuPerCall>[]) => void,
-): Promise<Record<PgVariant, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds, { cpu: onCpu });
-}
+/** Sets of live processes, one per variant, the variants in turn (see {@link alternatingWithCallers}). */
+export const alternatingPgCycles = alternatingWithCallers<PgVariant>(import.meta.url);
 
 serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as PgVariant, Number(callers)));

@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { ConnectionPool, type Connector } from '../lib/core/index.js';
 import { sharedRedisConnector } from '../lib/connectors/ioredis/index.js';
-import { alternating, callRound, serveWhenRun, type CpuPerCall, type Rounds } from './fresh-process.js';
+import { alternatingWithCallers, callRound, serveWhenRun, type Rounds } from './fresh-process.js';
 
 /**
  * `ioredis`: one client, `enableAutoPipelining`, called directly; `sharedRedisConnector, use()`:
@@ -97,15 +97,7 @@ async function setUp(variant: RedisVariant, callers: number): Promise<Rounds> {
 /** A round: 10,000 calls, about 0.1 s here. */
 const ROUND_CALLS = 10_000;
 
-/** `sets` sets of live processes, one per variant, `rounds` rounds each, in turn; `onCpu` is told each set's client CPU per call. */
-export function alternatingRedisCycles(
-  variants: readonly RedisVariant[],
-  callers: number,
-  sets: number,
-  rounds: number,
-  onCpu?: (rounds: Record<RedisVariant, CpuPerCall>[]) => void,
-): Promise<Record<RedisVariant, number>[][]> {
-  return alternating(import.meta.url, variants, (variant) => [variant, String(callers)], sets, rounds, { cpu: onCpu });
-}
+/** Sets of live processes, one per variant, the variants in turn (see {@link alternatingWithCallers}). */
+export const alternatingRedisCycles = alternatingWithCallers<RedisVariant>(import.meta.url);
 
 serveWhenRun(import.meta.url, ([variant, callers]) => setUp(variant as RedisVariant, Number(callers)));

@@ -1,5 +1,5 @@
 import { alternatingMysqlCycles, type MysqlVariant } from '../mysql-cycles.js';
-import { bestOf, describe, medianOf, pairedRatio } from '../paired.js';
+import { bestOf, cpuCell, describe, pairedRatio } from '../paired.js';
 
 const MYSQL_SETS = 12;
 const MYSQL_ROUNDS = 10;
@@ -20,7 +20,6 @@ export async function mysqlBench(
   const best = bestOf(rounds);
   const reset = pairedRatio(rounds, (r) => r['use(), default reset'] / r['use(), no reset']);
   const own = pairedRatio(rounds, (r) => r['use(), default reset'] / r['mysql2 pool']);
-  const cpuOf = (v: MysqlVariant) => medianOf(cpu.flat().map((r) => r[v])).toFixed(1);
   results.mysql = { best, reset, own, cpu, rounds };
   const shape = `MariaDB SELECT 1, max 10, ${callers} callers, fresh processes`;
   rows.push([
@@ -33,7 +32,7 @@ export async function mysqlBench(
   rows.push([
     shape,
     `the client's own CPU per query (median of rounds): ${variants.join(' / ')}`,
-    `${variants.map(cpuOf).join(' / ')} µs`,
+    cpuCell(cpu, variants),
     'process.cpuUsage() over each round',
   ]);
 }

@@ -1,5 +1,5 @@
 import { alternatingPgCycles, type PgVariant } from '../pg-cycles.js';
-import { bestOf, describe, medianOf, pairedRatio } from '../paired.js';
+import { bestOf, cpuCell, describe, pairedRatio } from '../paired.js';
 
 /**
  * The PostgreSQL rows' sets of processes: the server shares the two cores, and a set's ratio of
@@ -37,7 +37,6 @@ export async function pgBench(
     const cpuByHand = pairedRatio(cpu, (r) => r['pg.Pool'] / r.acquire);
     const cpuScoped = pairedRatio(cpu, (r) => r['pg.Pool'] / r['pg.Pool, a scope per query']);
     const cpuEqual = pairedRatio(cpu, (r) => r['pg.Pool, a scope per query'] / r['use()']);
-    const cpuOf = (v: PgVariant) => medianOf(cpu.flat().map((r) => r[v])).toFixed(1);
     const use = pairedRatio(rounds, (r) => r['use()'] / r['pg.Pool']);
     const byHand = pairedRatio(rounds, (r) => r.acquire / r['pg.Pool']);
     const scoped = pairedRatio(rounds, (r) => r['pg.Pool, a scope per query'] / r['pg.Pool']);
@@ -86,7 +85,7 @@ export async function pgBench(
     rows.push([
       shape,
       "the client's own CPU per query (median of rounds): pool.use() / a lease by hand / pg.Pool / pg.Pool with a scope per query / pool.use() with reset on return",
-      `${variants.map(cpuOf).join(' / ')} µs`,
+      cpuCell(cpu, variants),
       'process.cpuUsage() over each round: the server and the waits for the cores left out',
     ]);
     rows.push([

@@ -1,4 +1,4 @@
-import { bestOf, describe, medianOf, pairedRatio } from '../paired.js';
+import { bestOf, cpuCell, describe, pairedRatio } from '../paired.js';
 import { alternatingRedisCycles, type RedisVariant } from '../redis-cycles.js';
 
 const REDIS_SETS = 12;
@@ -28,7 +28,6 @@ export async function redisBench(
   const unscoped = pairedRatio(rounds, (r) => r["sharedRedisConnector, use() with propagation: 'none'"] / r.ioredis);
   const byHand = pairedRatio(rounds, (r) => r['sharedRedisConnector, a lease by hand'] / r.ioredis);
   const gate = pairedRatio(rounds, (r) => r['sharedRedisConnector, use()'] / r['use() on a plain client']);
-  const cpuOf = (v: RedisVariant) => medianOf(cpu.flat().map((r) => r[v])).toFixed(1);
   results.redis = { node: process.version, best, use, unscoped, byHand, gate, cpu, rounds };
   const shape = `Redis GET/SET, one client, ${callers} callers, fresh processes (${process.version})`;
   rows.push([
@@ -53,7 +52,7 @@ export async function redisBench(
   rows.push([
     shape,
     `the client's own CPU per call (median of rounds): ${variants.join(' / ')}`,
-    `${variants.map(cpuOf).join(' / ')} µs`,
+    cpuCell(cpu, variants),
     'process.cpuUsage() over each round',
   ]);
 }
