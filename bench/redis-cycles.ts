@@ -16,14 +16,16 @@ import { alternatingWithCallers, callRound, serveWhenRun, type Rounds } from './
  * the ready-made connector (its gate on), each call in `pool.use()`; with `propagation: 'none'`:
  * use() with no AsyncLocalStorage scope (on Node 20 and 22 a scope turns on a promise hook that
  * every promise of the process pays, ioredis's own included); `a lease by hand`: acquire and
- * release, no scope either; `use() on a plain client`: use() around a client with no gate, to
- * tell the gate's cost from the pool's.
+ * release, no scope either; `use() lending the client itself`: the connector with
+ * `lendsHandles: false` (the client itself, not a handle per lease), to tell the handle's cost;
+ * `use() on a plain client`: use() around a client with no gate (nor handle), to tell the gate's.
  */
 export type RedisVariant =
   | 'ioredis'
   | 'sharedRedisConnector, use()'
   | "sharedRedisConnector, use() with propagation: 'none'"
   | 'sharedRedisConnector, a lease by hand'
+  | 'use() lending the client itself'
   | 'use() on a plain client';
 
 const URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -59,7 +61,13 @@ async function setUp(variant: RedisVariant, callers: number): Promise<Rounds> {
     const round = callRound(callers, call);
     return { round: () => round(ROUND_CALLS), close: async () => void (await client.quit()), warmRounds: 8 };
   }
-  const connector = variant === 'use() on a plain client' ? plain : sharedRedisConnector(URL, { clientLimit: 100 });
+  const shared = sharedRedisConnector(URL, { clientLimit: 100 });
+  const connector =
+    variant === 'use() on a plain client'
+      ? plain
+      : variant === 'use() lending the client itself'
+        ? { ...shared, lendsHandles: false }
+        : shared;
   const logger = { warn: () => {}, error: (message: string) => console.error(message) };
   const pool = new ConnectionPool(connector, { name: 'redis', maxSize: 1, minSize: 1, metrics: false, logger });
   await pool.warmup();

@@ -18,6 +18,7 @@ export async function redisBench(
     'sharedRedisConnector, use()',
     "sharedRedisConnector, use() with propagation: 'none'",
     'sharedRedisConnector, a lease by hand',
+    'use() lending the client itself',
     'use() on a plain client',
   ];
   const callers = 100;
@@ -27,8 +28,9 @@ export async function redisBench(
   const use = pairedRatio(rounds, (r) => r['sharedRedisConnector, use()'] / r.ioredis);
   const unscoped = pairedRatio(rounds, (r) => r["sharedRedisConnector, use() with propagation: 'none'"] / r.ioredis);
   const byHand = pairedRatio(rounds, (r) => r['sharedRedisConnector, a lease by hand'] / r.ioredis);
-  const gate = pairedRatio(rounds, (r) => r['sharedRedisConnector, use()'] / r['use() on a plain client']);
-  results.redis = { node: process.version, best, use, unscoped, byHand, gate, cpu, rounds };
+  const handle = pairedRatio(rounds, (r) => r['sharedRedisConnector, use()'] / r['use() lending the client itself']);
+  const gate = pairedRatio(rounds, (r) => r['use() lending the client itself'] / r['use() on a plain client']);
+  results.redis = { node: process.version, best, use, unscoped, byHand, handle, gate, cpu, rounds };
   const shape = `Redis GET/SET, one client, ${callers} callers, fresh processes (${process.version})`;
   rows.push([
     shape,
@@ -45,7 +47,13 @@ export async function redisBench(
   rows.push([shape, 'sharedRedisConnector, a lease by hand / ioredis', describe(byHand), 'no scope']);
   rows.push([
     shape,
-    'sharedRedisConnector use() / use() on a client with no gate',
+    'sharedRedisConnector use() / the same lending the client itself (lendsHandles: false)',
+    describe(handle),
+    'what a handle per lease costs',
+  ]);
+  rows.push([
+    shape,
+    'use() lending the client itself / use() on a client with no gate',
     describe(gate),
     'what the command gate costs',
   ]);

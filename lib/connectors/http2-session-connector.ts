@@ -40,6 +40,8 @@ const REFUSED = /\bNGHTTP2_REFUSED_STREAM\b/;
 export class Http2SessionConnector implements Connector<http2.ClientHttp2Session> {
   /** HTTP/2 multiplexes streams: a session may be shared, up to this many callers (the pool's default `clientLimit`). */
   readonly clientLimit: number;
+  /** Each lease's session is a handle of its own, which refuses work once the lease ends. */
+  readonly lendsHandles = true;
   readonly #options: Required<Omit<Http2SessionConnectorOptions, 'connectOptions' | 'clientLimit'>> &
     Pick<Http2SessionConnectorOptions, 'connectOptions'>;
   /** The first SETTINGS frame of each session, awaited by `ready()`. */

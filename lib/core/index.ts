@@ -32,6 +32,7 @@ export {
   kConnector,
   kEnterUnit,
   kLeaseNow,
+  kRaw,
   kUseOn,
   type MethodBody,
   type MethodPool,

@@ -197,9 +197,9 @@ describe('Http2SessionConnector', () => {
     const lease = await pool.acquire();
     const session = lease.connection;
     await expect(connector.validate(session)).resolves.toBe(true);
-    lease.release();
     await connector.close(session);
     await expect(connector.validate(session)).resolves.toBe(false);
+    lease.release();
   });
 
   it('rejects an origin that is not an http(s) URL', () => {

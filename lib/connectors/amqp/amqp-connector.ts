@@ -1,5 +1,5 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
-import { type Connector, type CreateContext, is, keysOf, OptionReader } from '../../core/index.js';
+import { type Connector, type CreateContext, type HandleLending, is, keysOf, OptionReader } from '../../core/index.js';
 import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
 import { followChannel, resetChannel } from './amqp-channel-state.js';
 
@@ -44,6 +44,12 @@ export function isAmqpChannelError(err: unknown): boolean {
 }
 
 /** What amqpConnector() connects with: a URL or amqplib's connect options, never a live connection. */
+/** The channel's methods that answer at once (the rest make a round trip and answer with a promise). */
+const AMQP_SYNC = new Set(['publish', 'sendToQueue', 'ack', 'ackAll', 'nack', 'nackAll', 'reject', 'emit']);
+
+/** A handle per lease: a publish or a call its holder makes after the lease ended fails, and sends nothing. */
+const AMQP_LENDING: HandleLending = { returnsPromise: (name) => !AMQP_SYNC.has(name) };
+
 const AMQP_TARGET: TargetSpec = {
   what: 'an amqp:// URL (amqps:// for TLS) or amqplib connect options',
   schemes: ['amqp:', 'amqps:'],
@@ -160,6 +166,7 @@ export function amqpConnector(url: string | Options.Connect, options: AmqpConnec
   return ofDriver(
     {
       clientLimit: 1,
+      lendsHandles: AMQP_LENDING,
       create: open,
       ready: async (channel) => {
         // A round trip on the channel: the broker answers only on an open one.

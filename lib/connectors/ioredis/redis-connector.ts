@@ -2,6 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import {
   type Connector,
   type CreateContext,
+  type HandleLending,
   is,
   keysOf,
   messageOf,
@@ -24,6 +25,20 @@ export function isRedisConnectionError(err: unknown): boolean {
 }
 
 /** Options every pooled client gets: the pool, not ioredis, replaces a broken connection. */
+/** The client's methods that answer at once (the rest, its commands, answer with a promise). */
+const REDIS_SYNC = new Set([
+  'pipeline',
+  'multi',
+  'duplicate',
+  'disconnect',
+  'defineCommand',
+  'createBuiltinCommand',
+  'emit',
+]);
+
+/** A handle per lease: a command its holder sends after the lease ended rejects, and runs nothing. */
+const REDIS_LENDING: HandleLending = { returnsPromise: (name) => !REDIS_SYNC.has(name) };
+
 const POOLED: RedisOptions = {
   lazyConnect: true,
   enableOfflineQueue: false,
@@ -121,6 +136,7 @@ export function redisConnector(config: string | RedisOptions, ...more: never[]):
   return ofDriver(
     {
       clientLimit: 1,
+      lendsHandles: REDIS_LENDING,
       create: async (ctx) => {
         const client = await connect(config, {}, ctx);
         followSession(client);
@@ -175,6 +191,7 @@ export function sharedRedisConnector(
   return ofDriver(
     {
       clientLimit,
+      lendsHandles: REDIS_LENDING,
       create: async (ctx) => gateShared(await connect(config, pipelining, ctx)),
       ...common,
     },

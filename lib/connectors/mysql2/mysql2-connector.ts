@@ -1,5 +1,13 @@
 import mysql from 'mysql2/promise';
-import { type Connector, type CreateContext, keysOf, messageOf, OptionReader, shown } from '../../core/index.js';
+import {
+  type Connector,
+  type CreateContext,
+  type HandleLending,
+  keysOf,
+  messageOf,
+  OptionReader,
+  shown,
+} from '../../core/index.js';
 import { checkTarget, ofDriver, type TargetSpec } from '../index.js';
 import { hasStatementRunning, killStatement } from './mysql2-cancel.js';
 import {
@@ -39,6 +47,23 @@ export interface Mysql2ConnectorOptions {
 }
 
 /** What mysql2Connector() connects with: a URI or connection options, never a live pool or connection. */
+/** The promise connection's methods that answer with a promise. */
+const MYSQL_PROMISES = new Set([
+  'query',
+  'execute',
+  'ping',
+  'beginTransaction',
+  'commit',
+  'rollback',
+  'changeUser',
+  'prepare',
+  'connect',
+  'end',
+]);
+
+/** A handle per lease: a statement its holder sends after the lease ended rejects, and runs nothing. */
+const MYSQL_LENDING: HandleLending = { returnsPromise: (name) => MYSQL_PROMISES.has(name) };
+
 const MYSQL_TARGET: TargetSpec = {
   what: 'a connection URI (mysql://user@host:3306/db) or mysql2 connection options',
   schemes: ['mysql:', 'mysql2:', 'mariadb:'],
@@ -98,6 +123,7 @@ export function mysql2Connector(
     read.fail('reset', `must be 'changed', 'transaction', 'session' or false, got ${shown(reset)}`);
   const connector: Connector<mysql.Connection> = {
     clientLimit: 1,
+    lendsHandles: MYSQL_LENDING,
     create: (ctx) => connect(config, ctx, reset === 'changed' || reset === 'transaction'),
     ready: async (conn) => {
       await conn.ping();

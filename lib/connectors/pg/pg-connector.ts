@@ -3,6 +3,7 @@ import {
   type ConnectionPool,
   type Connector,
   type CreateContext,
+  type HandleLending,
   is,
   kConnector,
   keysOf,
@@ -42,6 +43,11 @@ export interface PgConnectorOptions {
 }
 
 /** SQLSTATE classes and codes after which a session is gone: connection exceptions, shutdowns. */
+/** A handle per lease: a query its holder sends after the lease ended rejects (or calls back), and runs nothing. */
+const PG_LENDING: HandleLending = {
+  returnsPromise: (name) => name === 'query' || name === 'connect' || name === 'end',
+};
+
 const FATAL_STATES = /^(08|57P0[1-3])/;
 const FATAL_ERRNOS = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']);
 const FATAL_MESSAGES = /Connection terminated|connection error|not queryable|Query read timeout/i;
@@ -121,6 +127,7 @@ export function pgConnector(client: string | pg.ClientConfig, options: PgConnect
   const follows = options.reset !== false && options.reset !== 'transaction';
   const connector: Connector<pg.Client> = {
     clientLimit: 1,
+    lendsHandles: PG_LENDING,
     create: async (ctx) => {
       const made = new (Client ?? pg.Client)(client);
       if (options.reset !== false && typeof made.getTransactionStatus !== 'function') {

@@ -7,6 +7,7 @@ import {
   findScope,
   kEnterUnit,
   kLeaseNow,
+  kRaw,
   type Lease,
   PoolError,
   type ScopeUnit,
@@ -134,7 +135,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
       if (unit instanceof Promise) unit = await unit;
       if (unit !== undefined) return await this.#unitOf(unit);
       const lease = await pool.acquire().catch((err: unknown) => Promise.reject(driverError(err)));
-      await this.#welcome(lease.connection).catch((err: unknown) => {
+      await this.#welcome(lease[kRaw]).catch((err: unknown) => {
         lease.fail(err);
         throw err;
       });
@@ -148,7 +149,7 @@ class PgPoolAdapter extends (pg.Pool as unknown as PoolBase) {
   #lendLease(lease: Lease<pg.Client>): pg.PoolClient {
     this.log('client checked out');
     return this.#lend(
-      lease.connection,
+      lease[kRaw],
       false,
       false,
       'a checkout',

@@ -14,7 +14,8 @@ export type PoolErrorCode =
   | 'SCOPE_TURN_TIMEOUT'
   | 'POOL_NOT_FOUND'
   | 'LEASE_LOST'
-  | 'LEASE_HELD_TOO_LONG';
+  | 'LEASE_HELD_TOO_LONG'
+  | 'LEASE_ENDED';
 
 /** Marks the errors of every copy of this package, so two copies loaded in one process know each other's. */
 const kPoolError = Symbol.for('nestjs-shared-pool.PoolError');
@@ -302,6 +303,24 @@ export class LeaseHeldTooLongError extends PoolError {
   }
 }
 
+/**
+ * A method of a connection was called through the handle of a lease that has ended (released, or
+ * its `use()` / `@UsePooled` scope returned): the connection may be another caller's by now.
+ */
+export class LeaseEndedError extends PoolError {
+  constructor(
+    pool: string,
+    /** What was tried: `query()`, or a property write (`a write of timeout`). */
+    readonly operation: string,
+  ) {
+    super(
+      'LEASE_ENDED',
+      pool,
+      `pool "${pool}": ${operation} on a connection whose lease has ended (released, or its use() or @UsePooled call returned) did nothing: the connection may be another caller's now; do the work inside the call, or take a lease of its own with pool.use()`,
+    );
+  }
+}
+
 brandError(PoolConfigError, 'POOL_CONFIG');
 brandError(ConnectionsExhaustedError, 'CONNECTIONS_EXHAUSTED');
 brandError(ConnectionFailedError, 'CONNECTION_FAILED');
@@ -314,3 +333,4 @@ brandError(SelfDeadlockError, 'SELF_DEADLOCK');
 brandError(ScopeTurnTimeoutError, 'SCOPE_TURN_TIMEOUT');
 brandError(LeaseLostError, 'LEASE_LOST');
 brandError(LeaseHeldTooLongError, 'LEASE_HELD_TOO_LONG');
+brandError(LeaseEndedError, 'LEASE_ENDED');

@@ -10,6 +10,7 @@ export {
   type ExhaustedReason,
   KeyLimitError,
   LeaseHeldTooLongError,
+  LeaseEndedError,
   LeaseLostError,
   PoolClosedError,
   PoolConfigError,

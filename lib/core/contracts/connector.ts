@@ -31,6 +31,17 @@ export interface ResetContext {
   readonly failed: boolean;
 }
 
+/** How the handles of {@link Connector.lendsHandles} refuse work once their lease has ended. */
+export interface HandleLending {
+  /**
+   * Whether the connection's method `name` answers with a promise: on a handle whose lease has
+   * ended, it then returns a promise rejected with `LeaseEndedError`, where another method throws
+   * it. A call whose last argument is a function (a callback) is told the error through it.
+   * Default: no method does.
+   */
+  readonly returnsPromise?: (name: string) => boolean;
+}
+
 /** How a pool opens, checks and closes connections of type `T`. */
 export interface Connector<T> {
   /**
@@ -40,6 +51,17 @@ export interface Connector<T> {
    * overrides it. Undeclared: 1, so no connection is shared unless someone decided it may be.
    */
   readonly clientLimit?: number;
+  /**
+   * Whether each lease lends its holder a handle of its own on the connection (`lease.connection`,
+   * `use()`'s argument, `pool.current`), rather than the connection itself: the connection in every
+   * respect while the lease holds; once it has ended, a method read from it throws
+   * `LeaseEndedError` and runs nothing, and the listeners its holder added leave the connection.
+   * A caller that kept the connection past its call then cannot touch the next holder's work. The
+   * ready-made connectors set it; spread one with `lendsHandles: false` for the connection itself
+   * (a library that keys a WeakMap by it). `{ returnsPromise }` says which methods answer with a
+   * promise: refused, those reject rather than throw. Default false.
+   */
+  readonly lendsHandles?: boolean | HandleLending;
   /** Opens a connection. Must resolve to a value (not `undefined`/`null`). */
   create(ctx: CreateContext): Promise<T>;
   /** Readiness round trip before first use. `false` or a throw: the connection is closed, never handed out. */

@@ -218,6 +218,15 @@ const USES: Rule = {
 };
 const CLIENT_LIMIT = is.count(1, 1_000_000, 'callers one connection serves at once; a slot is kept for each count');
 
+const LENDING: Rule = {
+  says: 'true, false, or { returnsPromise(method) } (which methods answer with a promise)',
+  ok: (v) =>
+    typeof v === 'boolean' ||
+    (typeof v === 'object' &&
+      v !== null &&
+      ['undefined', 'function'].includes(typeof (v as { returnsPromise?: unknown }).returnsPromise)),
+};
+
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
 
 /** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
@@ -242,6 +251,8 @@ export function validateConnector(pool: string, connector: unknown): void {
   }
   const badLimit = violation(scope, 'clientLimit', c.clientLimit, CLIENT_LIMIT);
   if (badLimit !== undefined) throw badLimit;
+  const badLending = violation(scope, 'lendsHandles', c.lendsHandles, LENDING);
+  if (badLending !== undefined) throw badLending;
 }
 
 /** Every key of {@link PoolOptions}: any other is refused. */

@@ -1,5 +1,5 @@
 import type { AcquireOptions } from '../options/index.js';
-import { type Admission, type Connector, type PoolCounters } from '../contracts/index.js';
+import { type Admission, type Connector, type HandleLending, type PoolCounters } from '../contracts/index.js';
 import { messageOf, PoolClosedError, QueueFullError, SelfDeadlockError, type Timers } from '../common/index.js';
 import { ConnectionReset, type ConnectionSupply, type SharedConnection } from '../connections/index.js';
 import { events, type PoolTracing } from '../observation/index.js';
@@ -44,6 +44,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
   readonly #plainCheckin: boolean;
 
   readonly name: string;
+  readonly lending: HandleLending | undefined;
   /** The pool's running counters (the same object as `pool.counters`, read here without a hop). */
   readonly counters: PoolCounters;
   readonly #acquireTimeoutMs: number;
@@ -61,6 +62,8 @@ export class Checkouts<T> implements LeaseOwner<T> {
     const o = pool.options;
     const supply = pool.supply as ConnectionSupply<T>;
     this.name = o.name;
+    const lends = connector.lendsHandles;
+    this.lending = lends === true ? {} : typeof lends === 'object' ? lends : undefined;
     this.counters = pool.counters;
     this.#acquireTimeoutMs = o.acquireTimeoutMs;
     this.#supply = supply;

@@ -1,5 +1,5 @@
 export { ConnectionPool } from './connection-pool.js';
-export { Lease } from './lease.js';
+export { kRaw, Lease } from './lease.js';
 export {
   findScope,
   kConnector,

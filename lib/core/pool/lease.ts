@@ -1,6 +1,7 @@
-import type { Admission, CallResult } from '../contracts/index.js';
+import type { Admission, CallResult, HandleLending } from '../contracts/index.js';
 import { kExpire, type Hold } from '../observation/index.js';
 import type { SharedConnection } from '../connections/index.js';
+import { LeaseHandle, Lender } from './lease-handle.js';
 
 /** @internal The pool's side of a lease: a release. */
 export const kCheckin = Symbol('checkin');
@@ -13,6 +14,9 @@ export const kCheckinFailed = Symbol('checkinFailed');
 
 /** @internal The connection is to be retired when the lease ends (a unit of work inside its scope found it broken). */
 export const kRetireAtEnd = Symbol('retireAtEnd');
+
+/** @internal `lease[kRaw]`: the connection itself, never its handle (the pool's and a driver face's own use). */
+export const kRaw = Symbol('raw');
 
 /** @internal Ties the limiter's admission to a lease, released with it. */
 export const kAdmitted = Symbol('admitted');
@@ -34,6 +38,10 @@ export class LeaseWatch {
 
 /** @internal */
 export interface LeaseOwner<T> {
+  /** The pool's name. */
+  readonly name: string;
+  /** How each lease lends its holder a handle of its own (the connector's `lendsHandles`); undefined: it lends the connection. */
+  readonly lending: HandleLending | undefined;
   /**
    * `watch`: what the pool keeps on the lease, when it tracks it; `since`: when the lease began,
    * when its hold is timed (NaN: not timed); `thrown`: the caller's code threw.
@@ -58,6 +66,8 @@ export class Lease<T> {
   readonly #watch: LeaseWatch | undefined;
   /** When it began, when its hold is timed; NaN otherwise. */
   readonly #since: number;
+  /** The holder's handle on the connection, made on first read when the pool lends handles. */
+  #handle: LeaseHandle<T & object> | undefined = undefined;
 
   /** @internal Leases come from `pool.acquire()`; `watch` when the pool tracks them, `since` when it times them. */
   constructor(owner: LeaseOwner<T>, conn: SharedConnection<T>, watch?: LeaseWatch, since = NaN) {
@@ -67,8 +77,25 @@ export class Lease<T> {
     this.#since = since;
   }
 
-  /** The pooled connection. Do not keep it past `release()`. */
+  /**
+   * The pooled connection. Do not keep it past `release()`: with a connector that lends handles
+   * (the ready-made ones do), this is the lease's own handle on it, which refuses work once the
+   * lease has ended (`LeaseEndedError`).
+   */
   get connection(): T {
+    const value = this.#conn.value as T;
+    const lending = this.#owner.lending;
+    if (lending === undefined || typeof value !== 'object' || value === null) return value;
+    if (this.#handle === undefined) {
+      const conn = this.#conn;
+      const lender = (conn.lender ??= new Lender(this.#owner.name, lending)) as Lender;
+      this.#handle = new LeaseHandle(value, this, lender);
+    }
+    return this.#handle.proxy as T;
+  }
+
+  /** @internal The connection itself, whatever the pool lends. */
+  get [kRaw](): T {
     return this.#conn.value as T;
   }
 
@@ -148,6 +175,7 @@ export class Lease<T> {
     if (this.#done) return;
     if (this.#retireAtEnd !== undefined) return this.fail(this.#retireAtEnd);
     this.#done = true;
+    this.#handle?.end(this.#conn.value as T & object);
     this.#owner[kCheckin](this.#conn, this.#watch, this.#since, false);
     this.#admission?.release();
   }
@@ -157,6 +185,7 @@ export class Lease<T> {
     if (this.#done) return;
     if (this.#retireAtEnd !== undefined) return this.fail(this.#retireAtEnd);
     this.#done = true;
+    this.#handle?.end(this.#conn.value as T & object);
     this.#owner[kCheckin](this.#conn, this.#watch, this.#since, true);
     this.#admission?.release();
   }
@@ -165,6 +194,7 @@ export class Lease<T> {
   fail(err?: unknown): void {
     if (this.#done) return;
     this.#done = true;
+    this.#handle?.end(this.#conn.value as T & object);
     this.#owner[kCheckinFailed](this.#conn, err, this.#watch, this.#since);
     this.#admission?.release();
   }

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { backoffMs, messageOf, PoolClosedError, type PoolLogger, type Timers } from '../common/index.js';
 import type { Connector } from '../contracts/index.js';
 import type { PoolTracing } from '../observation/index.js';
-import { kEnded, kReleaseThrown, kRetireAtEnd, type Lease } from './lease.js';
+import { kEnded, kRaw, kReleaseThrown, kRetireAtEnd, type Lease } from './lease.js';
 import type { RetryOptions, UseOptions } from '../options/index.js';
 import { ScopeTurn, TurnUnit } from './scope-turn.js';
 
@@ -219,6 +219,7 @@ export const kConnector = Symbol('connector');
 
 /** A unit of work of a scope, held until `end()`. */
 export interface ScopeUnit {
+  /** The connection itself, never a lease's handle: the face lends its own. */
   readonly connection: unknown;
   /** The scope's lease: live until the scope ends. */
   readonly lease: ScopeLease;
@@ -245,12 +246,12 @@ export function enterUnit(
   const scope = describeScope(root);
   const retire = (reason: unknown) => (outer.lease as Lease<unknown>)[kRetireAtEnd](reason);
   if (!host.exclusive) {
-    return { connection: outer.lease.connection, lease: outer.lease, scope, end() {}, retire };
+    return { connection: outer.lease[kRaw], lease: outer.lease, scope, end() {}, retire };
   }
   const turn = (root.turn ??= new ScopeTurn(host.name, host.timers));
   const unit = new TurnUnit(undefined);
   const held = (): ScopeUnit => ({
-    connection: outer.lease.connection,
+    connection: outer.lease[kRaw],
     lease: outer.lease,
     scope,
     end: () => turn.leave(unit),
@@ -326,7 +327,10 @@ function retryOn(host: UsingPool<unknown>, retry: RetryOptions | undefined, err:
 
 /** What a scope needs of its lease. */
 export interface ScopeLease {
+  /** What the scope's code gets: the connection, or the lease's handle on it. */
   readonly connection: unknown;
+  /** The connection itself (a driver face lends its own handles on it). */
+  readonly [kRaw]: unknown;
   /** False once the lease was given back or its connection closed: the scope has ended. */
   readonly live: boolean;
 }

@@ -1,0 +1,133 @@
+// What a caller holds of a connection, when its connector lends handles: the connection in every
+// respect while its lease holds, and nothing once it ends. A caller that kept it past its use()
+// (a callback fired late, a task left running, a value stored on `this`) would otherwise send its
+// work on a connection that is another caller's by then.
+import { LeaseEndedError } from '../common/errors.js';
+import type { HandleLending } from '../contracts/index.js';
+
+/** Methods that add a listener: what a holder added leaves with its lease. */
+const ADDS = new Set<PropertyKey>(['on', 'once', 'addListener', 'prependListener', 'prependOnceListener']);
+
+/** Methods that do nothing on the connection, which a handle whose lease ended may still call. */
+const HARMLESS = new Set<PropertyKey>([
+  'off',
+  'removeListener',
+  'listenerCount',
+  'listeners',
+  'rawListeners',
+  'eventNames',
+  'getMaxListeners',
+  'toString',
+  'toJSON',
+  'valueOf',
+  'toLocaleString',
+  'hasOwnProperty',
+  'isPrototypeOf',
+  'propertyIsEnumerable',
+  'constructor',
+]);
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * @internal What the handles of one connection share: the pool's name, how they refuse, and the
+ * connection's methods bound to it, each made on first use (a handle makes no closure per call).
+ * Each entry keeps the method it binds, so a method the connection replaces later is bound again.
+ */
+export class Lender {
+  readonly #bound = new Map<PropertyKey, readonly [Method, Method]>();
+
+  constructor(
+    readonly pool: string,
+    readonly lending: HandleLending,
+  ) {}
+
+  /** `method`, read as `key` of `target`, bound to `target`. */
+  bound(target: object, key: PropertyKey, method: Method): Method {
+    const entry = this.#bound.get(key);
+    if (entry !== undefined && entry[0] === method) return entry[1];
+    const bound = method.bind(target) as Method;
+    this.#bound.set(key, [method, bound]);
+    return bound;
+  }
+}
+
+/** What a handle needs of its lease. */
+export interface HandledLease {
+  /** False once the lease was given back or its connection closed. */
+  readonly live: boolean;
+}
+
+/**
+ * @internal One lease's handle on a connection (its `proxy`): reads and writes reach the
+ * connection, and a method read from it runs on the connection itself (not on the proxy, so a
+ * client's private fields and its own identity checks hold), as long as the lease is live. Once it
+ * ended, a method read from it runs nothing and fails with {@link LeaseEndedError} (through its
+ * callback, as a rejected promise when the lending says it returns one, else thrown), writing a
+ * property throws it, and the listeners the holder added are taken off the connection. A method
+ * read while the lease held and called after it ended is not caught (nothing could be, short of a
+ * check on every call).
+ */
+export class LeaseHandle<T extends object> implements ProxyHandler<T> {
+  readonly proxy: T;
+  readonly #lease: HandledLease;
+  readonly #lender: Lender;
+  /** Made on first use: most holders add no listener. */
+  #listeners: [string | symbol, Method][] | undefined = undefined;
+
+  constructor(connection: T, lease: HandledLease, lender: Lender) {
+    this.#lease = lease;
+    this.#lender = lender;
+    // The handle is its proxy's handler: no closures made per lease for the traps.
+    this.proxy = new Proxy(connection, this);
+  }
+
+  get(target: T, key: PropertyKey): unknown {
+    const value: unknown = Reflect.get(target, key, target);
+    if (typeof value !== 'function') return value;
+    if (!this.#lease.live && !HARMLESS.has(key)) return this.#refusal(key);
+    if (ADDS.has(key)) return this.#adding(target, value as Method);
+    return this.#lender.bound(target, key, value as Method);
+  }
+
+  set(target: T, key: PropertyKey, value: unknown): boolean {
+    if (!this.#lease.live) throw new LeaseEndedError(this.#lender.pool, `a write of ${String(key)}`);
+    return Reflect.set(target, key, value, target);
+  }
+
+  /** The lease ended: what its holder listens to leaves the connection. */
+  end(target: T): void {
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    if (listeners === undefined) return;
+    const off = (target as { removeListener?: (event: string | symbol, listener: Method) => unknown }).removeListener;
+    if (typeof off === 'function') for (const [event, listener] of listeners) off.call(target, event, listener);
+  }
+
+  /** `on()` and its kin, the listener kept to be taken off when the lease ends. */
+  #adding(target: T, method: Method): Method {
+    return (event: unknown, listener: unknown, ...rest: unknown[]) => {
+      if (this.#lease.live && typeof listener === 'function')
+        (this.#listeners ??= []).push([event as string | symbol, listener as Method]);
+      method.call(target, event, listener, ...rest);
+      return this.proxy;
+    };
+  }
+
+  /** The method `key` of a handle whose lease ended: it runs nothing, and fails. */
+  #refusal(key: PropertyKey): Method {
+    const name = String(key);
+    const { pool, lending } = this.#lender;
+    const promises = lending.returnsPromise?.(name) === true;
+    return (...args: unknown[]) => {
+      const error = new LeaseEndedError(pool, `${name}()`);
+      const callback = args.at(-1);
+      if (typeof callback === 'function') {
+        process.nextTick(callback, error);
+        return undefined;
+      }
+      if (promises) return Promise.reject(error);
+      throw error;
+    };
+  }
+}
