@@ -2,7 +2,7 @@
 // respect while its lease holds, and nothing once it ends. A caller that kept it past its use()
 // (a callback fired late, a task left running, a value stored on `this`) would otherwise send its
 // work on a connection that is another caller's by then.
-import { LeaseEndedError } from '../common/errors.js';
+import { LeaseEndedError } from '../common/index.js';
 import type { HandleLending } from '../contracts/index.js';
 
 /** Methods that add a listener: what a holder added leaves with its lease. */
