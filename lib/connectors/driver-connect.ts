@@ -12,6 +12,12 @@ export interface TargetSpec {
   /** Option fields that are a port, or a duration in ms or s (finite, not negative, if given). */
   readonly ports?: readonly string[];
   readonly durations?: readonly string[];
+  /** Option fields that are a whole number, each with its least value (a database index, a cache size). */
+  readonly wholes?: Readonly<Record<string, number>>;
+  /** The options field that holds a URL (pg's `connectionString`, mysql2's `uri`): checked as the URL itself. */
+  readonly urlField?: string;
+  /** Why a URL's path cannot be used (Redis takes a database index there), or undefined. */
+  readonly urlPath?: (pathname: string) => string | undefined;
   /** The driver's live object (a client, a pool) given where its settings belong: what to give instead. */
   readonly live?: (value: object) => string | undefined;
 }
@@ -24,7 +30,7 @@ export interface TargetSpec {
  */
 export function checkTarget(connector: string, field: string, value: unknown, spec: TargetSpec): void {
   const where = { subject: 'module' as const, name: connector };
-  const fail = (why: string) => optionError(where, field, `(the first argument) ${why}`);
+  const fail = (why: string) => optionError(where, field, field.includes('.') ? why : `(the first argument) ${why}`);
   if (typeof value === 'string') {
     const text = value.trim();
     if (text === '') throw fail(`is empty: give ${spec.what}`);
@@ -38,12 +44,30 @@ export function checkTarget(connector: string, field: string, value: unknown, sp
     if (!spec.schemes.includes(url.protocol))
       throw fail(`must be ${spec.what}: a URL of ${spec.schemes.join(' or ')}, got one of ${url.protocol}`);
     if (url.port !== '' && Number(url.port) === 0) throw fail(`names port 0: give the server's port`);
+    const path = spec.urlPath?.(decodeURIComponent(url.pathname));
+    if (path !== undefined) throw fail(path);
+    // The driver reads its settings from the query too: the same checks as in an object.
+    const query: Record<string, unknown> = {};
+    for (const [key, text] of url.searchParams)
+      query[key] = Number.isNaN(Number(text)) || text.trim() === '' ? text : Number(text);
+    checkFields(where, `${field} (its query)`, query, { ...spec, ports: [] });
     return;
   }
   if (typeof value !== 'object' || value === null) throw fail(`must be ${spec.what}, got ${shown(value)}`);
   const instead = spec.live?.(value);
   if (instead !== undefined) throw fail(instead);
-  const fields = value as Record<string, unknown>;
+  checkFields(where, field, value as Record<string, unknown>, spec);
+  const url = spec.urlField === undefined ? undefined : (value as Record<string, unknown>)[spec.urlField];
+  if (url !== undefined) checkTarget(connector, `${field}.${spec.urlField}`, url, { ...spec, urlField: undefined });
+}
+
+/** The ports, durations and whole numbers of `fields` (an options object, or a URL's query). */
+function checkFields(
+  where: { subject: 'module'; name: string },
+  field: string,
+  fields: Record<string, unknown>,
+  spec: TargetSpec,
+): void {
   for (const key of spec.ports ?? []) {
     const port = fields[key];
     if (port === undefined) continue;
@@ -60,6 +84,12 @@ export function checkTarget(connector: string, field: string, value: unknown, sp
     if (ms === undefined || ms === false) continue; // false: off, where the driver takes it
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
       throw optionError(where, `${field}.${key}`, `must be a finite number at least 0, got ${shown(ms)}`);
+  }
+  for (const [key, least] of Object.entries(spec.wholes ?? {})) {
+    const n = fields[key];
+    if (n === undefined) continue;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < least)
+      throw optionError(where, `${field}.${key}`, `must be a whole number at least ${least}, got ${shown(n)}`);
   }
 }
 

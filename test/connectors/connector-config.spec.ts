@@ -91,6 +91,42 @@ describe('a connector refuses, when it is made, what it could not connect with',
       () => amqpConnector({ heartbeat: -5 }),
       /"url\.heartbeat" must be a finite number/,
     ],
+    // Found from outside: each of these crashed the process at the first create, or failed only there.
+    [
+      "redisConnector('redis://…/abc')",
+      () => redisConnector('redis://127.0.0.1:6379/abc'),
+      /names the database "abc": Redis takes a database index there/,
+    ],
+    [
+      'redisConnector({ db: NaN })',
+      () => redisConnector({ db: Number.NaN }),
+      /"config\.db" must be a whole number at least 0/,
+    ],
+    [
+      "redisConnector('redis://…?connectTimeout=-1')",
+      () => redisConnector('redis://127.0.0.1:6379/?connectTimeout=-1'),
+      /"config \(its query\)\.connectTimeout" must be a finite number at least 0, got -1/,
+    ],
+    [
+      'mysql2Connector({ maxPreparedStatements: -1 })',
+      () => mysql2Connector({ host: '127.0.0.1', maxPreparedStatements: -1 }),
+      /"config\.maxPreparedStatements" must be a whole number at least 1/,
+    ],
+    [
+      "mysql2Connector({ uri: 'mysql://…:0' })",
+      () => mysql2Connector({ uri: 'mysql://root@127.0.0.1:0/test' }),
+      /"config\.uri" names port 0/,
+    ],
+    [
+      "pgConnector({ connectionString: 'http://…' })",
+      () => pgConnector({ connectionString: 'http://127.0.0.1:5432/test' }),
+      /"client\.connectionString".*got one of http:/,
+    ],
+    [
+      "pgConnector({ connectionString: 'postgres://…:0' })",
+      () => pgConnector({ connectionString: 'postgres://postgres@127.0.0.1:0/test' }),
+      /names port 0/,
+    ],
   ])('%s', (_, make, message) => refused(make, message));
 
   it('asPgPool() refuses a pool of another driver, naming it', async () => {

@@ -22,7 +22,7 @@ import { amqpConnector } from '../../lib/connectors/amqp/index.js';
 import { redisConnector, sharedRedisConnector } from '../../lib/connectors/ioredis/index.js';
 import { mysql2Connector } from '../../lib/connectors/mysql2/index.js';
 import { pgConnector } from '../../lib/connectors/pg/index.js';
-import { sleep } from '../support/wait.js';
+import { sleep, until } from '../support/wait.js';
 
 const PG_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MYSQL = { host: '127.0.0.1', port: 3306, user: 'root', database: 'test' };
@@ -93,6 +93,38 @@ describe('pgConnector: a client kept past its use() runs nothing on the next hol
     });
     expect(heardByNext).toEqual(['for the next holder']);
     expect(heardByStale).toEqual([]);
+    await pool.close();
+  });
+
+  it('a stale handle cannot redefine, delete or re-prototype what the next holder uses, nor listen again', async () => {
+    const pool = new ConnectionPool(pgConnector(PG_URL), { name: 'pg-handles', maxSize: 1, logger: quiet });
+    const stale = await kept(pool);
+    const hijack = async () => ({ rows: [{ x: 'HIJACKED' }] });
+    expect(() => Object.defineProperty(stale, 'query', { value: hijack })).toThrow(LeaseEndedError);
+    expect(() => delete (stale as unknown as { connection?: unknown }).connection).toThrow(LeaseEndedError);
+    expect(() => Object.setPrototypeOf(stale, {})).toThrow(LeaseEndedError);
+    const heard: unknown[] = [];
+    expect(() => stale.on('notice', (n) => heard.push(n))).toThrow(LeaseEndedError);
+    expect(() => stale.off('error', () => {})).toThrow(LeaseEndedError);
+    expect((await pool.use((client) => client.query('SELECT 1 AS x'))).rows).toEqual([{ x: 1 }]);
+    expect(heard).toEqual([]);
+    expect(pool.stats().counters).toMatchObject({ retired: 0 });
+    await pool.close();
+  });
+
+  it("a holder takes off only the listeners it added: the pool's own stay, so a killed backend is retired, not a crash", async () => {
+    const pool = new ConnectionPool(pgConnector(PG_URL), { name: 'pg-handles', maxSize: 1, logger: quiet });
+    let pid = 0;
+    await pool.use(async (client) => {
+      const mine = () => {};
+      client.on('error', mine);
+      for (const listener of client.listeners('error')) client.off('error', listener as (...a: unknown[]) => void);
+      client.removeAllListeners('end');
+      pid = (client as unknown as { processID: number }).processID;
+    });
+    await observer.query('SELECT pg_terminate_backend($1)', [pid]);
+    await until(() => pool.stats().counters.retired === 1, 3_000);
+    expect((await pool.use((client) => client.query('SELECT 2 AS x'))).rows).toEqual([{ x: 2 }]);
     await pool.close();
   });
 
@@ -170,6 +202,9 @@ describe('ioredis connectors: a client kept past its use() sends nothing', () =>
       expect(() => stale.pipeline()).toThrow(LeaseEndedError);
       expect(() => stale.multi()).toThrow(LeaseEndedError);
       await expect(stale.call('SELECT', 3)).rejects.toBeInstanceOf(LeaseEndedError); // the holder stays in its database
+      expect(() => stale.scanStream()).toThrow(LeaseEndedError); // a stream, not a promise left to reject unseen
+      const told = await new Promise((resolve) => void stale.get(`${TAG}:next`, (err) => resolve(err)));
+      expect(told).toBeInstanceOf(LeaseEndedError);
       await client.set(`${TAG}:next`, 'yes');
     });
     expect(await observer.get(`${TAG}:stale`)).toBeNull();
@@ -192,6 +227,12 @@ describe('ioredis connectors: a client kept past its use() sends nothing', () =>
     expect(replies).toEqual(Array(20).fill(1));
     await expect(stale.get(`${TAG}:next:0`)).rejects.toBeInstanceOf(LeaseEndedError);
     expect(pool.stats().counters.opened).toBe(1);
+    // No holder may cut the others off, or move their keys under another prefix.
+    await pool.use((client) => {
+      expect(() => client.disconnect()).toThrow(/disconnect\(\) is not for a holder/);
+      expect(() => ((client.options as { keyPrefix?: string }).keyPrefix = 'evil:')).toThrow(TypeError);
+    });
+    expect(await pool.use((client) => client.incr(`${TAG}:next:0`))).toBe(2);
     await observer.del(...Array.from({ length: 20 }, (_, i) => `${TAG}:next:${i}`));
     await pool.close();
   });
@@ -216,6 +257,8 @@ describe('amqpConnector: a channel kept past its use() publishes nothing', () =>
     const stale = await kept(pool);
     expect(() => stale.sendToQueue(queue, Buffer.from('stale'))).toThrow(LeaseEndedError);
     await expect(stale.checkQueue(queue)).rejects.toBeInstanceOf(LeaseEndedError);
+    const delivered: unknown[] = [];
+    await expect(stale.consume(queue, (m) => delivered.push(m))).rejects.toBeInstanceOf(LeaseEndedError); // not told as a message
     await pool.use((channel) => void channel.sendToQueue(queue, Buffer.from('next')));
     await sleep(100);
     const bodies: string[] = [];
@@ -226,6 +269,7 @@ describe('amqpConnector: a channel kept past its use() publishes nothing', () =>
     )
       bodies.push(m.content.toString());
     expect(bodies).toEqual(['next']);
+    expect(delivered).toEqual([]);
     await pool.close();
   });
 });

@@ -25,7 +25,7 @@ export function isRedisConnectionError(err: unknown): boolean {
 }
 
 /** Options every pooled client gets: the pool, not ioredis, replaces a broken connection. */
-/** The client's methods that answer at once (the rest, its commands, answer with a promise). */
+/** The client's methods that answer at once (the rest, its commands, answer with a promise, or call back). */
 const REDIS_SYNC = new Set([
   'pipeline',
   'multi',
@@ -37,7 +37,17 @@ const REDIS_SYNC = new Set([
 ]);
 
 /** A handle per lease: a command its holder sends after the lease ended rejects, and runs nothing. */
-const REDIS_LENDING: HandleLending = { returnsPromise: (name) => !REDIS_SYNC.has(name) };
+const isCommand = (name: string) => !REDIS_SYNC.has(name) && !name.endsWith('Stream'); // scanStream() and its kin answer a stream
+const REDIS_LENDING: HandleLending = { returnsPromise: isCommand, callsBack: isCommand };
+
+/** The shared client's handles: as the exclusive one's, and no caller may cut the others off. */
+const SHARED_LENDING: HandleLending = {
+  ...REDIS_LENDING,
+  refuses: (name) =>
+    name === 'disconnect' || name === 'end'
+      ? 'it would close the connection every other caller of sharedRedisConnector shares; the pool closes it'
+      : undefined,
+};
 
 const POOLED: RedisOptions = {
   lazyConnect: true,
@@ -73,6 +83,8 @@ async function connect(config: string | RedisOptions, extra: RedisOptions, ctx: 
     ctx.retire(err);
   });
   client.on('end', () => ctx.retire(new Error('the connection to Redis ended')));
+  // A caller that changed the prefix would put its own and every later caller's keys elsewhere.
+  Object.defineProperty(client.options, 'keyPrefix', { value: client.options.keyPrefix, writable: false });
   try {
     await connectAbortably(
       ctx.signal,
@@ -156,6 +168,11 @@ const REDIS_TARGET: TargetSpec = {
   plain: (text) => text.startsWith('/'),
   ports: ['port'],
   durations: ['connectTimeout', 'commandTimeout', 'socketTimeout', 'keepAlive'],
+  wholes: { db: 0 },
+  urlPath: (path) =>
+    path === '' || path === '/' || /^\/\d+$/.test(path)
+      ? undefined
+      : `names the database ${JSON.stringify(path.slice(1))}: Redis takes a database index there (redis://host:6379/3)`,
   live: (value) =>
     typeof (value as { sendCommand?: unknown }).sendCommand === 'function'
       ? 'is a live ioredis client, where its settings belong: the connector makes its own clients; give it the settings (client.options) or a URL'
@@ -191,7 +208,7 @@ export function sharedRedisConnector(
   return ofDriver(
     {
       clientLimit,
-      lendsHandles: REDIS_LENDING,
+      lendsHandles: SHARED_LENDING,
       create: async (ctx) => gateShared(await connect(config, pipelining, ctx)),
       ...common,
     },

@@ -69,6 +69,8 @@ const MYSQL_TARGET: TargetSpec = {
   schemes: ['mysql:', 'mysql2:', 'mariadb:'],
   ports: ['port'],
   durations: ['connectTimeout'],
+  wholes: { maxPreparedStatements: 1 },
+  urlField: 'uri',
   live: (value) =>
     typeof (value as { getConnection?: unknown }).getConnection === 'function' ||
     typeof (value as { query?: unknown }).query === 'function'

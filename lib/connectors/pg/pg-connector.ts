@@ -44,8 +44,10 @@ export interface PgConnectorOptions {
 
 /** SQLSTATE classes and codes after which a session is gone: connection exceptions, shutdowns. */
 /** A handle per lease: a query its holder sends after the lease ended rejects (or calls back), and runs nothing. */
+const PG_ASYNC = new Set(['query', 'connect', 'end']);
 const PG_LENDING: HandleLending = {
-  returnsPromise: (name) => name === 'query' || name === 'connect' || name === 'end',
+  returnsPromise: (name) => PG_ASYNC.has(name),
+  callsBack: (name) => PG_ASYNC.has(name),
 };
 
 const FATAL_STATES = /^(08|57P0[1-3])/;
@@ -83,6 +85,7 @@ const PG_TARGET: TargetSpec = {
   schemes: ['postgres:', 'postgresql:', 'socket:'],
   plain: (text) => text.startsWith('/') || /^\w+\s*=/.test(text),
   ports: ['port'],
+  urlField: 'connectionString',
   durations: [
     'connectionTimeoutMillis',
     'statement_timeout',

@@ -36,10 +36,20 @@ export interface HandleLending {
   /**
    * Whether the connection's method `name` answers with a promise: on a handle whose lease has
    * ended, it then returns a promise rejected with `LeaseEndedError`, where another method throws
-   * it. A call whose last argument is a function (a callback) is told the error through it.
-   * Default: no method does.
+   * it. Default: no method does.
    */
   readonly returnsPromise?: (name: string) => boolean;
+  /**
+   * Whether the method `name` takes a Node-style callback as its last argument (pg's `query`,
+   * ioredis's commands): refused, a call given one is told the error through it. Default: none.
+   */
+  readonly callsBack?: (name: string) => boolean;
+  /**
+   * Why a holder may not call the method `name` through its handle at all, even while its lease
+   * holds (the shared Redis client's `disconnect()`, which would cut every other caller off), or
+   * undefined: such a call throws an Error with that reason. Default: every method may be called.
+   */
+  readonly refuses?: (name: string) => string | undefined;
 }
 
 /** How a pool opens, checks and closes connections of type `T`. */

@@ -8,10 +8,11 @@ import type { HandleLending } from '../contracts/index.js';
 /** Methods that add a listener: what a holder added leaves with its lease. */
 const ADDS = new Set<PropertyKey>(['on', 'once', 'addListener', 'prependListener', 'prependOnceListener']);
 
-/** Methods that do nothing on the connection, which a handle whose lease ended may still call. */
+/** Methods that take listeners off: through a handle, only those it added itself (never the pool's own). */
+const REMOVES = new Set<PropertyKey>(['off', 'removeListener', 'removeAllListeners']);
+
+/** Methods that only read, which a handle whose lease ended may still call. */
 const HARMLESS = new Set<PropertyKey>([
-  'off',
-  'removeListener',
   'listenerCount',
   'listeners',
   'rawListeners',
@@ -46,7 +47,13 @@ export class Lender {
   bound(target: object, key: PropertyKey, method: Method): Method {
     const entry = this.#bound.get(key);
     if (entry !== undefined && entry[0] === method) return entry[1];
-    const bound = method.bind(target) as Method;
+    const why = typeof key === 'string' ? this.lending.refuses?.(key) : undefined;
+    const bound: Method =
+      why === undefined
+        ? (method.bind(target) as Method)
+        : () => {
+            throw new Error(`pool "${this.pool}": ${String(key)}() is not for a holder: ${why}`);
+          };
     this.#bound.set(key, [method, bound]);
     return bound;
   }
@@ -87,12 +94,33 @@ export class LeaseHandle<T extends object> implements ProxyHandler<T> {
     if (typeof value !== 'function') return value;
     if (!this.#lease.live && !HARMLESS.has(key)) return this.#refusal(key);
     if (ADDS.has(key)) return this.#adding(target, value as Method);
+    if (REMOVES.has(key)) return this.#removing(target, key);
     return this.#lender.bound(target, key, value as Method);
   }
 
   set(target: T, key: PropertyKey, value: unknown): boolean {
-    if (!this.#lease.live) throw new LeaseEndedError(this.#lender.pool, `a write of ${String(key)}`);
+    this.#mayChange(`a write of ${String(key)}`);
     return Reflect.set(target, key, value, target);
+  }
+
+  defineProperty(target: T, key: PropertyKey, descriptor: PropertyDescriptor): boolean {
+    this.#mayChange(`a definition of ${String(key)}`);
+    return Reflect.defineProperty(target, key, descriptor);
+  }
+
+  deleteProperty(target: T, key: PropertyKey): boolean {
+    this.#mayChange(`a delete of ${String(key)}`);
+    return Reflect.deleteProperty(target, key);
+  }
+
+  setPrototypeOf(target: T, prototype: object | null): boolean {
+    this.#mayChange('a change of its prototype');
+    return Reflect.setPrototypeOf(target, prototype);
+  }
+
+  /** A change of the connection object itself: refused once the lease has ended. */
+  #mayChange(operation: string): void {
+    if (!this.#lease.live) throw new LeaseEndedError(this.#lender.pool, operation);
   }
 
   /** The lease ended: what its holder listens to leaves the connection. */
@@ -114,15 +142,36 @@ export class LeaseHandle<T extends object> implements ProxyHandler<T> {
     };
   }
 
+  /**
+   * `off()` and its kin: only the listeners this handle added come off (the pool's own, which keep
+   * a broken connection from crashing the process, and other holders' stay).
+   */
+  #removing(target: T, key: PropertyKey): Method {
+    const all = key === 'removeAllListeners';
+    return (event?: unknown, listener?: unknown) => {
+      const own = this.#listeners ?? [];
+      // Last added first, as EventEmitter takes a listener added twice off.
+      for (let i = own.length - 1; i >= 0; i--) {
+        const [e, l] = own[i]!;
+        if (all ? event !== undefined && e !== event : e !== event || l !== listener) continue;
+        own.splice(i, 1);
+        (target as { removeListener(e: string | symbol, l: Method): unknown }).removeListener(e, l);
+        if (!all) break;
+      }
+      return this.proxy;
+    };
+  }
+
   /** The method `key` of a handle whose lease ended: it runs nothing, and fails. */
   #refusal(key: PropertyKey): Method {
     const name = String(key);
     const { pool, lending } = this.#lender;
     const promises = lending.returnsPromise?.(name) === true;
+    const callsBack = lending.callsBack?.(name) === true;
     return (...args: unknown[]) => {
       const error = new LeaseEndedError(pool, `${name}()`);
       const callback = args.at(-1);
-      if (typeof callback === 'function') {
+      if (callsBack && typeof callback === 'function') {
         process.nextTick(callback, error);
         return undefined;
       }
