@@ -131,6 +131,13 @@ describe("mysql2Connector's reset reads the server, not the SQL", () => {
     ],
     ['a prepared statement', (c) => c.query("PREPARE nsp_q FROM 'SELECT 1'"), async (c) => exists(c, 'EXECUTE nsp_q')],
     ['USE another schema', (c) => c.query('USE mysql'), async (c) => nonDefault(c, 'DATABASE()', 'test')],
+    // Found from outside: changes the server does not report.
+    ['SELECT … INTO @v', (c) => c.query('SELECT 1 INTO @tenant'), async (c) => first(c, 'SELECT @tenant AS v')],
+    [
+      'DO GET_LOCK()',
+      (c) => c.query("DO GET_LOCK('nsp_state_lock', 0)"),
+      async (c) => first(c, "SELECT IS_USED_LOCK('nsp_state_lock') = CONNECTION_ID() AS v"),
+    ],
   ];
 
   it.each(SESSION)(
@@ -162,6 +169,29 @@ describe("mysql2Connector's reset reads the server, not the SQL", () => {
       await pool.close();
     },
   );
+
+  it('a changeUser() is never handed on: the connection is retired, and the next caller has the configured schema', async () => {
+    const pool = poolOf();
+    await pool.use((conn) => conn.changeUser({ database: 'mysql' }));
+    expect(await pool.use((conn) => first(conn, 'SELECT DATABASE() AS v'))).toBe('test');
+    expect(pool.stats().counters).toMatchObject({ opened: 2, retired: 1 });
+    await pool.close();
+  });
+
+  it('a read-only transaction (BEGIN, SELECT, COMMIT or ROLLBACK) costs no statement of the pool', async () => {
+    const pool = poolOf();
+    const start = await questions(pool);
+    for (const end of ['COMMIT', 'ROLLBACK'])
+      for (let i = 0; i < 5; i++)
+        await pool.use(async (conn) => {
+          await conn.query('BEGIN');
+          await conn.query(`SELECT COUNT(*) FROM ${TABLE}`);
+          await conn.query(end);
+        });
+    expect((await questions(pool)) - start).toBe(30 + 1); // 10 × 3 statements, and the SHOW
+    expect(pool.stats().counters.resets).toBe(0);
+    await pool.close();
+  });
 
   it("with the default reset, a tenant's session state never reaches another: 20 tenants, 500 interleaved calls", async () => {
     const pool = new ConnectionPool(mysql2Connector(CONFIG), { name: 'tenants', maxSize: 4, logger: quiet });

@@ -113,6 +113,41 @@ const LEFT: [string, Step, Step][] = [
         0,
       ),
   ],
+  // Found from outside: spellings the text fallback missed.
+  [
+    'a quoted "set_config"',
+    (c) => c.query(`SELECT "set_config"('search_path', '${SCHEMA}', false)`),
+    async (c) => nonDefault(await value(c, 'SHOW search_path'), '"$user", public'),
+  ],
+  [
+    'set_config with a comment before its arguments',
+    (c) => c.query(`SELECT set_config/**/('search_path', '${SCHEMA}', false)`),
+    async (c) => nonDefault(await value(c, 'SHOW search_path'), '"$user", public'),
+  ],
+  [
+    'pg_try_advisory_lock_shared',
+    (c) => c.query('SELECT pg_try_advisory_lock_shared(4243)'),
+    async (c) =>
+      nonDefault(
+        await value(c, "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"),
+        0,
+      ),
+  ],
+  [
+    'CREATE TEMP VIEW',
+    (c) => c.query('CREATE TEMP VIEW nsp_tmpv AS SELECT 1 AS id'),
+    async (c) => exists(c, 'SELECT * FROM nsp_tmpv'),
+  ],
+  [
+    'CREATE TEMP SEQUENCE',
+    (c) => c.query('CREATE TEMP SEQUENCE nsp_tmps'),
+    async (c) => exists(c, "SELECT nextval('nsp_tmps')"),
+  ],
+  [
+    'SELECT … INTO TEMP',
+    (c) => c.query('SELECT 1 AS id INTO TEMP nsp_tmpi'),
+    async (c) => exists(c, 'SELECT * FROM nsp_tmpi'),
+  ],
 ];
 
 describe("pgConnector's default reset reads the server, not the SQL", () => {

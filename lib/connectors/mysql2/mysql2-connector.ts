@@ -226,6 +226,7 @@ async function sqlModeOf(conn: mysql.Connection): Promise<string> {
 function undoChanges(conn: mysql.Connection, session: boolean): boolean | Promise<boolean> {
   const state = wireState(conn);
   if (state === undefined) return false; // not made by this connector: its state is unknown
+  if (state.userChanged) return false; // no reset makes it the configured user's session again
   const unknown = state.status === undefined || state.running > 0 || !state.tracking;
   const resetSession = session && (state.changed || unknown);
   if (!resetSession && transactionClean(state) && state.tracking) return true;

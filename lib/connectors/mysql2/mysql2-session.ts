@@ -33,6 +33,8 @@ export interface WireState {
   locked: boolean;
   /** The current schema changed (`USE`): a session reset keeps it, so it is set back apart. */
   schemaChanged: boolean;
+  /** A caller ran changeUser(): the session is another user's (or the same user's, anew) and is retired. */
+  userChanged: boolean;
   /** The session reports its changes: `changed` and `locked` come from the server. */
   tracking: boolean;
   /** Autocommit as the session began (the server's default). */
@@ -62,8 +64,12 @@ export function autocommitAsBegun(state: WireState): boolean {
   return state.status !== undefined && ((state.status & AUTOCOMMIT) !== 0) === state.autocommit;
 }
 
-/** Session changes a statement that returns rows may make, which its EOF does not report. */
-const UNREPORTED = /:=|\bGET_LOCK\s*\(/i;
+/**
+ * Session changes the server does not report: a user variable assigned inside a SELECT (`:=`,
+ * `INTO @v`) or a named lock (`GET_LOCK`, in a SELECT or a DO); read from the text, erring toward
+ * a change.
+ */
+const UNREPORTED = /:=|\bINTO\s+@|\bGET_LOCK\s*\(/i;
 
 /** The parts of mysql2's core connection the tracking reads. */
 interface Core {
@@ -75,6 +81,7 @@ interface Core {
   config?: { clientFlags?: number };
   handlePacket(packet: Packet | null | undefined): void;
   addCommand(cmd: { once(event: 'end', listener: () => void): unknown }): unknown;
+  changeUser?(...args: unknown[]): unknown;
 }
 
 interface Packet {
@@ -102,6 +109,7 @@ export function followWire(conn: mysql.Connection): WireState {
     changed: false,
     locked: false,
     schemaChanged: false,
+    userChanged: false,
     tracking: false,
     autocommit: true,
     sqlMode: undefined,
@@ -127,12 +135,19 @@ export function followWire(conn: mysql.Connection): WireState {
         } catch {
           state.status = undefined; // a reply it cannot read: the session counts as changed
         }
-        // A result set ends with an EOF, which carries no session changes: what assigns a user
-        // variable or takes a named lock inside a SELECT is read from its text (erring toward a change).
-        if (packet.buffer[start] === 0xfe && UNREPORTED.test(command.sql ?? '')) state.changed = true;
+        // What assigns a user variable or takes a named lock is not reported (an EOF carries no
+        // session changes at all): read from its text, erring toward a change.
+        if (command.sql !== undefined && UNREPORTED.test(command.sql)) state.changed = true;
       }
     }
   };
+  // Another user's session cannot be made the configured user's again by a reset: retired.
+  const changeUser = core.changeUser?.bind(core);
+  if (changeUser !== undefined)
+    core.changeUser = (...args: unknown[]) => {
+      state.userChanged = true;
+      return changeUser(...args);
+    };
   const send = core.addCommand.bind(core);
   core.addCommand = (cmd) => {
     state.running++;
@@ -164,7 +179,10 @@ function readLast(state: WireState, buf: Buffer, start: number, end: number, ses
   if (header === 0xfe && end - start < 9) {
     // EOF: header, warnings (2), status (2). A change it flags comes without details.
     state.status = buf.readUInt16LE(start + 3);
-    if ((state.status & STATE_CHANGED) !== 0) state.changed = true;
+    // Inside a transaction the flag is set by the transaction's own state (a read in it), which
+    // tracking reports: a read-only transaction would otherwise cost a session reset every time.
+    if ((state.status & STATE_CHANGED) !== 0 && !(sessionTrack && (state.status & IN_TRANS) !== 0))
+      state.changed = true;
     return;
   }
   if (header !== 0x00 && header !== 0xfe) {

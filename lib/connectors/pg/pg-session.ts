@@ -16,6 +16,8 @@ const SESSION_TAGS = new Set([
   'LISTEN',
   'DECLARE CURSOR',
   'CREATE TABLE',
+  'CREATE VIEW', // a TEMP one lives as long as the session
+  'CREATE SEQUENCE',
   'LOAD',
   'DISCARD ALL',
   'DISCARD TEMP',
@@ -28,9 +30,12 @@ const SESSION_TAGS = new Set([
  * Changes that no tag and no ParameterStatus report (a function's effects on the session, a
  * temporary table made by CREATE … AS): read from the statement's text, erring toward a change.
  */
-const UNREPORTED = /\bpg_advisory_lock|\btemp(?:orary)?\s+table\b/i;
-/** `set_config(…)` calls: a change of the session unless the call is plainly for its transaction only. */
-const SET_CONFIG = /\bset_config\s*\(([^()]*)\)/gi;
+const UNREPORTED =
+  /\bpg_(?:try_)?advisory_lock|\b(?:create(?:\s+or\s+replace)?|into)\s+(?:(?:global|local)\s+)?temp(?:orary)?\b/i;
+/** `set_config(…)` calls, the name quoted or not: a change of the session unless the call is plainly for its transaction only. */
+const SET_CONFIG = /\bset_config"?\s*\(([^()]*)\)/gi;
+/** Comments, which may stand between a function's name and its arguments. */
+const COMMENTS = /\/\*[\s\S]*?\*\/|--[^\n]*/g;
 /** A statement that is one `SET LOCAL`: its tag is SET, and it ends with its transaction. */
 const SET_LOCAL = /^\s*SET\s+LOCAL\b[^;]*;?\s*$/i;
 
@@ -40,6 +45,7 @@ const MAYBE_UNREPORTED = /set_config|advisory|temp/i;
 /** Whether a statement's text may change the session where the server does not say so. */
 function unreported(text: string): boolean {
   if (!MAYBE_UNREPORTED.test(text)) return false;
+  if (text.includes('/*') || text.includes('--')) text = text.replace(COMMENTS, ' ');
   if (UNREPORTED.test(text)) return true;
   for (const [, args] of text.matchAll(SET_CONFIG)) if (!/,\s*true\s*$/i.test(args!)) return true;
   return false;
