@@ -213,6 +213,29 @@ describe('ioredis connectors: a client kept past its use() sends nothing', () =>
     await pool.close();
   });
 
+  it("redisConnector: a pipeline made during a lease and sent after it sends nothing into the next holder's database", async () => {
+    const pool = new ConnectionPool(redisConnector(REDIS_URL), { name: 'redis-handles', maxSize: 1, logger: quiet });
+    let later!: ReturnType<Redis['pipeline']>;
+    let transaction!: ReturnType<Redis['multi']>;
+    await pool.use((client) => {
+      later = client.pipeline().set(`${TAG}:stale`, 'piped');
+      transaction = client.multi().set(`${TAG}:stale`, 'multi');
+    });
+    await pool.use(async (client) => {
+      await client.select(9);
+      await expect(later.exec()).rejects.toBeInstanceOf(LeaseEndedError);
+      await expect(transaction.exec()).rejects.toBeInstanceOf(LeaseEndedError);
+      expect(await client.get(`${TAG}:stale`)).toBeNull();
+    });
+    expect(await observer.get(`${TAG}:stale`)).toBeNull();
+    // Made and sent within one lease, both still work.
+    expect(await pool.use((client) => client.pipeline().set(`${TAG}:next`, 'p').get(`${TAG}:next`).exec())).toEqual([
+      [null, 'OK'],
+      [null, 'p'],
+    ]);
+    await pool.close();
+  });
+
   it('sharedRedisConnector: each lease has its handle on the one client; a stale one is refused, the live ones work', async () => {
     const pool = new ConnectionPool(sharedRedisConnector(REDIS_URL), { name: 'redis-shared-handles', logger: quiet });
     const stale = await kept(pool);

@@ -38,7 +38,12 @@ const REDIS_SYNC = new Set([
 
 /** A handle per lease: a command its holder sends after the lease ended rejects, and runs nothing. */
 const isCommand = (name: string) => !REDIS_SYNC.has(name) && !name.endsWith('Stream'); // scanStream() and its kin answer a stream
-const REDIS_LENDING: HandleLending = { returnsPromise: isCommand, callsBack: isCommand };
+const REDIS_LENDING: HandleLending = {
+  returnsPromise: isCommand,
+  callsBack: isCommand,
+  // A pipeline made during the lease and sent after it would land on the next holder's connection.
+  sendsLater: (name) => (name === 'pipeline' || name === 'multi' ? ['exec'] : undefined),
+};
 
 /** The shared client's handles: as the exclusive one's, and no caller may cut the others off. */
 const SHARED_LENDING: HandleLending = {

@@ -50,6 +50,12 @@ export interface HandleLending {
    * undefined: such a call throws an Error with that reason. Default: every method may be called.
    */
   readonly refuses?: (name: string) => string | undefined;
+  /**
+   * For a method `name` whose result holds work sent later (ioredis's `pipeline()` and `multi()`,
+   * sent by `exec()`): the result's methods that send it. Called after the lease ended, those
+   * fail with `LeaseEndedError` (a rejected promise, or through a callback) and send nothing.
+   */
+  readonly sendsLater?: (name: string) => readonly string[] | undefined;
 }
 
 /** How a pool opens, checks and closes connections of type `T`. */

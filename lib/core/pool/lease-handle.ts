@@ -37,11 +37,20 @@ type Method = (...args: unknown[]) => unknown;
  */
 export class Lender {
   readonly #bound = new Map<PropertyKey, readonly [Method, Method]>();
+  readonly #later = new Map<string, readonly string[] | null>();
 
   constructor(
     readonly pool: string,
     readonly lending: HandleLending,
   ) {}
+
+  /** What the result of the method `key` sends later (see HandleLending.sendsLater), if anything. */
+  sendsLater(key: PropertyKey): readonly string[] | undefined {
+    if (typeof key !== 'string' || this.lending.sendsLater === undefined) return undefined;
+    let later = this.#later.get(key);
+    if (later === undefined) this.#later.set(key, (later = this.lending.sendsLater(key) ?? null));
+    return later ?? undefined;
+  }
 
   /** `method`, read as `key` of `target`, bound to `target`. */
   bound(target: object, key: PropertyKey, method: Method): Method {
@@ -95,6 +104,8 @@ export class LeaseHandle<T extends object> implements ProxyHandler<T> {
     if (!this.#lease.live && !HARMLESS.has(key)) return this.#refusal(key);
     if (ADDS.has(key)) return this.#adding(target, value as Method);
     if (REMOVES.has(key)) return this.#removing(target, key);
+    const later = this.#lender.sendsLater(key);
+    if (later !== undefined) return this.#guarding(target, value as Method, later);
     return this.#lender.bound(target, key, value as Method);
   }
 
@@ -159,6 +170,26 @@ export class LeaseHandle<T extends object> implements ProxyHandler<T> {
         if (!all) break;
       }
       return this.proxy;
+    };
+  }
+
+  /** A method whose result sends its work later (`pipeline()`): that sending dies with the lease too. */
+  #guarding(target: T, method: Method, sends: readonly string[]): Method {
+    return (...args: unknown[]) => {
+      const result = method.apply(target, args) as Record<string, unknown>;
+      if (typeof result !== 'object' || result === null) return result;
+      for (const name of sends) {
+        const send = result[name];
+        if (typeof send !== 'function') continue;
+        result[name] = (...given: unknown[]) => {
+          if (this.#lease.live) return (send as Method).apply(result, given);
+          const error = new LeaseEndedError(this.#lender.pool, `${name}() of what the handle made`);
+          const callback = given.at(-1);
+          if (typeof callback === 'function') return void process.nextTick(callback, error);
+          return Promise.reject(error);
+        };
+      }
+      return result;
     };
   }
 
