@@ -1,4 +1,5 @@
 import type { ConnectionState, CreateContext, RetireReason } from '../contracts/index.js';
+import type { Lender } from './lease-handle.js';
 
 /**
  * One pooled connection and the bookkeeping the pool keeps on it. Internal: the pool owns every
@@ -26,8 +27,8 @@ export class SharedConnection<T> {
   endValidation: (() => void) | null = null;
   /** Ends a running reset at once (the pool is closing); null when none runs. */
   endReset: (() => void) | null = null;
-  /** What the handles its leases lend share (a Lender, see lease-handle.ts); made on first use. */
-  lender: object | undefined = undefined;
+  /** What the handles its leases lend share; made on first use. */
+  lender: Lender | undefined = undefined;
   /** Its replacement is opening; it keeps serving until that one is ready. */
   rotating = false;
   /** The connection this one replaces (rotation). */

@@ -1,7 +1,6 @@
 import type { Admission, CallResult, HandleLending } from '../contracts/index.js';
 import { kExpire, type Hold } from '../observation/index.js';
-import type { SharedConnection } from '../connections/index.js';
-import { LeaseHandle, Lender } from './lease-handle.js';
+import { LeaseHandle, Lender, type SharedConnection } from '../connections/index.js';
 
 /** @internal The pool's side of a lease: a release. */
 export const kCheckin = Symbol('checkin');
@@ -88,7 +87,7 @@ export class Lease<T> {
     if (lending === undefined || typeof value !== 'object' || value === null) return value;
     if (this.#handle === undefined) {
       const conn = this.#conn;
-      const lender = (conn.lender ??= new Lender(this.#owner.name, lending)) as Lender;
+      const lender = (conn.lender ??= new Lender(this.#owner.name, lending));
       this.#handle = new LeaseHandle(value, this, lender);
     }
     return this.#handle.proxy as T;

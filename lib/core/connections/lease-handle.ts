@@ -31,39 +31,65 @@ const HARMLESS = new Set<PropertyKey>([
 type Method = (...args: unknown[]) => unknown;
 
 /**
- * @internal What the handles of one connection share: the pool's name, how they refuse, and the
- * connection's methods bound to it, each made on first use (a handle makes no closure per call).
- * Each entry keeps the method it binds, so a method the connection replaces later is bound again.
+ * How a handle treats a method, by its name: bound to the connection, adding a listener (ADDS),
+ * taking listeners off (REMOVES), or making something that sends work later (`sendsLater`).
+ */
+type Kind = 'bound' | 'adds' | 'removes' | 'later';
+
+/** What a handle knows of one method name, worked out once per connection. */
+interface Entry {
+  readonly kind: Kind;
+  /** A handle whose lease ended may still call it (HARMLESS). */
+  readonly harmless: boolean;
+  /** For 'later': the methods of its result that send. */
+  readonly sends: readonly string[];
+  /** For 'bound': why the lending refuses it to a holder, if it does. */
+  readonly refused: string | undefined;
+  /** For 'bound': the method last read under this name, and it bound to the connection. */
+  method: Method | undefined;
+  bound: Method | undefined;
+}
+
+/**
+ * @internal What the handles of one connection share: the pool's name, how they refuse, and one
+ * entry per method name read through them, so a read costs one lookup. A connection's methods are
+ * bound to it on first use (a handle makes no closure per call); an entry keeps the method it
+ * binds, so a method the connection replaces later is bound again.
  */
 export class Lender {
-  readonly #bound = new Map<PropertyKey, readonly [Method, Method]>();
-  readonly #later = new Map<string, readonly string[] | null>();
+  readonly #entries = new Map<PropertyKey, Entry>();
 
   constructor(
     readonly pool: string,
     readonly lending: HandleLending,
   ) {}
 
-  /** What the result of the method `key` sends later (see HandleLending.sendsLater), if anything. */
-  sendsLater(key: PropertyKey): readonly string[] | undefined {
-    if (typeof key !== 'string' || this.lending.sendsLater === undefined) return undefined;
-    let later = this.#later.get(key);
-    if (later === undefined) this.#later.set(key, (later = this.lending.sendsLater(key) ?? null));
-    return later ?? undefined;
+  /** The entry of the method name `key`. */
+  entry(key: PropertyKey): Entry {
+    let entry = this.#entries.get(key);
+    if (entry === undefined) this.#entries.set(key, (entry = this.#entryOf(key)));
+    return entry;
   }
 
-  /** `method`, read as `key` of `target`, bound to `target`. */
-  bound(target: object, key: PropertyKey, method: Method): Method {
-    const entry = this.#bound.get(key);
-    if (entry !== undefined && entry[0] === method) return entry[1];
-    const why = typeof key === 'string' ? this.lending.refuses?.(key) : undefined;
+  #entryOf(key: PropertyKey): Entry {
+    const name = typeof key === 'string' ? key : undefined;
+    const sends = name === undefined ? undefined : this.lending.sendsLater?.(name);
+    const kind = ADDS.has(key) ? 'adds' : REMOVES.has(key) ? 'removes' : sends ? 'later' : 'bound';
+    const refused = name === undefined ? undefined : this.lending.refuses?.(name);
+    return { kind, harmless: HARMLESS.has(key), sends: sends ?? [], refused, method: undefined, bound: undefined };
+  }
+
+  /** `method`, read as `key` of `target`, bound to `target` (or refusing, as the lending says). */
+  bind(entry: Entry, target: object, key: PropertyKey, method: Method): Method {
+    const why = entry.refused;
     const bound: Method =
       why === undefined
         ? (method.bind(target) as Method)
         : () => {
             throw new Error(`pool "${this.pool}": ${String(key)}() is not for a holder: ${why}`);
           };
-    this.#bound.set(key, [method, bound]);
+    entry.method = method;
+    entry.bound = bound;
     return bound;
   }
 }
@@ -101,12 +127,18 @@ export class LeaseHandle<T extends object> implements ProxyHandler<T> {
   get(target: T, key: PropertyKey): unknown {
     const value: unknown = Reflect.get(target, key, target);
     if (typeof value !== 'function') return value;
-    if (!this.#lease.live && !HARMLESS.has(key)) return this.#refusal(key);
-    if (ADDS.has(key)) return this.#adding(target, value as Method);
-    if (REMOVES.has(key)) return this.#removing(target, key);
-    const later = this.#lender.sendsLater(key);
-    if (later !== undefined) return this.#guarding(target, value as Method, later);
-    return this.#lender.bound(target, key, value as Method);
+    const entry = this.#lender.entry(key);
+    if (!this.#lease.live && !entry.harmless) return this.#refusal(key);
+    switch (entry.kind) {
+      case 'bound':
+        return entry.method === value ? entry.bound : this.#lender.bind(entry, target, key, value as Method);
+      case 'adds':
+        return this.#adding(target, value as Method);
+      case 'removes':
+        return this.#removing(target, key);
+      case 'later':
+        return this.#guarding(target, value as Method, entry.sends);
+    }
   }
 
   set(target: T, key: PropertyKey, value: unknown): boolean {
