@@ -5,6 +5,7 @@ export {
   brandError,
   closest,
   EarliestTimer,
+  type EventDates,
   type AbortHook,
   hookAbort,
   is,
@@ -39,4 +40,12 @@ export {
   type ScopeUnit,
   useOn,
 } from './pool/index.js';
-export { LinkedQueue, type QueueNode, Waiter, WaiterQueue } from './waiting/index.js';
+export {
+  DRAIN_WINDOW_MS,
+  DrainRate,
+  LinkedQueue,
+  type QueueNode,
+  StandingQueue,
+  Waiter,
+  WaiterQueue,
+} from './waiting/index.js';

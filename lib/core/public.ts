@@ -53,6 +53,7 @@ export {
   type RetireOptions,
   type RetireReason,
   type SharedBudget,
+  type StandingState,
   utilizationHealth,
 } from './contracts/index.js';
 export type {
@@ -65,6 +66,7 @@ export type {
   UseOptions,
 } from './options/index.js';
 export { ConnectionPool, Lease } from './pool/index.js';
+export type { WaitingOptions } from './waiting/index.js';
 export {
   type AcquireMessage,
   type AcquireTraceContext,

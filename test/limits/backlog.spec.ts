@@ -3,7 +3,7 @@
 // stood, served, for a whole measure, and never once it has emptied until it stands again.
 import { describe, expect, it } from '@jest/globals';
 import { type Admission, CapacityExceededError, ConnectionPool, LocalLimiter } from '../../lib/index.js';
-import { DRAIN_WINDOW_MS, DrainRate } from '../../lib/limits/local/drain-rate.js';
+import { DRAIN_WINDOW_MS, DrainRate } from '../../lib/core/waiting/drain-rate.js';
 import { SlotWaiters } from '../../lib/limits/local/slot-waiters.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { track } from '../support/harness.js';

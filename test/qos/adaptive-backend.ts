@@ -9,6 +9,7 @@
 // the Universal Scalability Law's coherence cost) and a rate limit that counts refused calls too
 // (OpenAI's documentation: "unsuccessful requests contribute to your per-minute limit"), so a
 // client that keeps calling through 429s keeps itself limited.
+import type { WaitingOptions } from '../../lib/core/index.js';
 import { Random } from './random.js';
 
 /** One stretch of the run: until `untilMs`, the backend has this capacity and rate limit. */
@@ -62,6 +63,8 @@ export interface Gate {
   limit(now: number): number;
   /** A caller over the limit waits for room until its deadline (a limiter's `wait`) instead of being refused; only the knee backend models it. */
   readonly wait?: boolean;
+  /** How its callers wait (the library's `waiting` option): `controlled` sheds a standing queue. Only the knee backend models it. */
+  readonly waiting?: WaitingOptions;
   ended?(end: CallEnd, now: number): void;
 }
 

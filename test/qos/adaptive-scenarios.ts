@@ -1,5 +1,6 @@
 // The scenarios of the adaptive-limit simulation, and the gates run through them: fixed limits
 // from far below to far above the knee, and each adaptive algorithm.
+import type { WaitingOptions } from '../../lib/core/index.js';
 import { limitAlgorithm, type AdaptiveAlgorithmOptions } from '../../lib/limits/adaptive/limit-algorithms.js';
 import { fixedGate, type AdaptiveRun, type AdaptiveScenario, type Gate } from './adaptive-backend.js';
 
@@ -55,12 +56,16 @@ export const ADAPTIVE_SCENARIOS: AdaptiveScenario[] = [
 export const FIXED_LIMITS = [5, 10, 20, 40, 80, 160, 320];
 
 /** An adaptive algorithm as a gate: its limit, paused for a 429's Retry-After; `wait`: callers over it wait (the knee backend models it). */
-export function adaptiveGate(options: AdaptiveAlgorithmOptions, { wait = false } = {}): Gate {
+export function adaptiveGate(
+  options: AdaptiveAlgorithmOptions,
+  { wait = false, waiting = undefined as WaitingOptions | undefined } = {},
+): Gate {
   const algorithm = limitAlgorithm(options);
   let pausedUntil = 0;
   return {
     name: `adaptive ${options.algorithm}`,
     wait,
+    ...(waiting === undefined ? {} : { waiting }),
     limit: (now) => (now < pausedUntil ? 0 : algorithm.limit),
     ended: (end, now) => {
       if (end.retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, now + end.retryAfterMs);

@@ -6,6 +6,7 @@
 // processor-sharing backend (adaptive-backend.ts), a call's latency here is its service time plus
 // the queue ahead of it, so a limit that keeps a queue shows in every call's latency, and one that
 // grows it for nothing (a ratchet) shows in the trend of the latency over a long run.
+import { DrainRate, StandingQueue } from '../../lib/core/index.js';
 import type { CallEnd, Gate } from './adaptive-backend.js';
 import { Random } from './random.js';
 
@@ -41,8 +42,13 @@ export interface KneeStretch {
   readonly goodput: number;
   readonly meanMs: number;
   readonly p99: number;
+  /** The latency of successful calls as their callers saw it, the wait at the gate included: median and 99th percentile, ms. */
+  readonly callerP50: number;
+  readonly callerP99: number;
   /** Calls the gate refused, at once or at their deadline. */
   readonly refused: number;
+  /** Of those, refused at once because the gate's queue stood (controlled waiting). */
+  readonly shedStanding: number;
   /** The 99th percentile of the time successful calls waited at the gate, ms. */
   readonly waitP99: number;
   /** Calls answered 503 by the backend. */
@@ -136,7 +142,10 @@ class Serving {
 class Tally {
   latencies: number[] = [];
   waits: number[] = [];
+  /** Wait plus latency, per successful call. */
+  callers: number[] = [];
   refused = 0;
+  shedStanding = 0;
   shed = 0;
   timeouts = 0;
   arrived = 0;
@@ -153,13 +162,19 @@ class Tally {
     const sorted = Float64Array.from(this.latencies).sort();
     const n = sorted.length;
     const waits = Float64Array.from(this.waits).sort();
+    const callers = Float64Array.from(this.callers).sort();
+    const at = (xs: Float64Array, q: number) =>
+      xs.length === 0 ? NaN : xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
     return {
       fromMs: this.fromMs,
       untilMs: this.untilMs,
       goodput: (n / (this.untilMs - this.fromMs)) * 1_000,
       meanMs: n === 0 ? NaN : sorted.reduce((s, x) => s + x, 0) / n,
       p99: n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(0.99 * n))]!,
+      callerP50: at(callers, 0.5),
+      callerP99: at(callers, 0.99),
       refused: this.refused,
+      shedStanding: this.shedStanding,
       waitP99: waits.length === 0 ? 0 : waits[Math.min(waits.length - 1, Math.floor(0.99 * waits.length))]!,
       shed: this.shed,
       timeouts: this.timeouts,
@@ -235,6 +250,14 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   /** Callers waiting at a gate that waits: when each arrived. */
   const waiting: number[] = [];
   let waitHead = 0;
+  // A gate with controlled waiting sheds a standing queue as the library's limiters do: the same code.
+  const drain = new DrainRate({ now: () => now });
+  const control = gate.waiting?.mode === 'controlled' ? gate.waiting : undefined;
+  const standing = control === undefined ? undefined : new StandingQueue(drain, () => gate.limit(now), control);
+  const queueEmptied = () => {
+    drain.emptied();
+    standing?.emptied(now);
+  };
   /** Closed-loop clients ready to call now. */
   let returning = scenario.phases[0]!.clients ?? 0;
   /** Closed-loop clients that were refused call again at these times, a service time later (in order). */
@@ -279,7 +302,14 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   };
   /** Waiting callers the limit has room for now, in order. */
   const admitWaiting = () => {
-    while (waitHead < waiting.length && inflight() < gate.limit(now)) admit(waiting[waitHead++]!);
+    const before = waitHead;
+    while (waitHead < waiting.length && inflight() < gate.limit(now)) {
+      const arrivedAt = waiting[waitHead++]!;
+      drain.granted();
+      standing?.served(now, now - arrivedAt);
+      admit(arrivedAt);
+    }
+    if (waitHead > before && waitHead === waiting.length) queueEmptied();
     if (waitHead > 1_024 && waitHead * 2 > waiting.length) {
       waiting.splice(0, waitHead);
       waitHead = 0;
@@ -288,7 +318,20 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   const arrive = () => {
     for (const t of tallies(now)) t.arrived++;
     if (waitHead === waiting.length && inflight() < gate.limit(now)) return admit(now);
-    if (gate.wait === true) return void waiting.push(now);
+    if (gate.wait === true) {
+      const empty = waitHead === waiting.length;
+      if (
+        standing === undefined ||
+        standing.admits(now, waiting.length - waitHead, empty ? undefined : waiting[waitHead])
+      ) {
+        if (empty) {
+          drain.formed();
+          standing?.formed(now);
+        }
+        return void waiting.push(now);
+      }
+      for (const t of tallies(now)) t.shedStanding++;
+    }
     for (const t of tallies(now)) t.refused++;
     done(true);
   };
@@ -311,6 +354,7 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
     } else if (now === nextGiveUp) {
       waitHead++;
       for (const t of tallies(now)) t.refused++; // its deadline passed at the gate
+      if (waitHead === waiting.length) queueEmptied();
       done(true);
     } else if (now === nextTrace) {
       const limit = gate.limit(now);
@@ -332,6 +376,7 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
       for (const t of tallies(now)) {
         t.latencies.push(ms);
         t.waits.push(call.startedAt - call.arrivedAt);
+        t.callers.push(now - call.arrivedAt);
       }
       served.push([now, ms]);
       tell(call, 'success');

@@ -69,8 +69,8 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
   },
   {
     // 50 clients at once on a cold limit (10), each calling again as soon as its call ends: twice
-    // the backend's capacity. Callers over the limit wait for it (the default); few are refused in
-    // the first second.
+    // the backend's capacity. Callers over the limit wait for it (the default); at most 1 % is
+    // refused in the first second.
     name: 'cold start, 50 clients',
     seed: 13,
     serviceMs: L,
@@ -79,7 +79,7 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
       const first = run.firstSecond;
       const refused = (first.refused + first.shed) / first.arrived;
       return {
-        passes: refused < 0.1,
+        passes: refused <= 0.01,
         why: `refused ${(refused * 100).toFixed(1)} % in the first second, p99 wait ${first.waitP99.toFixed(0)} ms`,
       };
     },
@@ -141,6 +141,53 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
       return {
         passes: calmAfter <= 1_000 && rise <= 2_000,
         why: `p99 within 2 L ${calmAfter} ms after the halving${left}; the limit at 0.8 C ${rise.toFixed(0)} ms after the doubling`,
+      };
+    },
+  },
+  {
+    // Twice the capacity, callers with a 1 s deadline (what `@UsePooled('llm', { timeoutMs: 1000 })`
+    // gives), latency as the caller sees it, the wait at the gate included. Waiting to the deadline,
+    // the queue fills to what the deadline allows and stands there: every served caller waits
+    // almost 1 s. Controlled, a standing queue is shed: after the first 10 s, p99 within 3 L and
+    // the capacity served.
+    name: 'twice the capacity, callers with a 1 s deadline',
+    seed: 15,
+    serviceMs: L,
+    timeoutMs: 1_000,
+    phases: [{ untilMs: 60_000, capacity: C, arrivalsPerSec: 2 * FULL }],
+    fixed: [C],
+    report: 'buckets',
+    judge(run) {
+      const settled = run.buckets.slice(1);
+      const p99 = Math.max(...settled.map((b) => b.callerP99)) / L;
+      const goodput = Math.min(...settled.map((b) => b.goodput)) / FULL;
+      const p50 = Math.max(...settled.map((b) => b.callerP50)) / L;
+      return {
+        passes: p99 <= 3 && goodput >= 0.9,
+        why: `callers' p99 ≤ ${p99.toFixed(2)} L (p50 ≤ ${p50.toFixed(2)} L), goodput ≥ ${goodput.toFixed(2)} C/L`,
+      };
+    },
+  },
+  {
+    // A burst after a calm: a quarter of the capacity, then three times it for 150 ms, then calm
+    // again. The queue the burst leaves drains within the interval: it is absorbed, nobody refused.
+    name: 'a burst after a calm',
+    seed: 16,
+    serviceMs: L,
+    timeoutMs: 1_000,
+    phases: [
+      { untilMs: 5_000, capacity: C, arrivalsPerSec: FULL / 4 },
+      { untilMs: 5_150, capacity: C, arrivalsPerSec: 3 * FULL },
+      { untilMs: 10_000, capacity: C, arrivalsPerSec: FULL / 4 },
+    ],
+    fixed: [C],
+    report: 'phases',
+    judge(run) {
+      const refused = run.phases.reduce((n, p) => n + p.refused + p.shed, 0);
+      const burst = run.phases[1]!;
+      return {
+        passes: refused === 0,
+        why: `refused ${refused}; the burst's callers: p99 ${burst.callerP99.toFixed(0)} ms`,
       };
     },
   },

@@ -20,5 +20,8 @@ if (scenario?.judge === undefined || gateName === undefined) {
 const gate =
   gateName === 'netflix-vegas'
     ? netflixVegasGate({ wait: true })
-    : adaptiveGate({ algorithm: gateName } as AdaptiveAlgorithmOptions, { wait: true });
+    : adaptiveGate({ algorithm: gateName } as AdaptiveAlgorithmOptions, {
+        wait: true,
+        waiting: { mode: 'controlled' },
+      });
 console.log(JSON.stringify(scenario.judge(runKnee(scenario, gate))));

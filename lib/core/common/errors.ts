@@ -153,7 +153,7 @@ export class QueueFullError extends PoolError {
 }
 
 /** Why a global admission was refused. */
-export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members' | 'paused' | 'backlog';
+export type CapacityReason = 'limit' | 'quarantine' | 'unavailable' | 'members' | 'paused' | 'backlog' | 'standing';
 
 /**
  * The global admission limit is reached (HTTP 503). `reason`: `limit` (every slot is held),
@@ -174,12 +174,14 @@ export class CapacityExceededError extends PoolError {
     /**
      * With `members`: how long the call waited for a member place, or how many calls wait already.
      * With `backlog`: how many calls wait already, served how fast, and the call's deadline.
+     * With `standing`: how many calls wait, served how fast, and the target wait.
      */
     figures?: {
       readonly waitedMs?: number;
       readonly waiting?: number;
       readonly servedPerSec?: number;
       readonly deadlineMs?: number;
+      readonly targetMs?: number;
     },
   ) {
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
@@ -197,6 +199,7 @@ export class CapacityExceededError extends PoolError {
       members: `the group has its ${limit} members (maxMembers), each with callers${wait}; retry later`,
       paused: `the upstream asked for a pause (Retry-After): admissions resume in ${Math.ceil(retryAfterMs)} ms`,
       backlog: `${full}, and the ${figures?.waiting === 1 ? 'call' : `${figures?.waiting} calls`} already waiting for a slot, served at ${Math.round(figures?.servedPerSec ?? 0)} a second, would outlast this call's ${Math.round(figures?.deadlineMs ?? 0)} ms deadline; retry later`,
+      standing: `${full}, and its queue stands (for a whole interval even the shortest wait was over the target of ${Math.round(figures?.targetMs ?? 0)} ms): the ${figures?.waiting === 1 ? 'call' : `${figures?.waiting} calls`} already waiting, served at ${Math.round(figures?.servedPerSec ?? 0)} a second, would keep this call past it; retry later`,
     }[reason];
     super('CAPACITY_EXCEEDED', pool, `pool "${pool}": ${why}`, cause === undefined ? undefined : { cause });
   }

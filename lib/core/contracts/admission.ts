@@ -91,6 +91,8 @@ export interface AdmissionStats {
   lastError?: string;
   /** An adaptive limiter's limit and how it moved (see `AdaptiveLimiter`). */
   adaptive?: AdaptiveStats;
+  /** With controlled waiting (`waiting: { mode: 'controlled' }`): whether its queue stands, the target, and what it shed. */
+  standing?: StandingState;
 }
 
 /** One change of an adaptive limit, as `stats().adaptive.changes` lists them. */
@@ -153,4 +155,16 @@ export interface AdmissionLimiter {
    */
   readonly settlesByDeadline?: boolean;
   stats(): AdmissionStats;
+}
+
+/** A queue's state as its stats show it. */
+export interface StandingState {
+  /** Whether the queue stands now: newcomers are refused unless it turns over within the target. */
+  readonly standing: boolean;
+  /** The target in force, ms (NaN: not known yet, nothing is shed). */
+  readonly targetMs: number;
+  /** Times the queue was found standing. */
+  readonly stood: number;
+  /** Newcomers refused at once because it stood. */
+  readonly shed: number;
 }

@@ -154,12 +154,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence),
     };
     if (redis === undefined) {
-      this.#local = new LocalLimiter({ ...limits, wait, global: this.#algorithm.max });
+      this.#local = new LocalLimiter({ ...limits, wait, global: this.#algorithm.max }, 'controlled');
       this.#local[kSetGlobal](this.#algorithm.limit);
       // Its admissions learn by themselves: no wrapper, no promise of this limiter's own.
       this.#local[kLearner] = this.#learner;
     } else {
-      this.#redis = new RedisLimiter({ ...limits, wait, global: this.#algorithm.max, redis });
+      this.#redis = new RedisLimiter({ ...limits, wait, global: this.#algorithm.max, redis }, 'controlled');
       this.#shared = new SharedLimit(this.#algorithm, this.#clock, this.#redis.commandTimeoutMs, (from, to) =>
         this.#moved(from, to, to < from ? 'overload' : 'success'),
       );

@@ -6,6 +6,7 @@ export {
   type LimiterStats,
   type LimitOptions,
   type ResolvedLimits,
+  type ResolvedWaiting,
   resolveLimits,
   WAIT_RULE,
   waits,

@@ -10,6 +10,7 @@ import {
   type Rule,
   shown,
   violation,
+  type WaitingOptions,
 } from '../../core/index.js';
 
 /** Limits every limiter takes. */
@@ -30,6 +31,16 @@ export interface LimitOptions {
    * retries); an `AdaptiveLimiter`'s default is `'global'`.
    */
   wait?: boolean | 'global';
+  /**
+   * How callers waiting for the global limit wait (with `wait`): `{ mode: 'controlled' }` sheds a
+   * standing queue — while even the shortest wait has stayed above the target for an interval,
+   * a newcomer the queue would not serve within the target is refused at once
+   * (`CapacityExceededError`, reason `standing`) — so under sustained overload the callers served
+   * wait about the target, not their whole deadline; a burst that drains within the interval is
+   * absorbed. Default `{ mode: 'fifo' }` (wait to the deadline); an `AdaptiveLimiter`'s default is
+   * `'controlled'`. See docs/limits.md, "Controlled waiting".
+   */
+  waiting?: WaitingOptions;
   /** `retryAfterMs` of the errors (the HTTP `Retry-After`). Default 1 000. */
   retryAfterMs?: number;
   /** Name in errors and logs. Default `'limits'`. */
@@ -45,7 +56,32 @@ export interface ResolvedLimits {
   readonly perKey: number;
   readonly keyless: 'global' | 'refuse';
   readonly wait: boolean | 'global';
+  readonly waiting: ResolvedWaiting;
   readonly retryAfterMs: number;
+}
+
+/** `waiting` after defaults. */
+export interface ResolvedWaiting {
+  readonly mode: 'controlled' | 'fifo';
+  readonly targetMs?: number;
+  readonly intervalMs?: number;
+}
+
+/** Reads `waiting` (`mode` defaulting to `defaultMode`); a bad field throws a PoolConfigError naming it. */
+export function resolveWaiting<O extends { waiting?: WaitingOptions }>(
+  read: OptionReader<O>,
+  defaultMode: ResolvedWaiting['mode'],
+): ResolvedWaiting {
+  const w = read.nested('waiting' as keyof O & string) as unknown as OptionReader<WaitingOptions>;
+  w.only(keysOf<WaitingOptions>({ mode: true, targetMs: true, intervalMs: true }), 'the waiting options');
+  const mode = w.get('mode', is.oneOf('controlled', 'fifo'), defaultMode);
+  const targetMs = w.get('targetMs', is.finiteAbove(0));
+  const intervalMs = w.get('intervalMs', is.finiteAbove(0));
+  return {
+    mode,
+    ...(targetMs === undefined ? {} : { targetMs }),
+    ...(intervalMs === undefined ? {} : { intervalMs }),
+  };
 }
 
 /** Whether a caller refused by `refusal` waits for a slot under `limits` (and has time to). */
@@ -65,14 +101,22 @@ const LIMIT_KEYS = keysOf<LimitOptions>({
   perKey: true,
   keyless: true,
   wait: true,
+  waiting: true,
   retryAfterMs: true,
   name: true,
   clock: true,
   logger: true,
 });
 
-/** `also`: keys a limiter takes besides {@link LimitOptions} (the Redis limiter's `redis`). */
-export function resolveLimits(options: LimitOptions, also: readonly string[] = []): ResolvedLimits {
+/**
+ * `also`: keys a limiter takes besides {@link LimitOptions} (the Redis limiter's `redis`);
+ * `waitingMode`: `waiting.mode` when not given.
+ */
+export function resolveLimits(
+  options: LimitOptions,
+  also: readonly string[] = [],
+  waitingMode: ResolvedWaiting['mode'] = 'fifo',
+): ResolvedLimits {
   if (typeof options !== 'object' || options === null) {
     throw new PoolConfigError('limits', 'limits', `must be an object, got ${shown(options)}`, 'limiter');
   }
@@ -97,6 +141,7 @@ export function resolveLimits(options: LimitOptions, also: readonly string[] = [
     perKey,
     keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
     wait: read.get('wait', WAIT_RULE, false),
+    waiting: resolveWaiting(read, waitingMode),
     retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
   };
 }

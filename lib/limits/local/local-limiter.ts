@@ -5,6 +5,7 @@ import {
   type Admission,
   type AdmissionRequest,
   type CallResult,
+  type StandingState,
 } from '../../core/index.js';
 import type { CallTimer } from './call-timer.js';
 import {
@@ -120,9 +121,11 @@ export class LocalLimiter implements ConcurrencyLimiter {
   readonly #refuseGlobal = (request: AdmissionRequest) => refusalError('global', request, this.#limits);
   readonly #refuseKey = (request: AdmissionRequest) => refusalError('key', request, this.#limits);
 
-  constructor(options: LimitOptions = {}) {
-    this.#limits = resolveLimits(options);
-    this.#waiters = new SlotWaiters(options.clock ?? systemClock);
+  /** `waitingMode`: `waiting.mode` when the options do not say (an adaptive limiter's is `controlled`). */
+  constructor(options: LimitOptions = {}, waitingMode: 'controlled' | 'fifo' = 'fifo') {
+    this.#limits = resolveLimits(options, [], waitingMode);
+    // While its queue stands, every slot is held: the target is their mean hold.
+    this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used);
   }
 
   /** The limits in force. */
@@ -170,9 +173,12 @@ export class LocalLimiter implements ConcurrencyLimiter {
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
       return Promise.reject(refusalError(refusal, request, this.#limits));
-    // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
-    if (refusal === 'global' && this.#waiters.outlasts(request.timeoutMs))
-      return Promise.reject(this.#backlog(request));
+    if (refusal === 'global') {
+      // A standing queue, under controlled waiting, takes no newcomer it would keep past the target.
+      if (this.#waiters.stands()) return Promise.reject(this.#standing(request));
+      // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
+      if (this.#waiters.outlasts(request.timeoutMs)) return Promise.reject(this.#backlog(request));
+    }
     return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey);
   }
 
@@ -190,7 +196,23 @@ export class LocalLimiter implements ConcurrencyLimiter {
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
       topKeys: this.#counts.top(TOP_KEYS),
+      ...this.#standingReport(),
     };
+  }
+
+  #standingReport(): { standing?: StandingState } {
+    const standing = this.#waiters.standingState();
+    return standing === undefined ? {} : { standing };
+  }
+
+  #standing(request: AdmissionRequest): CapacityExceededError {
+    const { global, retryAfterMs } = this.#limits;
+    const state = this.#waiters.standingState()!;
+    return new CapacityExceededError(request.pool, global, retryAfterMs, 'standing', undefined, {
+      waiting: this.#waiters.length,
+      servedPerSec: this.#waiters.servedPerSec,
+      targetMs: state.targetMs,
+    });
   }
 
   async start(): Promise<void> {}

@@ -1,8 +1,13 @@
+import type { ResolvedWaiting } from './limits-options.js';
 import {
   type AbortHook,
   type AdmissionRequest,
   type Clock,
+  DrainRate,
+  type EventDates,
   hookAbort,
+  StandingQueue,
+  type StandingState,
   type TimerHandle,
   Timers,
   turnDates,
@@ -10,7 +15,6 @@ import {
   Waiter,
   WaiterQueue,
 } from '../../core/index.js';
-import { DrainRate } from './drain-rate.js';
 
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter {
@@ -25,6 +29,8 @@ export interface SlotWaiter {
  */
 class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
   timer: TimerHandle | undefined = undefined;
+  /** When it joined the queue (the turn's date). */
+  joined = 0;
 
   constructor(
     readonly request: AdmissionRequest,
@@ -56,10 +62,34 @@ export class SlotWaiters<V> {
   readonly #timers: Timers;
   /** How fast the queue is served while it stands. */
   readonly #drain: DrainRate;
+  readonly #dates: EventDates;
+  /** With controlled waiting: whether the queue stands (newcomers refused at once). */
+  readonly #standing: StandingQueue | undefined;
 
-  constructor(clock: Clock) {
+  /** `slots`: the slots its waiters wait for, now (with controlled waiting, the target is the mean hold of one). */
+  constructor(clock: Clock, waiting?: ResolvedWaiting, slots: () => number = () => NaN) {
     this.#timers = new Timers(clock);
-    this.#drain = new DrainRate(turnDates(this.#timers));
+    this.#dates = turnDates(this.#timers);
+    this.#drain = new DrainRate(this.#dates);
+    this.#standing = waiting?.mode === 'controlled' ? new StandingQueue(this.#drain, slots, waiting) : undefined;
+  }
+
+  /**
+   * With controlled waiting, whether a newcomer must be refused at once: the queue stands, and
+   * would not serve it within the target. Counted as shed when it must.
+   */
+  stands(): boolean {
+    const standing = this.#standing;
+    if (standing === undefined) return false;
+    const head = this.#queue.head as Entry<V> | null;
+    return !standing.admits(this.#dates.now(), this.#queue.length, head === null ? undefined : head.joined);
+  }
+
+  /** With controlled waiting, the queue's state; undefined without. */
+  standingState(): StandingState | undefined {
+    if (this.#standing === undefined) return undefined;
+    const head = this.#queue.head as Entry<V> | null;
+    return this.#standing.state(this.#dates.now(), head === null ? undefined : head.joined);
   }
 
   get length(): number {
@@ -97,7 +127,12 @@ export class SlotWaiters<V> {
     entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
     if (signal !== undefined) hookAbort(signal, entry);
-    if (this.#queue.length === 0) this.#drain.formed();
+    const now = this.#standing === undefined ? 0 : this.#dates.now();
+    entry.joined = now;
+    if (this.#queue.length === 0) {
+      this.#drain.formed();
+      this.#standing?.formed(now);
+    }
     this.#queue.push(entry);
     return promise;
   }
@@ -107,6 +142,10 @@ export class SlotWaiters<V> {
     const entry = waiter as Entry<V>;
     if (!entry.queued) return false;
     this.#drain.granted();
+    if (this.#standing !== undefined) {
+      const now = this.#dates.now();
+      this.#standing.served(now, now - entry.joined);
+    }
     this.leave(entry);
     entry.resolve(value);
     return true;
@@ -148,7 +187,10 @@ export class SlotWaiters<V> {
   leave(entry: Entry<V>): void {
     if (!entry.queued) return;
     this.#queue.remove(entry);
-    if (this.#queue.length === 0) this.#drain.emptied();
+    if (this.#queue.length === 0) {
+      this.#drain.emptied();
+      this.#standing?.emptied(this.#dates.now());
+    }
     this.#timers.clear(entry.timer);
     const signal = entry.request.signal;
     if (signal !== undefined) unhookAbort(signal, entry);

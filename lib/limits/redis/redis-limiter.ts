@@ -92,8 +92,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
   #onPause: ((ms: number) => void) | undefined;
   #demand: RedisDemand | undefined;
 
-  constructor(options: RedisLimiterOptions) {
-    this.limits = resolveLimits(options, ['redis']);
+  /** `waitingMode`: `waiting.mode` unless the options say (an adaptive limiter's is `controlled`). */
+  constructor(options: RedisLimiterOptions, waitingMode: 'controlled' | 'fifo' = 'fifo') {
+    this.limits = resolveLimits(options, ['redis'], waitingMode);
     this.#connection = options.redis;
     this.#settings = resolveRedis(this.limits.name, options.redis);
     this.#keys = new RedisKeys(this.#settings.namespace);
@@ -134,7 +135,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
         if (this.#waiting.length > 0) void this.#waiting.serve();
       },
     };
-    this.#waiting = new RedisWaiting(inside, this.#clock, this.#keys.channel, this.#settings.pollMs);
+    // Its waiters wait for the slots this instance holds: the target is their mean hold.
+    const [channel, slots] = [this.#keys.channel, () => this.#local.used];
+    this.#waiting = new RedisWaiting(inside, this.#clock, channel, this.#settings.pollMs, this.limits, slots);
     this.#calls = new RedisCalls(inside, this.#keys, this.#settings, this.limits);
     const [s, leases] = [this.#settings, this.#leases];
     this.#heartbeat = new RedisHeartbeat(inside, this.#clock, s.heartbeatMs, leases, this.#calls, this.#availability);
@@ -245,6 +248,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       waiting: this.#waiting.length,
       counters: { ...this.#counters },
       topKeys: this.#local.top(TOP_KEYS),
+      ...this.#waiting.standingReport(),
       ...(this.#availability.lastCause === undefined
         ? {}
         : { lastError: describeRedisError(this.#availability.lastCause) }),

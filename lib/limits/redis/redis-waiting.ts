@@ -1,13 +1,15 @@
 import {
+  CapacityExceededError,
   KeyLimitError,
   PoolClosedError,
   type Admission,
   type AdmissionRequest,
   type Clock,
+  type StandingState,
   type TimerHandle,
 } from '../../core/index.js';
 import { subscriberOf, type Client } from './redis-client.js';
-import { SlotWaiters } from '../local/index.js';
+import { type ResolvedLimits, SlotWaiters } from '../local/index.js';
 
 /** What the waiting asks of its Redis limiter. */
 export interface WaitingHost {
@@ -36,8 +38,28 @@ export class RedisWaiting {
     readonly clock: Clock,
     readonly channel: string,
     readonly pollMs: number,
+    /** The limiter's limits: how its callers wait (`waiting`), and what its refusals say. */
+    readonly limits?: ResolvedLimits,
+    /** The slots its waiters wait for: those this instance holds. */
+    slots?: () => number,
   ) {
-    this.#waiters = new SlotWaiters(clock);
+    this.#waiters = new SlotWaiters(clock, limits?.waiting, slots);
+  }
+
+  /** Under controlled waiting, the refusal of a newcomer the standing queue would keep past its target; else undefined. */
+  #shed(request: AdmissionRequest, limits: ResolvedLimits): CapacityExceededError | undefined {
+    if (!this.#waiters.stands()) return undefined;
+    return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, {
+      waiting: this.#waiters.length,
+      servedPerSec: this.#waiters.servedPerSec,
+      targetMs: this.#waiters.standingState()!.targetMs,
+    });
+  }
+
+  /** `standing` of the limiter's stats, under controlled waiting. */
+  standingReport(): { standing?: StandingState } {
+    const standing = this.#waiters.standingState();
+    return standing === undefined ? {} : { standing };
   }
 
   get length(): number {
@@ -49,8 +71,16 @@ export class RedisWaiting {
     return this.#subscriber;
   }
 
-  /** `request` was refused with `refusal`: it waits for a slot until its deadline. */
+  /**
+   * `request` was refused with `refusal`: it waits for a slot until its deadline; or, refused by
+   * the global limit while the queue stands (controlled waiting), it is refused at once.
+   */
   wait(request: AdmissionRequest, refusal: Error): Promise<Admission> {
+    const limits = this.limits;
+    if (limits !== undefined && refusal instanceof CapacityExceededError && refusal.reason === 'limit') {
+      const shed = this.#shed(request, limits);
+      if (shed !== undefined) return Promise.reject(shed);
+    }
     this.#listen();
     this.#refusals.set(request, refusal);
     const waiting = this.#waiters.wait(request, (r) => this.#refusals.get(r) ?? refusal);
