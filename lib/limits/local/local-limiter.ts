@@ -5,7 +5,6 @@ import {
   type Admission,
   type AdmissionRequest,
   type CallResult,
-  type StandingState,
 } from '../../core/index.js';
 import type { CallTimer } from './call-timer.js';
 import {
@@ -175,7 +174,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
       return Promise.reject(refusalError(refusal, request, this.#limits));
     if (refusal === 'global') {
       // A standing queue, under controlled waiting, takes no newcomer it would keep past the target.
-      if (this.#waiters.stands()) return Promise.reject(this.#standing(request));
+      const shed = this.#waiters.shed(request, this.#limits);
+      if (shed !== undefined) return Promise.reject(shed);
       // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
       if (this.#waiters.outlasts(request.timeoutMs)) return Promise.reject(this.#backlog(request));
     }
@@ -196,23 +196,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
       topKeys: this.#counts.top(TOP_KEYS),
-      ...this.#standingReport(),
+      ...this.#waiters.standingReport(),
     };
-  }
-
-  #standingReport(): { standing?: StandingState } {
-    const standing = this.#waiters.standingState();
-    return standing === undefined ? {} : { standing };
-  }
-
-  #standing(request: AdmissionRequest): CapacityExceededError {
-    const { global, retryAfterMs } = this.#limits;
-    const state = this.#waiters.standingState()!;
-    return new CapacityExceededError(request.pool, global, retryAfterMs, 'standing', undefined, {
-      waiting: this.#waiters.length,
-      servedPerSec: this.#waiters.servedPerSec,
-      targetMs: state.targetMs,
-    });
   }
 
   async start(): Promise<void> {}

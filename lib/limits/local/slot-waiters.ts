@@ -1,7 +1,8 @@
-import type { ResolvedWaiting } from './limits-options.js';
+import type { ResolvedLimits, ResolvedWaiting } from './limits-options.js';
 import {
   type AbortHook,
   type AdmissionRequest,
+  CapacityExceededError,
   type Clock,
   DrainRate,
   type EventDates,
@@ -75,14 +76,26 @@ export class SlotWaiters<V> {
   }
 
   /**
-   * With controlled waiting, whether a newcomer must be refused at once: the queue stands, and
-   * would not serve it within the target. Counted as shed when it must.
+   * With controlled waiting, the refusal of a newcomer the standing queue would not serve within
+   * its target (counted as shed); undefined when it may wait. `limits`: what the refusal says.
    */
-  stands(): boolean {
+  shed(request: AdmissionRequest, limits: ResolvedLimits): CapacityExceededError | undefined {
     const standing = this.#standing;
-    if (standing === undefined) return false;
+    if (standing === undefined) return undefined;
     const head = this.#queue.head as Entry<V> | null;
-    return !standing.admits(this.#dates.now(), this.#queue.length, head === null ? undefined : head.joined);
+    if (standing.admits(this.#dates.now(), this.#queue.length, head === null ? undefined : head.joined))
+      return undefined;
+    return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, {
+      waiting: this.#queue.length,
+      servedPerSec: this.servedPerSec,
+      targetMs: standing.target(),
+    });
+  }
+
+  /** `standing` of a limiter's stats: present under controlled waiting only. */
+  standingReport(): { standing?: StandingState } {
+    const standing = this.standingState();
+    return standing === undefined ? {} : { standing };
   }
 
   /** With controlled waiting, the queue's state; undefined without. */

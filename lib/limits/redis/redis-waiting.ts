@@ -46,20 +46,9 @@ export class RedisWaiting {
     this.#waiters = new SlotWaiters(clock, limits?.waiting, slots);
   }
 
-  /** Under controlled waiting, the refusal of a newcomer the standing queue would keep past its target; else undefined. */
-  #shed(request: AdmissionRequest, limits: ResolvedLimits): CapacityExceededError | undefined {
-    if (!this.#waiters.stands()) return undefined;
-    return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, {
-      waiting: this.#waiters.length,
-      servedPerSec: this.#waiters.servedPerSec,
-      targetMs: this.#waiters.standingState()!.targetMs,
-    });
-  }
-
   /** `standing` of the limiter's stats, under controlled waiting. */
   standingReport(): { standing?: StandingState } {
-    const standing = this.#waiters.standingState();
-    return standing === undefined ? {} : { standing };
+    return this.#waiters.standingReport();
   }
 
   get length(): number {
@@ -78,7 +67,7 @@ export class RedisWaiting {
   wait(request: AdmissionRequest, refusal: Error): Promise<Admission> {
     const limits = this.limits;
     if (limits !== undefined && refusal instanceof CapacityExceededError && refusal.reason === 'limit') {
-      const shed = this.#shed(request, limits);
+      const shed = this.#waiters.shed(request, limits);
       if (shed !== undefined) return Promise.reject(shed);
     }
     this.#listen();
