@@ -2,20 +2,13 @@
 // of it, served at the rate it has been, would outlast that deadline; never before the queue has
 // stood, served, for a whole measure, and never once it has emptied until it stands again.
 import { describe, expect, it } from '@jest/globals';
-import { type Admission, CapacityExceededError, ConnectionPool, LocalLimiter } from '../../lib/index.js';
+import { CapacityExceededError, ConnectionPool, LocalLimiter } from '../../lib/index.js';
 import { DRAIN_WINDOW_MS, DrainRate } from '../../lib/core/waiting/drain-rate.js';
 import { SlotWaiters } from '../../lib/limits/local/slot-waiters.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { track } from '../support/harness.js';
+import { heldAdmission, type Outcome } from '../support/held-admissions.js';
 import { VirtualClock } from '../support/virtual-clock.js';
-
-/** What became of one caller, and when. */
-interface Outcome {
-  at: number;
-  admitted: boolean;
-  reason?: string;
-  message?: string;
-}
 
 /**
  * A limiter whose every admission is held `holdMs` (virtual) and then released, so that the
@@ -26,16 +19,8 @@ function heldFor(holdMs: number, global: number) {
   const limiter = new LocalLimiter({ global, wait: true, clock });
   const outcomes: Outcome[] = [];
   const call = (timeoutMs: number): Outcome => {
-    const outcome: Outcome = { at: NaN, admitted: false };
+    const outcome = heldAdmission(limiter, clock, holdMs, timeoutMs);
     outcomes.push(outcome);
-    limiter.admit({ pool: 'api', timeoutMs }).then(
-      (admission: Admission) => {
-        Object.assign(outcome, { at: clock.now(), admitted: true });
-        clock.setTimeout(() => admission.release(), holdMs);
-      },
-      (err: CapacityExceededError) =>
-        Object.assign(outcome, { at: clock.now(), reason: err.reason, message: err.message }),
-    );
     return outcome;
   };
   return { clock, limiter, outcomes, call };

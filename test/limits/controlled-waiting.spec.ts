@@ -7,7 +7,6 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   AdaptiveLimiter,
-  type Admission,
   CapacityExceededError,
   type LimitOptions,
   LocalLimiter,
@@ -17,17 +16,8 @@ import {
 import { StandingQueue } from '../../lib/core/waiting/standing-queue.js';
 import { DrainRate } from '../../lib/core/waiting/drain-rate.js';
 import { namespace, REDIS_URL, started } from '../support/redis.js';
+import { heldAdmission, type Outcome } from '../support/held-admissions.js';
 import { VirtualClock } from '../support/virtual-clock.js';
-
-/** What became of one caller. */
-interface Outcome {
-  readonly arrived: number;
-  /** When it was admitted or refused; NaN while it waits. */
-  at: number;
-  admitted: boolean;
-  reason?: string;
-  message?: string;
-}
 
 /**
  * Callers arriving every `everyMs` at a limiter of `global` slots, each held `holdMs`, each with
@@ -41,7 +31,7 @@ async function overload(
   const clock = new VirtualClock();
   const limiter = make({ global, wait: true, ...options, clock });
   const outcomes: Outcome[] = [];
-  const arrive = () => outcomes.push(called(limiter, clock, holdMs, timeoutMs));
+  const arrive = () => outcomes.push(heldAdmission(limiter, clock, holdMs, timeoutMs));
   for (let t = 0; t < untilMs; t += everyMs) {
     arrive();
     await clock.advance(everyMs);
@@ -50,20 +40,6 @@ async function overload(
   const during = limiter.stats();
   await clock.advance(timeoutMs + holdMs);
   return { limiter, outcomes, clock, during };
-}
-
-/** One caller of `limiter`, holding its slot `holdMs` once admitted: what becomes of it. */
-function called(limiter: LocalLimiter | AdaptiveLimiter, clock: VirtualClock, holdMs: number, timeoutMs: number) {
-  const outcome: Outcome = { arrived: clock.now(), at: NaN, admitted: false };
-  limiter.admit({ pool: 'api', timeoutMs }).then(
-    (admission: Admission) => {
-      Object.assign(outcome, { at: clock.now(), admitted: true });
-      clock.setTimeout(() => admission.release(), holdMs);
-    },
-    (err: CapacityExceededError) =>
-      Object.assign(outcome, { at: clock.now(), reason: err.reason, message: err.message }),
-  );
-  return outcome;
 }
 
 const waits = (outcomes: Outcome[], from: number) =>
@@ -102,7 +78,7 @@ describe('controlled waiting', () => {
     const clock = new VirtualClock();
     const limiter = new LocalLimiter({ global: 4, wait: true, waiting: { mode: 'controlled' }, clock });
     const outcomes: Outcome[] = [];
-    const arrive = () => outcomes.push(called(limiter, clock, 20, 1_000));
+    const arrive = () => outcomes.push(heldAdmission(limiter, clock, 20, 1_000));
     // A calm (50 a second), a burst of 100 at once (half a second of the capacity), a calm again.
     for (let t = 0; t < 2_000; t += 20) {
       arrive();
@@ -224,7 +200,6 @@ describe('StandingQueue, the rule alone', () => {
     expect(fixed.state(120, 0)).toMatchObject({ standing: true, targetMs: 10, stood: 1, shed: 1 });
     // A caller served within the target does not let it be: only an interval drained does.
     fixed.served(130, 5);
-    fixed.emptied(130);
     expect(fixed.admits(131, 0, undefined)).toBe(true);
     expect(fixed.standing).toBe(true);
     expect(fixed.admits(240, 0, undefined)).toBe(true);

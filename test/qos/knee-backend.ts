@@ -254,10 +254,6 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   const drain = new DrainRate({ now: () => now });
   const control = gate.waiting?.mode === 'controlled' ? gate.waiting : undefined;
   const standing = control === undefined ? undefined : new StandingQueue(drain, () => gate.limit(now), control);
-  const queueEmptied = () => {
-    drain.emptied();
-    standing?.emptied(now);
-  };
   /** Closed-loop clients ready to call now. */
   let returning = scenario.phases[0]!.clients ?? 0;
   /** Closed-loop clients that were refused call again at these times, a service time later (in order). */
@@ -309,7 +305,7 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
       standing?.served(now, now - arrivedAt);
       admit(arrivedAt);
     }
-    if (waitHead > before && waitHead === waiting.length) queueEmptied();
+    if (waitHead > before && waitHead === waiting.length) drain.emptied();
     if (waitHead > 1_024 && waitHead * 2 > waiting.length) {
       waiting.splice(0, waitHead);
       waitHead = 0;
@@ -354,7 +350,7 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
     } else if (now === nextGiveUp) {
       waitHead++;
       for (const t of tallies(now)) t.refused++; // its deadline passed at the gate
-      if (waitHead === waiting.length) queueEmptied();
+      if (waitHead === waiting.length) drain.emptied();
       done(true);
     } else if (now === nextTrace) {
       const limit = gate.limit(now);

@@ -87,7 +87,11 @@ export class StandingQueue {
     return this.#standing;
   }
 
-  /** A waiter joined an empty queue at `now`: it was short until now. */
+  /**
+   * A waiter joined an empty queue at `now`: it was short until now. (An empty queue needs no
+   * event of its own: until it forms again nothing is decided, and a standing queue is let be
+   * only once it stayed drained for an interval.)
+   */
   formed(now: number): void {
     this.#lastShort = now;
   }
@@ -95,11 +99,6 @@ export class StandingQueue {
   /** A waiter was served at `now` after waiting `waitedMs`. */
   served(now: number, waitedMs: number): void {
     if (waitedMs <= this.target()) this.#lastShort = now;
-  }
-
-  /** The queue emptied at `now` (a standing queue is let be only once it stayed drained). */
-  emptied(now: number): void {
-    this.#lastShort = now;
   }
 
   /**

@@ -68,11 +68,8 @@ export interface ResolvedWaiting {
 }
 
 /** Reads `waiting` (`mode` defaulting to `defaultMode`); a bad field throws a PoolConfigError naming it. */
-export function resolveWaiting<O extends { waiting?: WaitingOptions }>(
-  read: OptionReader<O>,
-  defaultMode: ResolvedWaiting['mode'],
-): ResolvedWaiting {
-  const w = read.nested('waiting' as keyof O & string) as unknown as OptionReader<WaitingOptions>;
+function resolveWaiting(read: OptionReader<LimitOptions>, defaultMode: ResolvedWaiting['mode']): ResolvedWaiting {
+  const w = read.nested('waiting');
   w.only(keysOf<WaitingOptions>({ mode: true, targetMs: true, intervalMs: true }), 'the waiting options');
   const mode = w.get('mode', is.oneOf('controlled', 'fifo'), defaultMode);
   const targetMs = w.get('targetMs', is.finiteAbove(0));

@@ -200,10 +200,7 @@ export class SlotWaiters<V> {
   leave(entry: Entry<V>): void {
     if (!entry.queued) return;
     this.#queue.remove(entry);
-    if (this.#queue.length === 0) {
-      this.#drain.emptied();
-      this.#standing?.emptied(this.#dates.now());
-    }
+    if (this.#queue.length === 0) this.#drain.emptied();
     this.#timers.clear(entry.timer);
     const signal = entry.request.signal;
     if (signal !== undefined) unhookAbort(signal, entry);
