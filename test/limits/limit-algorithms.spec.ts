@@ -69,6 +69,28 @@ describe.each(ALGORITHMS)('the %s limit', (name) => {
     expect(measured.limit).toBeLessThan(before);
   });
 
+  it('does not grow while a probe pins it: calls at the pin, timed or not, test no limit', () => {
+    // Calls 25 ms apart, 10 ms each, filling the limit, until a probe pins it; then the probe's
+    // calls, at the pin, until it ends. AIMD grew by 1/pin a call there (the pin is what its
+    // app-limited test compared with), 20 over a probe in a fleet's run, and sent the upstream
+    // half as much again as it serves the moment the probe ended.
+    const algorithm = make({ probeEvery: 1 });
+    let at = 0;
+    for (let i = 0; !algorithm.probing && i < 2_000; i++, at += 25)
+      algorithm.sample({ startedAt: at, durationMs: 10, inflight: algorithm.limit, outcome: 'success' });
+    expect(algorithm.probing).toBe(true);
+    const pinnedAt = algorithm.estimate;
+    const during: number[] = [];
+    for (let i = 0; algorithm.probing && i < 2_000; i++, at += 25) {
+      algorithm.sample({ startedAt: at, durationMs: 10, inflight: algorithm.limit, outcome: 'success' });
+      if (algorithm.probing) algorithm.untimedSuccess(algorithm.limit);
+      if (algorithm.probing) during.push(algorithm.estimate);
+    }
+    expect(algorithm.probing).toBe(false); // the probe ended
+    expect(during.length).toBeGreaterThan(0);
+    expect(Math.max(...during)).toBeLessThanOrEqual(pinnedAt);
+  });
+
   it('keeps a whole number within its bounds whatever it is fed, hostile input included', () => {
     fc.assert(
       fc.property(fc.array(sample, { maxLength: 400 }), (samples) => {

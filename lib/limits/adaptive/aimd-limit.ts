@@ -34,8 +34,10 @@ export class AimdLimit extends BoundedLimit {
     const probe = this.probe;
     const latency = this.#latency;
     if (probe?.running === true) {
+      // The probe's calls run at the pin, not at the limit: they test no limit, so none grows from them.
       const measured = probe.call(durationMs, inflight, endedAt);
       if (measured !== undefined) this.measured(measured);
+      return this.estimate;
     } else if (probe !== undefined && endedAt - durationMs >= this.cutAt) {
       // Calls admitted before the last cut were admitted at the old limit: their latency says nothing of the new one.
       if (latency.learning || this.appLimited(inflight)) {
@@ -73,7 +75,7 @@ export class AimdLimit extends BoundedLimit {
 
   /** A success counts whether it was timed or not. */
   protected override untimed(inflight: number): number {
-    return this.#grow(inflight);
+    return this.probe?.running === true ? this.estimate : this.#grow(inflight);
   }
 
   protected override cut(): void {
