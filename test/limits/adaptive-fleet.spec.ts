@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -23,13 +24,17 @@ const worker = fileURLToPath(new URL('./fixtures/adaptive-worker.mjs', import.me
 const SERVICE_MS = 50;
 const PROCESSES = 4;
 const CALLERS = 16;
+/** An event loop held up longer than this makes the calls around it the machine's. */
+const STALL_MS = 25;
+/** At most this many runs, for one the machine left measurable (see measured). */
+const RUNS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The phases of the run: the upstream's capacity and how long it lasts, ms. */
 const PHASES = [
   { capacity: 40, ms: 7_000 },
   { capacity: 20, ms: 7_000 },
-  { capacity: 40, ms: 7_000 },
+  { capacity: 40, ms: 9_000 }, // Redis restarts 3.5 s in: the rest measures the recovered fleet
 ] as const;
 /** A phase's first this many ms are for converging; the checks read the rest. */
 const CONVERGE_MS = 3_000;
@@ -100,6 +105,10 @@ interface Fleet {
   answered: number[];
   /** Each instance's own view of the limit, every 100 ms, when the instance took it (not when its line arrived). */
   views: { at: number; proc: number; limit: number; mode: string }[];
+  /** When an instance's event loop, or the upstream's, was held up past STALL_MS (the machine's, not the limit's). */
+  stalls: number[];
+  /** The polls that found the fleet's limit pinned for a probe of the latency without a queue. */
+  pinned: number[];
   /** When each fault began and ended, and the estimate in Redis read the moment before it began. */
   stall: { from: number; to: number; before: number };
   restart: { from: number; to: number; before: number };
@@ -112,6 +121,8 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
   const estimates: Fleet['estimates'] = [];
   const answered: number[] = [];
   const views: Fleet['views'] = [];
+  const stalls: number[] = [];
+  const pinned: number[] = [];
   const procs: ChildProcess[] = [];
   const inspector = new Redis(redis.url, { maxRetriesPerRequest: 0, commandTimeout: 1_000, retryStrategy: () => 50 });
   inspector.on('error', () => {});
@@ -123,21 +134,35 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
       procs.push(child);
       const lines = createInterface({ input: child.stdout! });
       lines.on('line', (line) => {
-        const [kind, limit, mode, , , , when] = line.split(' ');
-        if (kind === 'S')
-          views.push({ at: upstream.fromEpoch(Number(when)), proc: p, limit: Number(limit), mode: mode! });
+        const [kind, limit, mode, , , , when, stall] = line.split(' ');
+        if (kind !== 'S') return;
+        const at = upstream.fromEpoch(Number(when));
+        views.push({ at, proc: p, limit: Number(limit), mode: mode! });
+        if (Number(stall) > STALL_MS) stalls.push(at);
       });
       await once(lines, 'line'); // ready
     }
     // Starting four processes may take seconds on a busy machine: the phases count from when all are up.
     upstream.startRun();
     views.length = 0;
+    stalls.length = 0;
+    pinned.length = 0;
+    const loop = monitorEventLoopDelay({ resolution: 5 }); // the upstream's, in this process
+    loop.enable();
     const poll = setInterval(() => {
       const at = upstream.now();
-      inspector.hget(`{${namespace}}:meta`, 'alimit').then(
-        (v) => {
+      if (loop.max / 1e6 - 5 > STALL_MS) stalls.push(at);
+      loop.reset();
+      const ask = inspector.multi().hmget(`{${namespace}}:meta`, 'alimit', 'aprobe').time();
+      ask.exec().then(
+        (replies) => {
+          const [[, [v, probeUntil]], [, [seconds, micros]]] = replies as [
+            [unknown, (string | null)[]],
+            [unknown, string[]],
+          ];
           answered.push(at);
           if (v !== null) estimates.push({ at, limit: Number(v) });
+          if (Number(probeUntil) > Number(seconds) * 1000 + Number(micros) / 1000) pinned.push(at);
         },
         () => {},
       );
@@ -168,14 +193,50 @@ async function runFleet(redis: RedisServer): Promise<Fleet> {
 
     await until(phaseStart(3));
     clearInterval(poll);
+    loop.disable();
     for (const child of procs) child.kill('SIGTERM');
     await Promise.all(procs.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
-    return { upstream, estimates, answered, views, stall, restart };
+    return { upstream, estimates, answered, views, stalls, pinned, stall, restart };
   } finally {
     for (const child of procs) if (child.exitCode === null) child.kill('SIGKILL');
     inspector.disconnect();
     await upstream.close();
   }
+}
+
+/** The window of phase `i` after convergence, ms since the start. */
+const settled = (i: number) => {
+  const from = PHASES.slice(0, i).reduce((t, p) => t + p.ms, 0);
+  return { from: from + CONVERGE_MS, to: from + PHASES[i]!.ms };
+};
+
+/** The least share of each phase's settled window outside the faults its use of the capacity is read on. */
+const LEAST_MEASURED = 0.5;
+
+/**
+ * The part of phase `i`'s settled window outside the Redis faults (and the 2 s after each), the
+ * fleet's probes (the limit pinned at 3 by design, see docs/limits.md, 50 ms either side of a poll
+ * that found it so, then two calls' time while the callers fill it again) and the machine's stalls
+ * (250 ms before one to 1.5 s after: a caller held up 30 ms is not calling, and the limit reads
+ * the time as the upstream's); how long the part outside the faults and probes is; and the
+ * requests served in the part measured.
+ */
+function measured(fleet: Fleet, i: number): { ms: number; outsideFaults: number; served: number } {
+  const { from, to } = settled(i);
+  const faults = [
+    ...[fleet.stall, fleet.restart].map((f) => ({ from: f.from, to: f.to + 2_000 })),
+    ...fleet.pinned.map((at) => ({ from: at - 50, to: at + 50 + 2 * SERVICE_MS })),
+  ];
+  const stalls = fleet.stalls.map((at) => ({ from: at - 250, to: at + 1_500 }));
+  const outside = (windows: { from: number; to: number }[], t: number) => !windows.some((w) => t >= w.from && t < w.to);
+  const inside = (t: number) => outside(faults, t) && outside(stalls, t);
+  let ms = 0;
+  let outsideFaults = 0;
+  for (let t = from; t < to; t += 10) {
+    if (outside(faults, t)) outsideFaults += 10;
+    if (inside(t)) ms += 10;
+  }
+  return { ms, outsideFaults, served: fleet.upstream.served.filter((s) => s >= from && s < to && inside(s)).length };
 }
 
 describe('one adaptive limit for four processes, on real Redis and a real HTTP/2 upstream', () => {
@@ -187,7 +248,15 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
     redis = await RedisServer.start();
     const done = await machineTurn('fleets'); // see adaptive-knee-fleet.spec.ts
     try {
-      fleet = await runFleet(redis);
+      // A run the machine held up for most of a phase says nothing of the limit's use of the
+      // capacity: it is run again, at most twice, and the verdict reads the last.
+      for (let attempt = 1; ; attempt++) {
+        fleet = await runFleet(redis);
+        const shares = PHASES.map((_, i) => measured(fleet, i)).map((m) => m.ms / m.outsideFaults);
+        if (shares.every((share) => share >= LEAST_MEASURED) || attempt === RUNS) break;
+        const percents = shares.map((share) => `${(share * 100).toFixed(0)} %`).join(', ');
+        console.log(`run ${attempt}: ${fleet.stalls.length} stalls; each phase measured on ${percents}; once more`);
+      }
     } finally {
       done();
     }
@@ -207,17 +276,11 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
       );
       t += phase.ms;
     }
-  }, 240_000);
+  }, 300_000);
 
   afterAll(async () => {
     await redis?.stop();
   });
-
-  /** The window of phase `i` after convergence, ms since the start. */
-  const settled = (i: number) => {
-    const from = PHASES.slice(0, i).reduce((t, p) => t + p.ms, 0);
-    return { from: from + CONVERGE_MS, to: from + PHASES[i]!.ms };
-  };
 
   it('after converging, never sends the upstream more than 10 % above its capacity', () => {
     PHASES.forEach((phase, i) => {
@@ -228,18 +291,14 @@ describe('one adaptive limit for four processes, on real Redis and a real HTTP/2
     });
   });
 
-  it('uses the capacity it finds: most of it served, outside the Redis faults', () => {
+  it('uses the capacity it finds: most of it served, outside the Redis faults, its probes and the machine’s stalls', () => {
     PHASES.forEach((phase, i) => {
-      const { from, to } = settled(i);
-      const faults = [fleet.stall, fleet.restart].map((f) => ({ from: f.from, to: f.to + 2_000 }));
-      const inFault = (t: number) => faults.some((f) => t >= f.from && t < f.to);
-      let ms = 0;
-      for (let t = from; t < to; t += 10) if (!inFault(t)) ms += 10;
-      const served = fleet.upstream.served.filter((s) => s >= from && s < to && !inFault(s)).length;
+      const { ms, outsideFaults, served } = measured(fleet, i);
       const busy = (served * SERVICE_MS) / ms; // requests in service on average
       console.log(
-        `capacity ${phase.capacity}: ${((busy / phase.capacity) * 100).toFixed(0)} % of it in use outside the Redis faults`,
+        `capacity ${phase.capacity}: ${((busy / phase.capacity) * 100).toFixed(0)} % of it in use in ${ms} ms outside the Redis faults, the probes and the machine's stalls`,
       );
+      expect(ms / outsideFaults).toBeGreaterThanOrEqual(LEAST_MEASURED); // a machine too busy for that in RUNS runs fails here
       expect(busy / phase.capacity).toBeGreaterThan(0.5); // four limits of their own, or one collapsed, would use far less
     });
   });

@@ -37,6 +37,8 @@ const RUN_MS = 16_000;
 const STALL_MS = 25;
 /** How long after a stall the limit is not judged: Vegas reads it in its window, then grows back. */
 const AFTER_STALL_MS = 1_500;
+/** At most this many runs of the adaptive fleet, for one the machine left judgeable. */
+const RUNS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The knee: C at once, FIFO past them, 503 at 3C in flight. Records each served request's latency. */
@@ -211,7 +213,14 @@ describe('one adaptive limit for three processes, in front of an upstream with a
     // where alone it sits at 1.2 C: the two take turns.
     const done = await machineTurn('fleets');
     try {
-      adaptive = await run(redis, { ...DEFAULT_ADAPTIVE });
+      // A run the machine held up for most of its readings says nothing of the limit (see
+      // judged): it is run again, at most twice, and the verdict reads the last.
+      for (let attempt = 1; ; attempt++) {
+        adaptive = await run(redis, { ...DEFAULT_ADAPTIVE });
+        const readings = adaptive.estimates.filter(([at]) => at >= SETTLE_MS).length;
+        if (judged(adaptive).length >= readings / 3 || attempt === RUNS) break;
+        console.log(`run ${attempt}: ${judged(adaptive).length} of ${readings} readings away from stalls; once more`);
+      }
       unbound = await run(redis, { algorithm: 'aimd', min: 1_000, max: 1_000, initial: 1_000 }); // held at 1,000
     } finally {
       done();
@@ -230,7 +239,7 @@ describe('one adaptive limit for three processes, in front of an upstream with a
         `${kept.inService.toFixed(1)} in service outside ${kept.probeMs} ms of probes; ` +
         `with no limit: p99 ${(p99(settled(unbound)) / L).toFixed(2)} L, served ${settled(unbound).length}, 503s ${unbound.upstream.shed}`,
     );
-  }, 240_000);
+  }, 300_000);
 
   afterAll(async () => {
     await redis?.stop();
@@ -240,7 +249,7 @@ describe('one adaptive limit for three processes, in front of an upstream with a
     const all = adaptive.estimates.filter(([at]) => at >= SETTLE_MS).map(([, l]) => l);
     expect(all.length).toBeGreaterThan(50);
     // Judged away from the machine's stalls (see judged), on at least a third of the run: a machine
-    // too busy for that fails here rather than passing on too little.
+    // too busy for that in RUNS runs fails here rather than passing on too little.
     const limits = judged(adaptive);
     expect(limits.length).toBeGreaterThanOrEqual(all.length / 3);
     // Within [0.8 C, 1.5 C] for 95 % of those readings, never past [0.5 C, 2 C]. Vegas's fast
