@@ -45,6 +45,8 @@ export {
   DrainRate,
   LinkedQueue,
   type QueueNode,
+  type ResolvedWaiting,
+  resolveWaiting,
   StandingQueue,
   Waiter,
   WaiterQueue,

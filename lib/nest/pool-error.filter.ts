@@ -40,12 +40,11 @@ export function poolErrorResponse(error: PoolError): PoolErrorResponse {
   if (error instanceof KeyLimitError) {
     status = 429;
     retryAfterSeconds = seconds(error.retryAfterMs);
-  } else if (error instanceof CapacityExceededError) {
+  } else if (error instanceof CapacityExceededError || error instanceof QueueFullError) {
     status = 503;
     retryAfterSeconds = seconds(error.retryAfterMs);
   } else if (
     error instanceof ConnectionsExhaustedError ||
-    error instanceof QueueFullError ||
     error instanceof ConnectionFailedError ||
     error instanceof PoolClosedError
   ) {

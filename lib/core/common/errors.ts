@@ -139,16 +139,31 @@ export class PoolClosedError extends PoolError {
 }
 
 /** `maxWaiting` callers are already queued. */
+/**
+ * The pool's queue takes no more callers (HTTP 503). `reason`: `maxWaiting` (that many wait
+ * already), or `standing` (controlled waiting: the pool is at its most connections and its queue
+ * stands, so the callers ahead, served at the rate they are, would keep this one past the target
+ * wait; it is refused at once rather than served late). `retryAfterMs`: when to try again.
+ */
 export class QueueFullError extends PoolError {
+  readonly reason: 'maxWaiting' | 'standing';
+  readonly retryAfterMs: number;
+
   constructor(
     pool: string,
     readonly maxWaiting: number,
+    /** With `standing`: how many wait, served how fast, and the target wait. */
+    readonly figures?: { readonly waiting: number; readonly servedPerSec: number; readonly targetMs: number },
   ) {
-    super(
-      'QUEUE_FULL',
-      pool,
-      `pool "${pool}": ${maxWaiting} callers are already waiting (maxWaiting); try again later`,
-    );
+    const why =
+      figures === undefined
+        ? `${maxWaiting} callers are already waiting (maxWaiting)`
+        : `every connection is busy and its queue stands (for a whole interval even the shortest wait was over the target of ${Math.round(figures.targetMs)} ms): the ${figures.waiting === 1 ? 'caller' : `${figures.waiting} callers`} already waiting, served at ${Math.round(figures.servedPerSec)} a second, would keep this one past it`;
+    super('QUEUE_FULL', pool, `pool "${pool}": ${why}; try again later`);
+    this.reason = figures === undefined ? 'maxWaiting' : 'standing';
+    // Once the queue ahead has drained, at the rate it is served; a second without figures.
+    this.retryAfterMs =
+      figures !== undefined && figures.servedPerSec > 0 ? (figures.waiting / figures.servedPerSec) * 1_000 : 1_000;
   }
 }
 

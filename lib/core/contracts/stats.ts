@@ -1,4 +1,4 @@
-import type { AdmissionStats } from './admission.js';
+import type { AdmissionStats, StandingState } from './admission.js';
 import type { PoolHealth } from './health.js';
 
 // The types every report shares: they import nothing of the pool, so no file that reports imports back.
@@ -105,6 +105,8 @@ export interface PoolStats {
   oldestLeaseMs: number | null;
   /** How long the caller queued longest has waited, ms (dated once per turn of the event loop); 0 with none. */
   oldestWaitMs: number;
+  /** With controlled waiting (`waiting: { mode: 'controlled' }`): whether the queue stands, its target, and the callers shed. */
+  standing?: StandingState;
   /** The admission limiter's report, when the pool has one. */
   admission?: AdmissionStats;
   /** The budget the pool shares (its `budget` option, a `FleetBudget`), when it has one. */

@@ -9,10 +9,5 @@ export {
   type RetryOptions,
   type UseOptions,
 } from './call-options.js';
-export {
-  CONNECTIONS,
-  type PoolOptions,
-  type ResolvedOptions,
-  resolveOptions,
-  type SelectionStrategy,
-} from './pool-options.js';
+export { CONNECTIONS } from './connector-rules.js';
+export { type PoolOptions, type ResolvedOptions, resolveOptions, type SelectionStrategy } from './pool-options.js';

@@ -3,11 +3,9 @@ import {
   consoleLogger,
   is,
   keysOf,
-  optionError,
   OptionReader,
   PoolConfigError,
   type PoolLogger,
-  type Rule,
   scrubbingLogger,
   shown,
   systemClock,
@@ -22,6 +20,8 @@ import {
   type SharedBudget,
 } from '../contracts/index.js';
 import { meterRule, type MetricsMeter } from '../observation/index.js';
+import { type ResolvedWaiting, resolveWaiting, type WaitingOptions } from '../waiting/index.js';
+import { CLIENT_LIMIT, CONNECTIONS, USES, validateConnector } from './connector-rules.js';
 
 /** How an acquire picks among ready connections that have room. */
 export type SelectionStrategy = 'spread' | 'pack';
@@ -65,6 +65,14 @@ export interface PoolOptions {
    * for a busy connection. Default `Infinity`.
    */
   maxWaiting?: number;
+  /**
+   * How callers wait for a connection once the pool is at `maxSize` and each is busy. Default
+   * `{ mode: 'fifo' }`: until their deadline, as pg-pool, HikariCP, generic-pool and tarn.
+   * `'controlled'` refuses newcomers at once (`QueueFullError`, reason `standing`) while the
+   * queue stands, so the callers served wait about a hold rather than their whole deadline. See
+   * docs/limits.md, "Controlled waiting".
+   */
+  waiting?: WaitingOptions;
   /** `spread` (fewest clients first) or `pack` (busiest connection with room first). Default `spread`. */
   strategy?: SelectionStrategy;
   /** Most creates in flight at once. Default `maxSize`. */
@@ -178,6 +186,7 @@ export interface ResolvedOptions {
   readonly createTimeoutMs: number;
   readonly acquireTimeoutMs: number;
   readonly maxWaiting: number;
+  readonly waiting: ResolvedWaiting;
   readonly strategy: SelectionStrategy;
   readonly maxConcurrentCreates: number;
   readonly growAt: number;
@@ -204,57 +213,6 @@ export interface ResolvedOptions {
   readonly maxHoldMs: number;
 }
 
-/** Connections one process may hold: past it (the ports of one host run out near 64 000) a value means "unbounded", which a pool must not be. */
-export const MAX_CONNECTIONS = 100_000;
-export const CONNECTIONS = is.count(
-  1,
-  MAX_CONNECTIONS,
-  'a pool of more connections than one process can open is no bound',
-);
-/** Callers of one connection: the pool keeps a slot per client count, so the bound keeps its index small. */
-const USES: Rule = {
-  says: 'a whole number of 1 or more, or Infinity (no limit)',
-  ok: (v) => v === Infinity || is.whole(1).ok(v),
-};
-const CLIENT_LIMIT = is.count(1, 1_000_000, 'callers one connection serves at once; a slot is kept for each count');
-
-const LENDING: Rule = {
-  says: 'true, false, or { returnsPromise(method) } (which methods answer with a promise)',
-  ok: (v) =>
-    typeof v === 'boolean' ||
-    (typeof v === 'object' &&
-      v !== null &&
-      ['undefined', 'function'].includes(typeof (v as { returnsPromise?: unknown }).returnsPromise)),
-};
-
-const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
-
-/** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
-export function validateConnector(pool: string, connector: unknown): void {
-  if (typeof connector !== 'object' || connector === null) {
-    throw new PoolConfigError(pool, 'connector', `must be an object with a create() method, got ${shown(connector)}`);
-  }
-  const c = connector as Record<string, unknown>;
-  const scope = { subject: 'pool', name: pool, path: 'connector.' } as const;
-  if (c.create === undefined && c.connector !== undefined) {
-    // new ConnectionPool({ name, connector }): one object where the constructor takes two.
-    throw new PoolConfigError(
-      pool,
-      'connector',
-      'must be the first argument, and the options the second: new ConnectionPool(connector, { name, maxSize }); the first argument given has a "connector" key, as if it were the options',
-    );
-  }
-  if (c.create === undefined) throw optionError(scope, 'create', 'must be a function');
-  for (const method of ['create', ...CONNECTOR_METHODS]) {
-    const invalid = violation(scope, method, c[method], is.function);
-    if (invalid !== undefined) throw invalid;
-  }
-  const badLimit = violation(scope, 'clientLimit', c.clientLimit, CLIENT_LIMIT);
-  if (badLimit !== undefined) throw badLimit;
-  const badLending = violation(scope, 'lendsHandles', c.lendsHandles, LENDING);
-  if (badLending !== undefined) throw badLending;
-}
-
 /** Every key of {@link PoolOptions}: any other is refused. */
 export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
   name: true,
@@ -268,6 +226,7 @@ export const POOL_OPTION_KEYS = keysOf<PoolOptions>({
   createTimeoutMs: true,
   acquireTimeoutMs: true,
   maxWaiting: true,
+  waiting: true,
   strategy: true,
   maxConcurrentCreates: true,
   growAt: true,
@@ -368,6 +327,7 @@ export function resolveOptions(options: PoolOptions = {}, connector?: Connector<
     createTimeoutMs: read.get('createTimeoutMs', is.above(0), 10_000),
     acquireTimeoutMs: read.get('acquireTimeoutMs', is.above(0), 60_000),
     maxWaiting: read.get('maxWaiting', is.atLeast(0), Infinity),
+    waiting: resolveWaiting(read, 'fifo'),
     strategy: read.get('strategy', is.oneOf('spread', 'pack'), 'spread'),
     maxConcurrentCreates: read.get('maxConcurrentCreates', is.whole(1), maxSize),
     growAt: read.get('growAt', is.fraction, 0.8),

@@ -36,7 +36,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
   readonly #backoff: ConnectionSupply<T>['backoff'];
   /** Clients per capacity at which one more connection opens ahead of demand (Infinity: never). */
   readonly #growLoad: number;
-  /** A bounded queue (maxWaiting) makes #wait() look closer at every caller. */
+  /** A bounded queue (maxWaiting) or controlled waiting makes #wait() look closer at every caller. */
   readonly #mayRefuse: boolean;
   /** Cleans a connection its caller gave back, when the connector resets connections. */
   readonly #reset: ConnectionReset<T> | undefined;
@@ -71,7 +71,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
     this.#backoff = supply.backoff;
     this.measures = observers.measures;
     this.#growLoad = o.growAt < 1 ? o.growAt : Infinity;
-    this.#mayRefuse = o.maxWaiting !== Infinity;
+    this.#mayRefuse = o.maxWaiting !== Infinity || o.waiting.mode === 'controlled';
     this.#reset =
       connector.reset === undefined
         ? undefined
@@ -293,7 +293,7 @@ export class Checkouts<T> implements LeaseOwner<T> {
 
 /**
  * Why a caller may not queue, if it may not: the pool closed, its signal aborted, the breaker of
- * failing creates is open (see `blockingPeriod`), the queue is full, or the caller's own `use()`
+ * failing creates is open (see `blockingPeriod`), the queue is full or stands, or the caller's own `use()`
  * scopes hold every slot it could ever get (it would wait for itself). `scopesLive`: use() scopes
  * of the pool running now; only then can a caller deadlock on its own lease.
  */
@@ -314,6 +314,11 @@ function queueRefusal(pool: QueuedPool, scopesLive: number, signal: AbortSignal 
   const slotsToCome = (set.opening + Math.max(0, maxSize - set.size)) * pool.supply.perConnection;
   if (o.maxWaiting !== Infinity && pool.waiting() >= o.maxWaiting + slotsToCome)
     return new QueueFullError(o.name, o.maxWaiting);
+  // A queue stands only for the connections there are: while more may open, callers wait for them.
+  if (slotsToCome === 0 && o.waiting.mode === 'controlled') {
+    const standing = pool.queue.shed();
+    if (standing !== undefined) return new QueueFullError(o.name, o.maxWaiting, standing);
+  }
   if (scopesLive > 0 && set.clients > 0 && set.opening === 0 && set.validating === 0 && set.size >= maxSize) {
     const own = scopeLeases(pool.pool);
     if (own > 0 && own >= set.clients) return new SelfDeadlockError(o.name, own, maxSize, o.clientLimit);

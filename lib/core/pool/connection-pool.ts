@@ -105,6 +105,7 @@ export class ConnectionPool<T> implements MethodPool {
       this.#counters,
       () => this.#timedOut(),
       budget && (() => budget.quiet(this.#supply.member)),
+      { options: o.waiting, slots: () => this.#supply.set.capacity },
     );
     // Every admission waiting in the limiter listens here: as many as there are callers, not a leak.
     setMaxListeners(0, this.#closeSignal.signal);
@@ -120,7 +121,7 @@ export class ConnectionPool<T> implements MethodPool {
         dispatch: () => this.#checkouts.dispatch(),
         swept: () => this.#observers.swept(healthFigures(this.#inside)),
         failQueue: (error) => {
-          for (let w = this.#waiters.next(); w !== null; w = this.#waiters.next()) {
+          for (let w = this.#waiters.evict(); w !== null; w = this.#waiters.evict()) {
             this.#counters.failedFast++;
             w.fail(error());
           }
@@ -154,6 +155,7 @@ export class ConnectionPool<T> implements MethodPool {
       closeSignal: this.#closeSignal.signal,
       isClosed: () => this.#closed,
       waiting: () => this.#waiters.length,
+      queue: this.#waiters,
       oldestLeaseMs: () => this.#observers.oldestLeaseMs(),
       hold: () => this.#holds.hold(),
       unhold: () => this.#holds.unhold(),

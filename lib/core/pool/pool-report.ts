@@ -5,11 +5,13 @@ import {
   type PoolCounters,
   type PoolHealth,
   type PoolStats,
+  type StandingState,
   utilizationHealth,
 } from '../contracts/index.js';
 import type { ConnectionSupply } from '../connections/index.js';
 import { type ExhaustedReason, messageOf } from '../common/index.js';
 import type { ResolvedOptions } from '../options/index.js';
+import type { PoolQueue } from '../waiting/index.js';
 
 /** Counters at zero, for a new pool. */
 export function newCounters(): PoolCounters {
@@ -51,6 +53,8 @@ export interface ReportedPool {
   readonly counters: PoolCounters;
   readonly limiter: AdmissionLimiter | undefined;
   waiting(): number;
+  /** Its callers waiting (whether their queue stands). */
+  readonly queue: Pick<PoolQueue<unknown>, 'shed' | 'standingState'>;
   isClosed(): boolean;
   /** Age of the lease held longest, when the pool keeps track of its leases. */
   oldestLeaseMs(): number | null;
@@ -108,6 +112,12 @@ export function healthFigures(pool: ReportedPool): HealthFigures {
   };
 }
 
+/** `standing` of the stats: present under controlled waiting only. */
+function standingOf(pool: ReportedPool): { standing?: StandingState } {
+  const standing = pool.queue.standingState();
+  return standing === undefined ? {} : { standing };
+}
+
 /** A snapshot of counts, counters and one row per connection. */
 export function statsOf(pool: ReportedPool): PoolStats {
   const { options: o, supply } = pool;
@@ -136,6 +146,7 @@ export function statsOf(pool: ReportedPool): PoolStats {
     closed: pool.isClosed(),
     oldestLeaseMs: pool.oldestLeaseMs(),
     oldestWaitMs: pool.waiting() === 0 ? 0 : supply.member.waitedMs(),
+    ...standingOf(pool),
     counters: { ...pool.counters, retiredBy: { ...pool.counters.retiredBy } },
     connections,
     ...(admission === undefined ? {} : { admission }),

@@ -1,4 +1,5 @@
 export { PoolQueue } from './pool-queue.js';
 export { LinkedQueue, type QueueNode, Waiter, WaiterQueue } from './waiter-queue.js';
 export { DRAIN_WINDOW_MS, DrainRate } from './drain-rate.js';
-export { INTERVAL_TARGETS, LEAST_INTERVAL_MS, StandingQueue, type WaitingOptions } from './standing-queue.js';
+export { INTERVAL_TARGETS, LEAST_INTERVAL_MS, StandingQueue } from './standing-queue.js';
+export { type ResolvedWaiting, resolveWaiting, type WaitingOptions } from './waiting-options.js';

@@ -1,17 +1,32 @@
-import type { Admission, PoolCounters } from '../contracts/index.js';
+import type { Admission, PoolCounters, StandingState } from '../contracts/index.js';
 import type { ProcessHold, Timers } from '../common/index.js';
+import { DrainRate } from './drain-rate.js';
+import { StandingQueue } from './standing-queue.js';
 import { WaiterDeadlines } from './waiter-deadlines.js';
 import { Waiter, WaiterQueue, type WaiterExtras } from './waiter-queue.js';
+import type { ResolvedWaiting } from './waiting-options.js';
+
+/** Why a newcomer may not wait in a standing queue: the figures its refusal says. */
+export interface StandingRefusal {
+  readonly waiting: number;
+  readonly servedPerSec: number;
+  readonly targetMs: number;
+}
 
 /**
  * The callers waiting for a connection, first come first served: each is dated for its deadline,
  * leaves at once when its signal aborts, and keeps the process alive while any waits. Whoever
  * serves a caller takes it out with `next()`; one whose deadline passed is taken out, counted,
- * and rejected with the error `timedOut` makes for it.
+ * and rejected with the error `timedOut` makes for it. With controlled waiting (standing-queue.ts)
+ * it also tells whether it stands, and whom to refuse while it does.
  */
 export class PoolQueue<L> {
   readonly #waiters = new WaiterQueue<L>();
   readonly #deadlines: WaiterDeadlines<L>;
+  readonly #timers: Timers;
+  /** With controlled waiting: how fast it is served, and whether it stands. */
+  readonly #drain: DrainRate | undefined;
+  readonly #standing: StandingQueue | undefined;
 
   constructor(
     timers: Timers,
@@ -21,7 +36,14 @@ export class PoolQueue<L> {
     timedOut: (due: Waiter<L>[]) => (w: Waiter<L>) => unknown,
     /** The last caller left the queue (served, timed out, aborted). */
     readonly emptied?: () => void,
+    /** How callers wait, and the slots they wait for now (the target is the mean hold of one). */
+    waiting?: { readonly options: ResolvedWaiting; readonly slots: () => number },
   ) {
+    this.#timers = timers;
+    if (waiting?.options.mode === 'controlled') {
+      this.#drain = new DrainRate(timers);
+      this.#standing = new StandingQueue(this.#drain, waiting.slots, waiting.options);
+    }
     this.#deadlines = new WaiterDeadlines(timers, this.#waiters, (due) => {
       const errorOf = timedOut(due);
       for (const w of due) {
@@ -56,7 +78,10 @@ export class PoolQueue<L> {
     w.admission = admission;
     const promise = w.promise();
     this.#waiters.push(w);
-    if (this.#waiters.length === 1) this.holds.hold();
+    if (this.#waiters.length === 1) {
+      this.holds.hold();
+      if (this.#standing !== undefined) this.#formed();
+    }
     this.#deadlines.queued(w);
     if (signal === undefined && stack === undefined) return promise;
     const extras: WaiterExtras = (w.extras = { abort: null, stack });
@@ -73,8 +98,45 @@ export class PoolQueue<L> {
     return promise;
   }
 
-  /** The head of the queue, out of it. */
+  /** The head of the queue, out of it: it is served. */
   next(): Waiter<L> | null {
+    const w = this.#waiters.shift();
+    if (w === null) return null;
+    if (this.#standing !== undefined) this.#served(w);
+    this.#left(w);
+    return w;
+  }
+
+  #formed(): void {
+    this.#drain!.formed();
+    this.#standing!.formed(this.#timers.now());
+  }
+
+  #served(w: Waiter<L>): void {
+    const now = this.#timers.now();
+    this.#drain!.granted();
+    this.#standing!.served(now, now - (w.since ?? now));
+  }
+
+  /**
+   * With controlled waiting, what refuses a newcomer the standing queue would not serve within
+   * its target (counted as shed); undefined when it may wait, and always without.
+   */
+  shed(): StandingRefusal | undefined {
+    const standing = this.#standing;
+    if (standing === undefined) return undefined;
+    const waiting = this.#waiters.length;
+    if (standing.admits(this.#timers.now(), waiting, this.#waiters.head?.since)) return undefined;
+    return { waiting, servedPerSec: this.#drain!.perMs * 1_000, targetMs: standing.target() };
+  }
+
+  /** With controlled waiting, whether the queue stands; undefined without. */
+  standingState(): StandingState | undefined {
+    return this.#standing?.state(this.#timers.now(), this.#waiters.head?.since);
+  }
+
+  /** The head of the queue, out of it, not served (it is failed: the pool closes, its creates fail fast). */
+  evict(): Waiter<L> | null {
     const w = this.#waiters.shift();
     if (w !== null) this.#left(w);
     return w;
@@ -95,6 +157,7 @@ export class PoolQueue<L> {
     }
     if (this.#waiters.length === 0) {
       this.holds.unhold();
+      this.#drain?.emptied();
       this.emptied?.();
     }
   }
@@ -102,6 +165,6 @@ export class PoolQueue<L> {
   /** No more deadlines, and every caller still queued gets `error()` (the pool is closing). */
   close(error: () => unknown): void {
     this.#deadlines.stop();
-    for (let w = this.next(); w !== null; w = this.next()) w.fail(error());
+    for (let w = this.evict(); w !== null; w = this.evict()) w.fail(error());
   }
 }

@@ -14,30 +14,7 @@
 
 import type { StandingState } from '../contracts/index.js';
 import type { DrainRate } from './drain-rate.js';
-
-/** How a queue of callers waits: the options a pool and every limiter take as `waiting`. */
-export interface WaitingOptions {
-  /**
-   * `'controlled'`: a standing queue is shed (see above); `'fifo'`: callers wait until their
-   * deadline whatever the queue ahead (what pg-pool, HikariCP, generic-pool and tarn do). Default:
-   * `'controlled'` for an adaptive limiter, `'fifo'` for a pool's queue and a fixed limit.
-   */
-  mode?: 'controlled' | 'fifo';
-  /**
-   * The wait a served caller should not exceed for long, ms. Default: what the queue measures,
-   * the mean time a slot is held (the slots over the rate the queue is served at), once the queue
-   * has stood long enough to measure it; until then nothing is shed.
-   */
-  targetMs?: number;
-  /**
-   * How long the shortest wait must stay above the target before the queue counts as standing,
-   * ms: a burst that drains within it is absorbed; and how long a standing queue must stay
-   * drained before it is let be. Default: 5 × the target, and at least 1 s (CoDel's 100 ms is a
-   * network's round trip; callers here have deadlines of seconds, and a cold limit may keep a
-   * queue for its first second while it grows).
-   */
-  intervalMs?: number;
-}
+import type { WaitingOptions } from './waiting-options.js';
 
 /** The least interval by default, ms. */
 export const LEAST_INTERVAL_MS = 1_000;

@@ -6,7 +6,6 @@ export {
   type LimiterStats,
   type LimitOptions,
   type ResolvedLimits,
-  type ResolvedWaiting,
   resolveLimits,
   WAIT_RULE,
   waits,

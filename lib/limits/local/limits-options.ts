@@ -7,6 +7,8 @@ import {
   OptionReader,
   PoolConfigError,
   type PoolLogger,
+  type ResolvedWaiting,
+  resolveWaiting,
   type Rule,
   shown,
   violation,
@@ -58,27 +60,6 @@ export interface ResolvedLimits {
   readonly wait: boolean | 'global';
   readonly waiting: ResolvedWaiting;
   readonly retryAfterMs: number;
-}
-
-/** `waiting` after defaults. */
-export interface ResolvedWaiting {
-  readonly mode: 'controlled' | 'fifo';
-  readonly targetMs?: number;
-  readonly intervalMs?: number;
-}
-
-/** Reads `waiting` (`mode` defaulting to `defaultMode`); a bad field throws a PoolConfigError naming it. */
-function resolveWaiting(read: OptionReader<LimitOptions>, defaultMode: ResolvedWaiting['mode']): ResolvedWaiting {
-  const w = read.nested('waiting');
-  w.only(keysOf<WaitingOptions>({ mode: true, targetMs: true, intervalMs: true }), 'the waiting options');
-  const mode = w.get('mode', is.oneOf('controlled', 'fifo'), defaultMode);
-  const targetMs = w.get('targetMs', is.finiteAbove(0));
-  const intervalMs = w.get('intervalMs', is.finiteAbove(0));
-  return {
-    mode,
-    ...(targetMs === undefined ? {} : { targetMs }),
-    ...(intervalMs === undefined ? {} : { intervalMs }),
-  };
 }
 
 /** Whether a caller refused by `refusal` waits for a slot under `limits` (and has time to). */

@@ -1,4 +1,4 @@
-import type { ResolvedLimits, ResolvedWaiting } from './limits-options.js';
+import type { ResolvedLimits } from './limits-options.js';
 import {
   type AbortHook,
   type AdmissionRequest,
@@ -6,6 +6,7 @@ import {
   type Clock,
   DrainRate,
   type EventDates,
+  type ResolvedWaiting,
   hookAbort,
   StandingQueue,
   type StandingState,
