@@ -52,6 +52,21 @@ async function overload(options: PoolOptions, { everyMs = 2.5, holdMs = 20, time
   return { callers, during };
 }
 
+/** A warm pool of `size` exclusive connections with controlled waiting, on virtual time. */
+async function warmControlled(size: number) {
+  const clock = new VirtualClock();
+  const pool = new ConnectionPool(new FakeConnector(), {
+    maxSize: size,
+    minSize: size,
+    clientLimit: 1,
+    clock,
+    logger: quiet,
+    waiting: { mode: 'controlled' },
+  });
+  await pool.warmup();
+  return { clock, pool };
+}
+
 const waits = (callers: Caller[], from: number) =>
   callers.filter((c) => c.served && c.arrived >= from).map((c) => c.at - c.arrived);
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * (xs.length - 1))]!;
@@ -87,16 +102,7 @@ describe("controlled waiting in the pool's queue", () => {
   });
 
   it('absorbs a burst after a calm: every caller served, none refused', async () => {
-    const clock = new VirtualClock();
-    const pool = new ConnectionPool(new FakeConnector(), {
-      maxSize: 4,
-      minSize: 4,
-      clientLimit: 1,
-      clock,
-      logger: quiet,
-      waiting: { mode: 'controlled' },
-    });
-    await pool.warmup();
+    const { clock, pool } = await warmControlled(4);
     // 40 callers at once on 4 connections, 20 ms each: the last is served after 180 ms, within the interval.
     const callers = Array.from({ length: 40 }, () => call(pool, clock, 20, 1_000));
     await clock.advance(1_000);
@@ -129,16 +135,7 @@ describe("controlled waiting in the pool's queue", () => {
   });
 
   it('closes in the middle of a standing queue: every waiter gets PoolClosedError, every caller an answer', async () => {
-    const clock = new VirtualClock();
-    const pool = new ConnectionPool(new FakeConnector(), {
-      maxSize: 2,
-      minSize: 2,
-      clientLimit: 1,
-      clock,
-      logger: quiet,
-      waiting: { mode: 'controlled' },
-    });
-    await pool.warmup();
+    const { clock, pool } = await warmControlled(2);
     const callers: Caller[] = [];
     for (let t = 0; t < 3_000; t += 2) {
       callers.push(call(pool, clock, 20, 60_000));
