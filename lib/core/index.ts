@@ -45,6 +45,7 @@ export {
   DrainRate,
   LinkedQueue,
   type QueueNode,
+  QueueWatch,
   type ResolvedWaiting,
   resolveWaiting,
   StandingQueue,

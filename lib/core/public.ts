@@ -53,6 +53,7 @@ export {
   type RetireOptions,
   type RetireReason,
   type SharedBudget,
+  type StandingFigures,
   type StandingState,
   utilizationHealth,
 } from './contracts/index.js';

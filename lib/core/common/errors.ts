@@ -1,4 +1,4 @@
-import type { PoolStats } from '../contracts/index.js';
+import type { PoolStats, StandingFigures } from '../contracts/index.js';
 
 /** Stable machine-readable codes of every {@link PoolError}. */
 export type PoolErrorCode =
@@ -153,7 +153,7 @@ export class QueueFullError extends PoolError {
     pool: string,
     readonly maxWaiting: number,
     /** With `standing`: how many wait, served how fast, and the target wait. */
-    readonly figures?: { readonly waiting: number; readonly servedPerSec: number; readonly targetMs: number },
+    readonly figures?: StandingFigures,
   ) {
     const why =
       figures === undefined

@@ -168,3 +168,13 @@ export interface StandingState {
   /** Newcomers refused at once because it stood. */
   readonly shed: number;
 }
+
+/** Why a newcomer may not wait in a standing queue: the figures its refusal says. */
+export interface StandingFigures {
+  /** Callers waiting already. */
+  readonly waiting: number;
+  /** How fast they are served. */
+  readonly servedPerSec: number;
+  /** The wait the queue is held to, ms. */
+  readonly targetMs: number;
+}

@@ -1,17 +1,9 @@
-import type { Admission, PoolCounters, StandingState } from '../contracts/index.js';
+import type { Admission, PoolCounters, StandingFigures, StandingState } from '../contracts/index.js';
 import type { ProcessHold, Timers } from '../common/index.js';
-import { DrainRate } from './drain-rate.js';
-import { StandingQueue } from './standing-queue.js';
+import { QueueWatch } from './queue-watch.js';
 import { WaiterDeadlines } from './waiter-deadlines.js';
 import { Waiter, WaiterQueue, type WaiterExtras } from './waiter-queue.js';
 import type { ResolvedWaiting } from './waiting-options.js';
-
-/** Why a newcomer may not wait in a standing queue: the figures its refusal says. */
-export interface StandingRefusal {
-  readonly waiting: number;
-  readonly servedPerSec: number;
-  readonly targetMs: number;
-}
 
 /**
  * The callers waiting for a connection, first come first served: each is dated for its deadline,
@@ -23,10 +15,8 @@ export interface StandingRefusal {
 export class PoolQueue<L> {
   readonly #waiters = new WaiterQueue<L>();
   readonly #deadlines: WaiterDeadlines<L>;
-  readonly #timers: Timers;
   /** With controlled waiting: how fast it is served, and whether it stands. */
-  readonly #drain: DrainRate | undefined;
-  readonly #standing: StandingQueue | undefined;
+  readonly #watch: QueueWatch | undefined;
 
   constructor(
     timers: Timers,
@@ -39,11 +29,7 @@ export class PoolQueue<L> {
     /** How callers wait, and the slots they wait for now (the target is the mean hold of one). */
     waiting?: { readonly options: ResolvedWaiting; readonly slots: () => number },
   ) {
-    this.#timers = timers;
-    if (waiting?.options.mode === 'controlled') {
-      this.#drain = new DrainRate(timers);
-      this.#standing = new StandingQueue(this.#drain, waiting.slots, waiting.options);
-    }
+    if (waiting?.options.mode === 'controlled') this.#watch = new QueueWatch(timers, waiting.options, waiting.slots);
     this.#deadlines = new WaiterDeadlines(timers, this.#waiters, (due) => {
       const errorOf = timedOut(due);
       for (const w of due) {
@@ -80,7 +66,7 @@ export class PoolQueue<L> {
     this.#waiters.push(w);
     if (this.#waiters.length === 1) {
       this.holds.hold();
-      if (this.#standing !== undefined) this.#formed();
+      this.#watch?.formed();
     }
     this.#deadlines.queued(w);
     if (signal === undefined && stack === undefined) return promise;
@@ -102,37 +88,22 @@ export class PoolQueue<L> {
   next(): Waiter<L> | null {
     const w = this.#waiters.shift();
     if (w === null) return null;
-    if (this.#standing !== undefined) this.#served(w);
+    this.#watch?.served(w.since);
     this.#left(w);
     return w;
-  }
-
-  #formed(): void {
-    this.#drain!.formed();
-    this.#standing!.formed(this.#timers.now());
-  }
-
-  #served(w: Waiter<L>): void {
-    const now = this.#timers.now();
-    this.#drain!.granted();
-    this.#standing!.served(now, now - (w.since ?? now));
   }
 
   /**
    * With controlled waiting, what refuses a newcomer the standing queue would not serve within
    * its target (counted as shed); undefined when it may wait, and always without.
    */
-  shed(): StandingRefusal | undefined {
-    const standing = this.#standing;
-    if (standing === undefined) return undefined;
-    const waiting = this.#waiters.length;
-    if (standing.admits(this.#timers.now(), waiting, this.#waiters.head?.since)) return undefined;
-    return { waiting, servedPerSec: this.#drain!.perMs * 1_000, targetMs: standing.target() };
+  shed(): StandingFigures | undefined {
+    return this.#watch?.refusal(this.#waiters.length, this.#waiters.head?.since);
   }
 
   /** With controlled waiting, whether the queue stands; undefined without. */
   standingState(): StandingState | undefined {
-    return this.#standing?.state(this.#timers.now(), this.#waiters.head?.since);
+    return this.#watch?.state(this.#waiters.head?.since);
   }
 
   /** The head of the queue, out of it, not served (it is failed: the pool closes, its creates fail fast). */
@@ -157,7 +128,7 @@ export class PoolQueue<L> {
     }
     if (this.#waiters.length === 0) {
       this.holds.unhold();
-      this.#drain?.emptied();
+      this.#watch?.emptied();
       this.emptied?.();
     }
   }

@@ -4,11 +4,9 @@ import {
   type AdmissionRequest,
   CapacityExceededError,
   type Clock,
-  DrainRate,
-  type EventDates,
   type ResolvedWaiting,
   hookAbort,
-  StandingQueue,
+  QueueWatch,
   type StandingState,
   type TimerHandle,
   Timers,
@@ -62,18 +60,13 @@ export class SlotWaiters<V> {
   readonly #queue = new WaiterQueue<V>();
   /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
   readonly #timers: Timers;
-  /** How fast the queue is served while it stands. */
-  readonly #drain: DrainRate;
-  readonly #dates: EventDates;
-  /** With controlled waiting: whether the queue stands (newcomers refused at once). */
-  readonly #standing: StandingQueue | undefined;
+  /** How fast the queue is served and, with controlled waiting, whether it stands (newcomers refused at once). */
+  readonly #watch: QueueWatch;
 
   /** `slots`: the slots its waiters wait for, now (with controlled waiting, the target is the mean hold of one). */
   constructor(clock: Clock, waiting?: ResolvedWaiting, slots: () => number = () => NaN) {
     this.#timers = new Timers(clock);
-    this.#dates = turnDates(this.#timers);
-    this.#drain = new DrainRate(this.#dates);
-    this.#standing = waiting?.mode === 'controlled' ? new StandingQueue(this.#drain, slots, waiting) : undefined;
+    this.#watch = new QueueWatch(turnDates(this.#timers), waiting, slots);
   }
 
   /**
@@ -81,16 +74,15 @@ export class SlotWaiters<V> {
    * its target (counted as shed); undefined when it may wait. `limits`: what the refusal says.
    */
   shed(request: AdmissionRequest, limits: ResolvedLimits): CapacityExceededError | undefined {
-    const standing = this.#standing;
-    if (standing === undefined) return undefined;
+    const figures = this.#watch.refusal(this.#queue.length, this.#headSince());
+    if (figures === undefined) return undefined;
+    return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, figures);
+  }
+
+  /** When the longest waiter joined; undefined when none waits. */
+  #headSince(): number | undefined {
     const head = this.#queue.head as Entry<V> | null;
-    if (standing.admits(this.#dates.now(), this.#queue.length, head === null ? undefined : head.joined))
-      return undefined;
-    return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, {
-      waiting: this.#queue.length,
-      servedPerSec: this.servedPerSec,
-      targetMs: standing.target(),
-    });
+    return head === null ? undefined : head.joined;
   }
 
   /** `standing` of a limiter's stats: present under controlled waiting only. */
@@ -101,9 +93,7 @@ export class SlotWaiters<V> {
 
   /** With controlled waiting, the queue's state; undefined without. */
   standingState(): StandingState | undefined {
-    if (this.#standing === undefined) return undefined;
-    const head = this.#queue.head as Entry<V> | null;
-    return this.#standing.state(this.#dates.now(), head === null ? undefined : head.joined);
+    return this.#watch.state(this.#headSince());
   }
 
   get length(): number {
@@ -112,7 +102,7 @@ export class SlotWaiters<V> {
 
   /** Slots handed over per second while the queue has stood; 0 until it has stood a whole measure. */
   get servedPerSec(): number {
-    return this.#drain.perMs * 1_000;
+    return this.#watch.servedPerSec;
   }
 
   /**
@@ -122,7 +112,7 @@ export class SlotWaiters<V> {
    * measure since it last emptied).
    */
   outlasts(timeoutMs: number): boolean {
-    const perMs = this.#drain.perMs;
+    const perMs = this.#watch.perMs;
     // The newcomer's own slot is the one after every waiter's ahead of it.
     return perMs > 0 && this.#queue.length + 1 > perMs * timeoutMs;
   }
@@ -141,12 +131,8 @@ export class SlotWaiters<V> {
     entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
     if (signal !== undefined) hookAbort(signal, entry);
-    const now = this.#standing === undefined ? 0 : this.#dates.now();
-    entry.joined = now;
-    if (this.#queue.length === 0) {
-      this.#drain.formed();
-      this.#standing?.formed(now);
-    }
+    entry.joined = this.#watch.joinedAt();
+    if (this.#queue.length === 0) this.#watch.formed();
     this.#queue.push(entry);
     return promise;
   }
@@ -155,11 +141,7 @@ export class SlotWaiters<V> {
   grant(waiter: SlotWaiter, value: V): boolean {
     const entry = waiter as Entry<V>;
     if (!entry.queued) return false;
-    this.#drain.granted();
-    if (this.#standing !== undefined) {
-      const now = this.#dates.now();
-      this.#standing.served(now, now - entry.joined);
-    }
+    this.#watch.served(entry.joined);
     this.leave(entry);
     entry.resolve(value);
     return true;
@@ -201,7 +183,7 @@ export class SlotWaiters<V> {
   leave(entry: Entry<V>): void {
     if (!entry.queued) return;
     this.#queue.remove(entry);
-    if (this.#queue.length === 0) this.#drain.emptied();
+    if (this.#queue.length === 0) this.#watch.emptied();
     this.#timers.clear(entry.timer);
     const signal = entry.request.signal;
     if (signal !== undefined) unhookAbort(signal, entry);
