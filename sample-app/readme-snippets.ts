@@ -92,6 +92,15 @@ export function limitedRegistration(llmUrl: string) {
   });
 }
 
+/** Tiers: premium users hold up to 20 calls at once, the others 5; the key is the user's id. */
+export function tieredRegistration(llmUrl: string, premium: ReadonlySet<string>) {
+  return PoolModule.forRoot({
+    httpErrors: true,
+    limits: { global: 1000, perKey: (user) => (premium.has(user) ? 20 : 5) },
+    pools: [{ name: 'llm', connector: new Http2SessionConnector(llmUrl) }],
+  });
+}
+
 /** An upstream that rate-limits: the global limit finds itself, cut on 429s and paused for their Retry-After. */
 export function adaptiveRegistration(llmUrl: string) {
   return PoolModule.forRoot({

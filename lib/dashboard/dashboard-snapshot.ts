@@ -40,13 +40,13 @@ export interface DashboardLimiter {
   readonly used: number;
   /** null: no global limit. */
   readonly limit: number | null;
-  /** null: no per-key limit. */
-  readonly perKey: number | null;
+  /** null: no per-key limit; 'by key': each key has its own (a `perKey` function, shown in topKeys). */
+  readonly perKey: number | 'by key' | null;
   readonly utilization: number;
   readonly health: PoolHealth;
   readonly held: number;
   readonly waiting: number;
-  readonly topKeys: readonly { key: string; leases: number }[];
+  readonly topKeys: readonly { key: string; leases: number; limit?: number }[];
   readonly refused: { readonly global: number; readonly key: number };
   /** Refusals per second over the last minute, by reason. */
   readonly refusedPerSec: { readonly global: number; readonly key: number };
@@ -188,7 +188,7 @@ export function limiterView(
     mode: a.mode,
     used: a.used,
     limit: Number.isFinite(a.limit) ? a.limit : null,
-    perKey: Number.isFinite(a.perKey) ? a.perKey : null,
+    perKey: Number.isNaN(a.perKey) ? 'by key' : Number.isFinite(a.perKey) ? a.perKey : null,
     utilization: a.utilization,
     health: a.health,
     held: a.held,

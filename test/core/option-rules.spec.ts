@@ -108,7 +108,7 @@ describe('option rules', () => {
       'limiter',
       'db:limits',
       'limits.perKey',
-      'limiter "db:limits": option "limits.perKey" must be a whole number of 1 or more, got 0',
+      'limiter "db:limits": option "limits.perKey" must be a whole number of 1 or more, or a function (key) => limit, got 0',
     ],
     [
       'limiter flag',

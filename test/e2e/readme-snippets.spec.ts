@@ -28,6 +28,7 @@ import {
   PoliteCompletions,
   leaseByHand,
   limitedRegistration,
+  tieredRegistration,
   ServerTime,
   tenantDatabase,
   TenantReports,
@@ -202,6 +203,28 @@ describe('the README excerpts, run', () => {
     expect(pool.stats().admission).toMatchObject({ mode: 'redis', limit: 1000, perKey: 5, held: 0 });
     await moduleRef.close();
   }, 15_000);
+
+  it('tiers: a premium user holds 20 calls at once where the others hold 5', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [tieredRegistration(upstream.url, new Set(['gold']))],
+      providers: [Completions],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await moduleRef.init();
+    const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
+    const completions = moduleRef.get(Completions);
+    const calls = (user: string, n: number) =>
+      Promise.allSettled(Array.from({ length: n }, () => completions.complete(user, 'hello')));
+    const [gold, ann] = await Promise.all([calls('gold', 25), calls('ann', 8)]);
+    const served = (all: PromiseSettledResult<string>[]) => all.filter((r) => r.status === 'fulfilled').length;
+    expect(served(gold)).toBe(20);
+    expect(served(ann)).toBe(5);
+    const refused = ann.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(refused.reason).toMatchObject({ code: 'KEY_LIMIT', key: 'ann', limit: 5 }); // answered 429 by httpErrors
+    expect(pool.stats().admission).toMatchObject({ perKey: NaN, held: 0 });
+    await moduleRef.close();
+  });
 
   it('an adaptive limit in front of a rate-limited upstream', async () => {
     const moduleRef = await Test.createTestingModule({

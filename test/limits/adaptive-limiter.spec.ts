@@ -305,7 +305,7 @@ describe('AdaptiveLimiter', () => {
       'limiter "limits": option "limits.wait" must be true, false or \'global\', got "yes"',
     );
     expect(() => new AdaptiveLimiter({ perKey: 0 })).toThrow(
-      'limiter "limits": option "limits.perKey" must be a whole number of 1 or more, got 0',
+      'limiter "limits": option "limits.perKey" must be a whole number of 1 or more, or a function (key) => limit, got 0',
     );
   });
 });

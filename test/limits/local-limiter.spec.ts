@@ -164,7 +164,7 @@ describe('LocalLimiter', () => {
       'option "limits.global" must be a whole number of 1 or more, got 0',
     );
     expect(() => new LocalLimiter({ perKey: 2.5 })).toThrow(
-      'option "limits.perKey" must be a whole number of 1 or more, got 2.5',
+      'option "limits.perKey" must be a whole number of 1 or more, or a function (key) => limit, got 2.5',
     );
     expect(() => new LocalLimiter({ wait: 'yes' as never })).toThrow(
       `option "limits.wait" must be true, false or 'global'`,

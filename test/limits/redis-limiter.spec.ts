@@ -316,7 +316,9 @@ describe('RedisLimiter on a real Redis', () => {
     );
     const make = (o: Partial<RedisLimiterOptions>) => () => new RedisLimiter({ redis: { url: REDIS_URL }, ...o });
     expect(make({ global: 0 })).toThrow('option "limits.global" must be a whole number of 1 or more, got 0');
-    expect(make({ perKey: -1 })).toThrow('option "limits.perKey" must be a whole number of 1 or more, got -1');
+    expect(make({ perKey: -1 })).toThrow(
+      'option "limits.perKey" must be a whole number of 1 or more, or a function (key) => limit, got -1',
+    );
     expect(make({ redis: { url: 'localhost:6379' } })).toThrow(
       'option "limits.redis.url" must be a redis:// or rediss:// URL',
     );

@@ -75,7 +75,7 @@ export interface AdmissionStats {
   used: number;
   /** The global limit; `Infinity` when there is none. */
   limit: number;
-  /** The per-key limit; `Infinity` when there is none. */
+  /** The per-key limit; `Infinity` when there is none, `NaN` when each key has its own (a `perKey` function). */
   perKey: number;
   /** `used / limit`. */
   utilization: number;
@@ -86,7 +86,7 @@ export interface AdmissionStats {
   waiting: number;
   counters: LimiterCounters;
   /** The keys holding the most leases in this process, most first (at most 5): who uses the per-key budget. */
-  topKeys?: { key: string; leases: number }[];
+  topKeys?: { key: string; leases: number; limit?: number }[];
   /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
   lastError?: string;
   /** An adaptive limiter's limit and how it moved (see `AdaptiveLimiter`). */

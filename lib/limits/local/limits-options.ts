@@ -19,8 +19,13 @@ import {
 export interface LimitOptions {
   /** Most leases at once (across every instance, for a Redis limiter). Default: no limit. */
   global?: number;
-  /** Most leases at once per key (user, tenant). Default: no limit. */
-  perKey?: number;
+  /**
+   * Most leases at once per key (user, tenant): one number for every key, or a function that
+   * gives each key its own (tiers: `(key) => (premium.has(key) ? 20 : 5)`). The function is
+   * called on each admission with the call's key, so it must be cheap and synchronous; it
+   * returns a whole number of 1 or more, or Infinity (no limit for that key). Default: no limit.
+   */
+  perKey?: number | ((key: string) => number);
   /**
    * With a per-key limit, what a call without a key does: `global` (default) counts it against
    * the global limit only; `refuse` fails it with a `PoolConfigError` (a missing key is a bug).
@@ -55,7 +60,10 @@ export interface LimitOptions {
 export interface ResolvedLimits {
   readonly name: string;
   readonly global: number;
+  /** The per-key limit when it is one number for every key (Infinity: none); NaN when it depends on the key. */
   readonly perKey: number;
+  /** A key's own limit, checked: throws a {@link PoolConfigError} when a `perKey` function fails or returns no limit. */
+  readonly keyLimit: (key: string) => number;
   readonly keyless: 'global' | 'refuse';
   readonly wait: boolean | 'global';
   readonly waiting: ResolvedWaiting;
@@ -65,6 +73,34 @@ export interface ResolvedLimits {
 /** Whether a caller refused by `refusal` waits for a slot under `limits` (and has time to). */
 export function waits(limits: ResolvedLimits, refusal: 'global' | 'key', timeoutMs: number): boolean {
   return (limits.wait === true || (limits.wait === 'global' && refusal === 'global')) && timeoutMs > 0;
+}
+
+/** A per-key limit, as a number. */
+const PER_KEY_RULE: Rule = {
+  says: 'a whole number of 1 or more, or a function (key) => limit',
+  ok: (v) => is.whole(1).ok(v),
+};
+
+/** A key's limit, as a `perKey` function must give it. */
+const KEY_LIMIT_RULE: Rule = {
+  says: 'a whole number of 1 or more, or Infinity',
+  ok: (v) => v === Infinity || is.whole(1).ok(v),
+};
+
+/** `limitOf`, its answers checked: a function that throws or answers no limit is a configuration error. */
+function checkedKeyLimit(limitOf: (key: string) => number, name: string): (key: string) => number {
+  const fail = (key: string, problem: string, cause?: unknown) =>
+    new PoolConfigError(name, 'limits.perKey', `${problem} for the key ${shown(key)}`, 'limiter', { cause });
+  return (key) => {
+    let limit: unknown;
+    try {
+      limit = limitOf(key);
+    } catch (err) {
+      throw fail(key, `threw (${err instanceof Error ? err.message : shown(err)})`, err);
+    }
+    if (KEY_LIMIT_RULE.ok(limit)) return limit as number;
+    throw fail(key, `must return ${KEY_LIMIT_RULE.says}, but returned ${shown(limit)}`);
+  };
 }
 
 /** `wait`'s values. */
@@ -106,7 +142,8 @@ export function resolveLimits(
     "a limiter's options",
   );
   const global = read.get('global', is.whole(1), Infinity);
-  const perKey = read.get('perKey', is.whole(1), Infinity);
+  const keyLimit = typeof options.perKey === 'function' ? checkedKeyLimit(options.perKey, name) : undefined;
+  const perKey = keyLimit === undefined ? read.get('perKey', PER_KEY_RULE, Infinity) : NaN;
   if (perKey !== Infinity && perKey > global) {
     read.fail(
       'perKey',
@@ -117,6 +154,7 @@ export function resolveLimits(
     name,
     global,
     perKey,
+    keyLimit: keyLimit ?? (() => perKey),
     keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
     wait: read.get('wait', WAIT_RULE, false),
     waiting: resolveWaiting(read, waitingMode),

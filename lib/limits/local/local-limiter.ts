@@ -16,7 +16,7 @@ import {
   resolveLimits,
   waits,
 } from './limits-options.js';
-import { keyOf, neverLost, refusalError } from './refusals.js';
+import { keyLimitOf, keyOf, neverLost, refusalError, withKeyLimits } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
 
@@ -117,8 +117,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
   /** @internal Set by an adaptive limiter: its admissions learn. */
   [kLearner]: Learner | undefined;
   /** What a wait refused by each limit rejects with at its deadline: one function for every waiter. */
-  readonly #refuseGlobal = (request: AdmissionRequest) => refusalError('global', request, this.#limits);
-  readonly #refuseKey = (request: AdmissionRequest) => refusalError('key', request, this.#limits);
+  readonly #refuseGlobal = (request: AdmissionRequest) => refusalError('global', request, this.#limits, NaN);
+  readonly #refuseKey = (request: AdmissionRequest, keyLimit: number) =>
+    refusalError('key', request, this.#limits, keyLimit);
 
   /** `waitingMode`: `waiting.mode` when the options do not say (an adaptive limiter's is `controlled`). */
   constructor(options: LimitOptions = {}, waitingMode: 'controlled' | 'fifo' = 'fifo') {
@@ -151,27 +152,31 @@ export class LocalLimiter implements ConcurrencyLimiter {
   /** A slot now, if both limits have room and the key is valid; `admit()` says why not. */
   tryAdmit(request: AdmissionRequest): Admission | undefined {
     let key: string | undefined;
+    let keyLimit: number;
     try {
       key = keyOf(request, this.#limits);
+      keyLimit = keyLimitOf(key, this.#limits);
     } catch {
       return undefined;
     }
-    return this.#counts.take(key, this.#limits.global, this.#limits.perKey) === null ? this.#admitted(key) : undefined;
+    return this.#counts.take(key, this.#limits.global, keyLimit) === null ? this.#admitted(key) : undefined;
   }
 
   admit(request: AdmissionRequest): Promise<Admission> {
     let key: string | undefined;
+    let keyLimit: number;
     try {
       key = keyOf(request, this.#limits);
+      keyLimit = keyLimitOf(key, this.#limits);
     } catch (err) {
       return Promise.reject(err);
     }
-    const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
+    const refusal = this.#counts.take(key, this.#limits.global, keyLimit);
     if (refusal === null) return Promise.resolve(this.#admitted(key));
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
-      return Promise.reject(refusalError(refusal, request, this.#limits));
+      return Promise.reject(refusalError(refusal, request, this.#limits, keyLimit));
     if (refusal === 'global') {
       // A standing queue, under controlled waiting, takes no newcomer it would keep past the target.
       const shed = this.#waiters.shed(request, this.#limits);
@@ -179,7 +184,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
       // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
       if (this.#waiters.outlasts(request.timeoutMs)) return Promise.reject(this.#backlog(request));
     }
-    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey);
+    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey, keyLimit);
   }
 
   stats(): LimiterStats {
@@ -195,7 +200,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
       held: this.#counts.used,
       waiting: this.#waiters.length,
       counters: { ...this.#counters },
-      topKeys: this.#counts.top(TOP_KEYS),
+      topKeys: withKeyLimits(this.#counts.top(TOP_KEYS), this.#limits),
       ...this.#waiters.standingReport(),
     };
   }
@@ -239,7 +244,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
   #serveWaiters(): void {
     this.#waiters.serve((w) => {
       const key = w.request.key ?? undefined; // checked by admit(); null: no key on purpose
-      const refusal = this.#counts.take(key, this.#limits.global, this.#limits.perKey);
+      const refusal = this.#counts.take(key, this.#limits.global, w.keyLimit);
       return refusal === 'global' ? false : refusal === null ? this.#admitted(key) : undefined;
     });
   }

@@ -19,6 +19,8 @@ import {
 /** A caller waiting for a slot until its deadline. */
 export interface SlotWaiter {
   readonly request: AdmissionRequest;
+  /** The limit of its key (Infinity without one), as it was when it began to wait. */
+  readonly keyLimit: number;
 }
 
 /**
@@ -36,7 +38,8 @@ class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
     readonly request: AdmissionRequest,
     readonly waiters: SlotWaiters<V>,
     /** The error its deadline rejects it with. */
-    readonly refuse: (request: AdmissionRequest) => Error,
+    readonly refuse: (request: AdmissionRequest, keyLimit: number) => Error,
+    readonly keyLimit: number,
   ) {
     super(request.timeoutMs);
   }
@@ -51,7 +54,7 @@ class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
   }
 
   expire(): void {
-    this.fail(this.refuse(this.request));
+    this.fail(this.refuse(this.request, this.keyLimit));
   }
 }
 
@@ -119,14 +122,18 @@ export class SlotWaiters<V> {
 
   /**
    * Waits until a slot is handed over ({@link grant}, {@link serve}), the request's deadline
-   * passes (rejects with `refuse(request)`), or its signal aborts. `refuse` may be one function
-   * for every wait: it is handed the request.
+   * passes (rejects with `refuse(request, keyLimit)`), or its signal aborts. `refuse` may be one function
+   * for every wait: it is handed the request. `keyLimit`: the limit of the request's key.
    */
-  wait(request: AdmissionRequest, refuse: (request: AdmissionRequest) => Error): Promise<V> {
+  wait(
+    request: AdmissionRequest,
+    refuse: (request: AdmissionRequest, keyLimit: number) => Error,
+    keyLimit = Infinity,
+  ): Promise<V> {
     const { timeoutMs, signal } = request;
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const entry = new Entry<V>(request, this, refuse);
+    const entry = new Entry<V>(request, this, refuse, keyLimit);
     const promise = entry.promise();
     entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.

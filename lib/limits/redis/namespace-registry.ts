@@ -7,6 +7,9 @@ import type { ResolvedLimits } from '../local/index.js';
  */
 const namespaces = new Map<string, { name: string; global: number; perKey: number; users: number }>();
 
+/** A per-key limit as the error names it (NaN: a function of the key). */
+const shownPerKey = (perKey: number): string => (Number.isNaN(perKey) ? 'by key' : String(perKey));
+
 /**
  * Claims `namespace` on the Redis at `where` for these limits, or refuses (`PoolConfigError`) when
  * a limiter of other limits holds it. Returns the function that gives the claim back.
@@ -15,12 +18,12 @@ export function claimNamespace(where: string, namespace: string, limits: Resolve
   const id = `${where}|${namespace}`;
   const { name, global, perKey } = limits;
   const other = namespaces.get(id);
-  if (other !== undefined && (other.global !== global || other.perKey !== perKey)) {
+  if (other !== undefined && (other.global !== global || !Object.is(other.perKey, perKey))) {
     throw new PoolConfigError(
       name,
       'limits.redis.namespace',
       `"${namespace}" is already used on this Redis by limiter "${other.name}" with other limits ` +
-        `(global ${other.global}, perKey ${other.perKey}; here ${global}, ${perKey}): they would share one budget. Give each its own namespace, or the same limits`,
+        `(global ${other.global}, perKey ${shownPerKey(other.perKey)}; here ${global}, ${shownPerKey(perKey)}): they would share one budget. Give each its own namespace, or the same limits`,
       'limiter',
     );
   }

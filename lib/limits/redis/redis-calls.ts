@@ -43,10 +43,15 @@ export interface LimitShare {
   failed(taken: Taken): void;
 }
 
+/** A limit as the scripts take it: -1 for none. */
+const limitArg = (limit: number): number => (limit === Infinity ? -1 : limit);
+
 /** A lease this process holds. */
 export interface Held {
   readonly id: string;
   readonly key: string | undefined;
+  /** The limit of its key (Infinity without one). */
+  readonly keyLimit: number;
   /** The key's sorted set, or the global set when there is no key. */
   readonly keySet: string;
   /** Its member in the sets: the id, then after a '|' its key set's name less the prefix (see redis-scripts). */
@@ -267,6 +272,7 @@ export class RedisCalls {
   async #sendAdmissions(): Promise<void> {
     const redis = this.host.redis()!;
     const { global, perKey } = this.limits;
+    const byKey = Number.isNaN(perKey); // a limit for each key (a perKey function)
     this.#admitting = true;
     while (this.#toAdmit.length > 0) {
       const probe = this.#toAdmit[0]!.probe;
@@ -285,11 +291,13 @@ export class RedisCalls {
             [
               this.settings.ttlMs,
               global === Infinity ? -1 : global,
-              perKey === Infinity ? -1 : perKey,
+              byKey ? 'each' : perKey === Infinity ? -1 : perKey,
               this.settings.protect ? '1' : '0',
               run,
               shared?.spec ?? '',
-              ...batch.map((b) => b.held.member),
+              ...(byKey
+                ? batch.flatMap((b) => [b.held.member, limitArg(b.held.keyLimit)])
+                : batch.map((b) => b.held.member)),
             ],
           ),
         )) as number[];

@@ -57,12 +57,13 @@ export class RedisLeases {
   }
 
   /** A lease with a fresh id, not yet held. `viaRedis`: asked of Redis (false: admitted under the local fallback). */
-  create(request: AdmissionRequest, key: string | undefined, viaRedis: boolean): Held {
+  create(request: AdmissionRequest, key: string | undefined, viaRedis: boolean, keyLimit: number): Held {
     const id = `${this.instance}:${this.#next++}`;
     const keyName = key === undefined ? undefined : keyNameOf(key);
     return {
       id,
       key,
+      keyLimit,
       keySet: keyName === undefined ? this.keys.global : this.keys.keySetPrefix + keyName,
       member: keyName === undefined ? id : `${id}|${keyName}`,
       pool: request.pool,

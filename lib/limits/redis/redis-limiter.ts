@@ -16,6 +16,7 @@ import {
 } from '../../core/index.js';
 import {
   type ConcurrencyLimiter,
+  keyLimitOrError,
   keyOf,
   kUsed,
   type LimiterCounters,
@@ -28,6 +29,7 @@ import {
   SlotCounts,
   TOP_KEYS,
   waits,
+  withKeyLimits,
 } from '../local/index.js';
 import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
@@ -247,7 +249,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       held: this.#local.used,
       waiting: this.#waiting.length,
       counters: { ...this.#counters },
-      topKeys: this.#local.top(TOP_KEYS),
+      topKeys: withKeyLimits(this.#local.top(TOP_KEYS), this.limits),
       ...this.#waiting.standingReport(),
       ...(this.#availability.lastCause === undefined
         ? {}
@@ -294,6 +296,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const key = keyOf(request, this.limits);
     const outcome = await this.#try(request, key);
     if (!(outcome instanceof Error)) return outcome;
+    if (outcome instanceof PoolConfigError) throw outcome; // its perKey function failed
     if (!waits(this.limits, outcome instanceof KeyLimitError ? 'key' : 'global', request.timeoutMs)) throw outcome;
     return this.#waiting.wait(request, outcome);
   }
@@ -304,8 +307,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
    */
   async #try(request: AdmissionRequest, key: string | undefined, retried = false, probe = false): Promise<Outcome> {
     if (this.#closed) return new PoolClosedError(request.pool); // a retry, or a waiter served as the limiter closed
+    const keyLimit = keyLimitOrError(key, this.limits);
+    if (typeof keyLimit !== 'number') return keyLimit;
     if (this.#availability.reachable) {
-      const held = this.#leases.create(request, key, true);
+      const held = this.#leases.create(request, key, true, keyLimit);
       const sentAt = this.#clock.now();
       const reply = await this.#calls.admit(held, probe);
       if (!('error' in reply)) {
@@ -333,15 +338,15 @@ export class RedisLimiter implements ConcurrencyLimiter {
         this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
         if (status === -3) return new CapacityExceededError(request.pool, this.#global(), quietMs, 'quarantine');
         if (status === -4) return new CapacityExceededError(request.pool, this.#global(), reply.pausedMs, 'paused');
-        return refusalError(status === -1 ? 'global' : 'key', request, this.#limitsNow());
+        return refusalError(status === -1 ? 'global' : 'key', request, this.#limitsNow(), keyLimit);
       }
       // Timed out here, a sent call may still run when Redis resumes: a lease nobody holds.
       if (reply.sent) this.#calls.forget(held);
     }
-    return this.#tryWhileDown(request, key);
+    return this.#tryWhileDown(request, key, keyLimit);
   }
 
-  #tryWhileDown(request: AdmissionRequest, key: string | undefined): Outcome {
+  #tryWhileDown(request: AdmissionRequest, key: string | undefined, keyLimit: number): Outcome {
     const mode = this.#availability.mode();
     if (mode !== 'fallback') {
       this.#counters.refusedGlobal++;
@@ -354,16 +359,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
       return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
     }
     const instances = this.#settings.instances ?? this.#heartbeat.instances;
-    const [global, perKey] = [
-      fallbackShare(this.#global(), instances, this.#heartbeat),
-      fallbackShare(this.limits.perKey, instances),
-    ];
+    const global = fallbackShare(this.#global(), instances, this.#heartbeat);
+    const perKey = fallbackShare(keyLimit, instances);
     const refusal = this.#local.take(key, global, perKey);
     if (refusal !== null) {
       this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
-      return refusalError(refusal, request, this.#limitsNow());
+      return refusalError(refusal, request, this.#limitsNow(), perKey);
     }
-    return this.#leases.admitted(this.#leases.create(request, key, false));
+    return this.#leases.admitted(this.#leases.create(request, key, false, keyLimit));
   }
 
   // ---- Redis health ---------------------------------------------------------------------------

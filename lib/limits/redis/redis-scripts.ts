@@ -104,8 +104,10 @@ end
 /**
  * Admits a batch: the admissions asked for while the previous call was on its way, in order.
  * KEYS: global set, meta hash, then one key set per admission (the global set when it has no key).
- * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none), protect ('1'/'0'), server run id
- * ('' unknown), the adaptive spec ('' for a fixed limit; see adapt()), then one lease member per admission.
+ * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none; 'each': each admission's follows
+ * its member), protect ('1'/'0'), server run id ('' unknown), the adaptive spec ('' for a fixed
+ * limit; see adapt()), then one lease member per admission (with 'each', a member then its key's
+ * limit, -1: none).
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
  * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
  * the estimate × 1000, the ms of pause left, the server's time (ms), the ms of probe left (the
@@ -146,6 +148,7 @@ if paused > 0 and string.match(ARGV[6], '^%S+ %S+ %S+ %S+ %S+ %S+ (%S+)') ~= '-2
   for i = 3, #KEYS do reply[i] = -4 end
   return reply
 end
+local each = ARGV[3] == 'each'
 local klimit = tonumber(ARGV[3])
 local expiry = now + ttl
 local since = '(' .. now
@@ -153,7 +156,13 @@ local admitted = {}
 local fence = nil
 for i = 3, #KEYS do
   local k = KEYS[i]
-  local member = ARGV[i + 4]
+  local member
+  if each then
+    member = ARGV[2 * i + 1]
+    klimit = tonumber(ARGV[2 * i + 2])
+  else
+    member = ARGV[i + 4]
+  end
   if glimit >= 0 and used >= glimit then
     reply[i] = -1
   elseif k ~= g and klimit >= 0 and redis.call('ZCOUNT', k, since, '+inf') >= klimit then
