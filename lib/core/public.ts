@@ -36,6 +36,7 @@ export {
   type BreakerState,
   type BudgetReport,
   type CallResult,
+  type ClassStats,
   type ConnectionState,
   type ConnectionStats,
   type Connector,

@@ -6,6 +6,7 @@ export {
   type LimiterStats,
   type LimitOptions,
   LocalLimiter,
+  type PriorityClass,
 } from './local/index.js';
 export {
   type RedisClientLike,

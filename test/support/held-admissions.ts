@@ -1,6 +1,6 @@
 // One caller of a limiter on virtual time, holding its slot a while once admitted: what became of
 // it and when. The limiter specs drive queues with many of them.
-import type { Admission, AdmissionLimiter, CapacityExceededError } from '../../lib/index.js';
+import type { Admission, AdmissionLimiter, AdmissionRequest, CapacityExceededError } from '../../lib/index.js';
 import type { VirtualClock } from './virtual-clock.js';
 
 /** What became of one caller. */
@@ -15,15 +15,19 @@ export interface Outcome {
   message?: string;
 }
 
-/** Asks `limiter` for a slot within `timeoutMs`; once admitted, holds it `holdMs` and gives it back. */
+/**
+ * Asks `limiter` for a slot within `timeoutMs` (`ask`: more of the request, such as its class);
+ * once admitted, holds it `holdMs` and gives it back.
+ */
 export function heldAdmission(
   limiter: AdmissionLimiter,
   clock: VirtualClock,
   holdMs: number,
   timeoutMs: number,
+  ask: Partial<AdmissionRequest> = {},
 ): Outcome {
   const outcome: Outcome = { arrived: clock.now(), at: NaN, admitted: false };
-  limiter.admit({ pool: 'api', timeoutMs }).then(
+  limiter.admit({ pool: 'api', timeoutMs, ...ask }).then(
     (admission: Admission) => {
       Object.assign(outcome, { at: clock.now(), admitted: true });
       clock.setTimeout(() => admission.release(), holdMs);

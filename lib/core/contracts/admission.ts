@@ -9,6 +9,11 @@ export interface AdmissionRequest {
    * no key on purpose, the global limit only.
    */
   key?: string | null;
+  /**
+   * The priority class of the call, for a limiter with classes (`limits.classes`); absent: the
+   * limiter's default class. A limiter without classes ignores it.
+   */
+  class?: string;
   /** How long the caller may wait for a slot, if the limiter waits at all. */
   timeoutMs: number;
   /** Aborts the wait. */
@@ -53,6 +58,17 @@ export interface Admission {
   ended?(result: CallResult): void;
 }
 
+/** One priority class of a limiter, as its stats show it. */
+export interface ClassStats {
+  name: string;
+  /** The fraction of the global limit it is guaranteed under contention. */
+  share: number;
+  /** Leases it holds in this process. */
+  used: number;
+  /** Its callers waiting for a slot. */
+  waiting: number;
+}
+
 /** Running totals of a limiter. */
 export interface LimiterCounters {
   admitted: number;
@@ -87,6 +103,8 @@ export interface AdmissionStats {
   counters: LimiterCounters;
   /** The keys holding the most leases in this process, most first (at most 5): who uses the per-key budget. */
   topKeys?: { key: string; leases: number; limit?: number }[];
+  /** With priority classes (`limits.classes`): each class, highest first. */
+  classes?: ClassStats[];
   /** Redis limiter: why Redis cannot be reached, with what to change (the first specific error of the outage). */
   lastError?: string;
   /** An adaptive limiter's limit and how it moved (see `AdaptiveLimiter`). */

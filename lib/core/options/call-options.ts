@@ -22,6 +22,12 @@ export interface AcquireOptions {
    * calls without a key (`keyless: 'refuse'`).
    */
   key?: string | null;
+  /**
+   * The priority class of this call, for a limiter with classes (`limits.classes`: `'live'`,
+   * `'batch'`): a non-empty string the limiter knows. Absent: the limiter's default class.
+   * Without a limiter, or with one without classes, it is checked and then has no effect.
+   */
+  class?: string;
 }
 
 /** How `use()` retries when the callback fails. */
@@ -96,7 +102,8 @@ function validAcquire(options: AcquireOptions): boolean {
   return (
     (signal === undefined || signal instanceof AbortSignal) &&
     (timeoutMs === undefined || timeoutRule.ok(timeoutMs)) &&
-    (key === undefined || keyRule.ok(key))
+    (key === undefined || keyRule.ok(key)) &&
+    (options.class === undefined || is.text.ok(options.class))
   );
 }
 
@@ -112,7 +119,11 @@ export function checkAcquireOptions(
   const { timeoutMs, signal, key } = options;
   if (signal !== undefined && !(signal instanceof AbortSignal))
     return optionError(scope, 'signal', `must be an AbortSignal, got ${shown(signal)}`);
-  return violation(scope, 'timeoutMs', timeoutMs, timeoutRule) ?? violation(scope, 'key', key, keyRule);
+  return (
+    violation(scope, 'timeoutMs', timeoutMs, timeoutRule) ??
+    violation(scope, 'key', key, keyRule) ??
+    violation(scope, 'class', options.class, is.text)
+  );
 }
 
 const retryRules = {

@@ -47,7 +47,13 @@ export class AdmissionGate<T> {
     // takes it over (no promise, timer or listener of the gate's own). A caller's signal takes the full path.
     if (limiter.tryAdmit !== undefined && options?.signal === undefined) {
       const timeoutMs = options?.timeoutMs ?? pool.acquireTimeoutMs;
-      const request = { pool: pool.name, key: options?.key, timeoutMs, signal: pool.closeSignal };
+      const request = {
+        pool: pool.name,
+        key: options?.key,
+        class: options?.class,
+        timeoutMs,
+        signal: pool.closeSignal,
+      };
       const admission = limiter.tryAdmit(request);
       return admission === undefined
         ? this.#acquire(options, request)
@@ -71,6 +77,7 @@ export class AdmissionGate<T> {
     const request = tried ?? {
       pool: pool.name,
       key: options?.key,
+      class: options?.class,
       timeoutMs: options?.timeoutMs ?? pool.acquireTimeoutMs,
       signal: both?.signal ?? pool.closeSignal,
     };

@@ -14,6 +14,7 @@ import {
   violation,
   type WaitingOptions,
 } from '../../core/index.js';
+import { type PriorityClass, type ResolvedClasses, resolveClasses } from './priority-classes.js';
 
 /** Limits every limiter takes. */
 export interface LimitOptions {
@@ -48,6 +49,24 @@ export interface LimitOptions {
    * `'controlled'`. See docs/limits.md, "Controlled waiting".
    */
   waiting?: WaitingOptions;
+  /**
+   * Priority classes, highest first, each with the share of the global limit it is guaranteed
+   * under contention (a partitioned limit): `[{ name: 'live', share: 0.9 }, { name: 'batch',
+   * share: 0.1 }]`. A call names its class (`{ class }` on `use()`/`acquire()`, `class` on
+   * `@UsePooled`, the module's `requestClass`). When the global limit is reached, callers wait
+   * (`wait` defaults to `'global'`) and each freed slot goes to a class under its share first,
+   * then to the highest class, with aging (`agingMs`) so a lower class is never starved. A class
+   * may use slots the others leave idle. See docs/limits.md, "Priority classes". In process
+   * (`LocalLimiter`, `AdaptiveLimiter`).
+   */
+  classes?: PriorityClass[];
+  /** The class of a call that names none. Default: the last (lowest) class. */
+  defaultClass?: string;
+  /**
+   * Aging between classes: a waiter goes ahead of the waiters of a class r ranks above it that
+   * joined more than r × `agingMs` after it. 0: arrival order across classes. Default 1 000.
+   */
+  agingMs?: number;
   /** `retryAfterMs` of the errors (the HTTP `Retry-After`). Default 1 000. */
   retryAfterMs?: number;
   /** Name in errors and logs. Default `'limits'`. */
@@ -66,6 +85,7 @@ export interface ResolvedLimits {
   readonly keyLimit: (key: string) => number;
   readonly keyless: 'global' | 'refuse';
   readonly wait: boolean | 'global';
+  readonly classes: ResolvedClasses;
   readonly waiting: ResolvedWaiting;
   readonly retryAfterMs: number;
 }
@@ -116,6 +136,9 @@ const LIMIT_KEYS = keysOf<LimitOptions>({
   keyless: true,
   wait: true,
   waiting: true,
+  classes: true,
+  defaultClass: true,
+  agingMs: true,
   retryAfterMs: true,
   name: true,
   clock: true,
@@ -150,13 +173,23 @@ export function resolveLimits(
       `(${perKey}) must not exceed limits.global (${global}): no key could ever use more than the global limit`,
     );
   }
+  const classes = resolveClasses(read);
+  if (classes.names.length > 0 && also.includes('redis'))
+    read.fail(
+      'classes',
+      'are kept in process only for now: give them to a LocalLimiter or an AdaptiveLimiter without redis',
+    );
+  const wait = read.get('wait', WAIT_RULE, classes.names.length > 0 ? 'global' : false);
+  if (classes.names.length > 0 && wait === false)
+    read.fail('wait', "must be true or 'global' with classes: a class is served first only from a queue");
   return {
     name,
     global,
     perKey,
     keyLimit: keyLimit ?? (() => perKey),
     keyless: read.get('keyless', is.oneOf('global', 'refuse'), 'global'),
-    wait: read.get('wait', WAIT_RULE, false),
+    wait,
+    classes,
     waiting: resolveWaiting(read, waitingMode),
     retryAfterMs: read.get('retryAfterMs', is.finiteAbove(0), 1_000),
   };

@@ -5,6 +5,7 @@ import {
   type Admission,
   type AdmissionRequest,
   type CallResult,
+  type ClassStats,
 } from '../../core/index.js';
 import type { CallTimer } from './call-timer.js';
 import {
@@ -16,6 +17,7 @@ import {
   resolveLimits,
   waits,
 } from './limits-options.js';
+import { classOf } from './priority-classes.js';
 import { keyLimitOf, keyOf, neverLost, refusalError, withKeyLimits } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -44,6 +46,7 @@ class LocalAdmission implements Admission {
     limiter: LocalLimiter,
     readonly key: string | undefined,
     readonly number: number,
+    readonly cls: number,
   ) {
     this.#limiter = limiter;
   }
@@ -60,7 +63,7 @@ class LocalAdmission implements Admission {
     const limiter = this.#limiter;
     if (limiter === undefined) return;
     this.#limiter = undefined;
-    limiter[kGiveBack](this.key);
+    limiter[kGiveBack](this.key, this.cls);
   }
 }
 
@@ -77,6 +80,7 @@ class LearningAdmission implements Admission {
     limiter: LocalLimiter,
     readonly key: string | undefined,
     readonly number: number,
+    readonly cls: number,
     learner: Learner,
     readonly startedAt: number,
     readonly timed: boolean,
@@ -97,7 +101,7 @@ class LearningAdmission implements Admission {
   release(): void {
     const limiter = this.#limiter;
     this.#limiter = undefined;
-    limiter?.[kGiveBack](this.key);
+    limiter?.[kGiveBack](this.key, this.cls);
   }
 
   ended(result: CallResult): void {
@@ -112,6 +116,8 @@ class LearningAdmission implements Admission {
 export class LocalLimiter implements ConcurrencyLimiter {
   #limits: ResolvedLimits;
   readonly #counts = new SlotCounts();
+  /** Slots held by each priority class (one entry without classes, not kept). */
+  readonly #byClass: number[];
   readonly #waiters: SlotWaiters<Admission>;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
   /** @internal Set by an adaptive limiter: its admissions learn. */
@@ -124,8 +130,15 @@ export class LocalLimiter implements ConcurrencyLimiter {
   /** `waitingMode`: `waiting.mode` when the options do not say (an adaptive limiter's is `controlled`). */
   constructor(options: LimitOptions = {}, waitingMode: 'controlled' | 'fifo' = 'fifo') {
     this.#limits = resolveLimits(options, [], waitingMode);
+    const { classes } = this.#limits;
+    this.#byClass = classes.names.map(() => 0);
+    const order = {
+      count: classes.names.length,
+      agingMs: classes.agingMs,
+      underShare: (cls: number) => this.#byClass[cls]! < classes.shares[cls]! * this.#limits.global,
+    };
     // While its queue stands, every slot is held: the target is their mean hold.
-    this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used);
+    this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used, order);
   }
 
   /** The limits in force. */
@@ -153,38 +166,42 @@ export class LocalLimiter implements ConcurrencyLimiter {
   tryAdmit(request: AdmissionRequest): Admission | undefined {
     let key: string | undefined;
     let keyLimit: number;
+    let cls: number;
     try {
       key = keyOf(request, this.#limits);
       keyLimit = keyLimitOf(key, this.#limits);
+      cls = classOf(request, this.#limits.classes, this.#limits.name);
     } catch {
       return undefined;
     }
-    return this.#counts.take(key, this.#limits.global, keyLimit) === null ? this.#admitted(key) : undefined;
+    return this.#counts.take(key, this.#limits.global, keyLimit) === null ? this.#admitted(key, cls) : undefined;
   }
 
   admit(request: AdmissionRequest): Promise<Admission> {
     let key: string | undefined;
     let keyLimit: number;
+    let cls: number;
     try {
       key = keyOf(request, this.#limits);
       keyLimit = keyLimitOf(key, this.#limits);
+      cls = classOf(request, this.#limits.classes, this.#limits.name);
     } catch (err) {
       return Promise.reject(err);
     }
     const refusal = this.#counts.take(key, this.#limits.global, keyLimit);
-    if (refusal === null) return Promise.resolve(this.#admitted(key));
+    if (refusal === null) return Promise.resolve(this.#admitted(key, cls));
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
       return Promise.reject(refusalError(refusal, request, this.#limits, keyLimit));
     if (refusal === 'global') {
       // A standing queue, under controlled waiting, takes no newcomer it would keep past the target.
-      const shed = this.#waiters.shed(request, this.#limits);
+      const shed = this.#waiters.shed(request, this.#limits, cls);
       if (shed !== undefined) return Promise.reject(shed);
       // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
-      if (this.#waiters.outlasts(request.timeoutMs)) return Promise.reject(this.#backlog(request));
+      if (this.#waiters.outlasts(request.timeoutMs, cls)) return Promise.reject(this.#backlog(request));
     }
-    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey, keyLimit);
+    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey, keyLimit, cls);
   }
 
   stats(): LimiterStats {
@@ -202,6 +219,22 @@ export class LocalLimiter implements ConcurrencyLimiter {
       counters: { ...this.#counters },
       topKeys: withKeyLimits(this.#counts.top(TOP_KEYS), this.#limits),
       ...this.#waiters.standingReport(),
+      ...this.#classReport(),
+    };
+  }
+
+  /** `classes` of the stats: present with priority classes only. */
+  #classReport(): { classes?: ClassStats[] } {
+    const { names, shares } = this.#limits.classes;
+    if (names.length === 0) return {};
+    const waiting = this.#waiters.waitingByClass();
+    return {
+      classes: names.map((name, i) => ({
+        name,
+        share: shares[i]!,
+        used: this.#byClass[i]!,
+        waiting: waiting[i] ?? 0,
+      })),
     };
   }
 
@@ -218,14 +251,16 @@ export class LocalLimiter implements ConcurrencyLimiter {
 
   async close(): Promise<void> {}
 
-  #admitted(key: string | undefined): Admission {
+  #admitted(key: string | undefined, cls: number): Admission {
+    if (this.#byClass.length > 0) this.#byClass[cls]!++;
     const learner = this[kLearner];
-    if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted);
+    if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted, cls);
     const timed = learner.timer.admit();
     return new LearningAdmission(
       this,
       key,
       ++this.#counters.admitted,
+      cls,
       learner,
       learner.timer.last,
       timed,
@@ -234,8 +269,9 @@ export class LocalLimiter implements ConcurrencyLimiter {
   }
 
   /** @internal Called once by each {@link LocalAdmission}'s release. */
-  [kGiveBack](key: string | undefined): void {
+  [kGiveBack](key: string | undefined, cls: number): void {
     this.#counts.give(key);
+    if (this.#byClass.length > 0) this.#byClass[cls]!--;
     this.#counters.released++;
     if (this.#waiters.length > 0) this.#serveWaiters();
   }
@@ -245,7 +281,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
     this.#waiters.serve((w) => {
       const key = w.request.key ?? undefined; // checked by admit(); null: no key on purpose
       const refusal = this.#counts.take(key, this.#limits.global, w.keyLimit);
-      return refusal === 'global' ? false : refusal === null ? this.#admitted(key) : undefined;
+      return refusal === 'global' ? false : refusal === null ? this.#admitted(key, w.cls) : undefined;
     });
   }
 }

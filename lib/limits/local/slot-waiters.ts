@@ -21,6 +21,18 @@ export interface SlotWaiter {
   readonly request: AdmissionRequest;
   /** The limit of its key (Infinity without one), as it was when it began to wait. */
   readonly keyLimit: number;
+  /** Its priority class (0, the highest, without classes). */
+  readonly cls: number;
+}
+
+/** How a queue of several priority classes picks whom to serve next. */
+export interface ClassOrder {
+  /** How many classes wait (1: one queue, first come first served). */
+  readonly count: number;
+  /** See `ResolvedClasses.agingMs`. */
+  readonly agingMs: number;
+  /** Whether class `cls` holds less than its guaranteed share now: it goes first. */
+  underShare(cls: number): boolean;
 }
 
 /**
@@ -40,6 +52,7 @@ class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
     /** The error its deadline rejects it with. */
     readonly refuse: (request: AdmissionRequest, keyLimit: number) => Error,
     readonly keyLimit: number,
+    readonly cls: number,
   ) {
     super(request.timeoutMs);
   }
@@ -58,34 +71,73 @@ class Entry<V> extends Waiter<V> implements SlotWaiter, AbortHook {
   }
 }
 
-/** Callers waiting for a slot, first come first served; each leaves at its deadline or abort. */
+/**
+ * Callers waiting for a slot, first come first served; each leaves at its deadline or abort. With
+ * priority classes, one queue per class: the next slot goes to a class under its guaranteed share
+ * first, else to the class whose first waiter joined earliest once each class's rank (0 the
+ * highest) times `agingMs` is added to its date — a higher class first, and no class starved.
+ */
 export class SlotWaiters<V> {
-  readonly #queue = new WaiterQueue<V>();
+  /** One queue per class; the first is the only one without classes. */
+  readonly #queues: WaiterQueue<V>[];
+  readonly #queue: WaiterQueue<V>;
+  readonly #order: ClassOrder | undefined;
+  #length = 0;
   /** Any wait from 0 to Infinity, whatever the clock's own timers can hold. */
   readonly #timers: Timers;
   /** How fast the queue is served and, with controlled waiting, whether it stands (newcomers refused at once). */
   readonly #watch: QueueWatch;
 
-  /** `slots`: the slots its waiters wait for, now (with controlled waiting, the target is the mean hold of one). */
-  constructor(clock: Clock, waiting?: ResolvedWaiting, slots: () => number = () => NaN) {
+  /** When each waiter joined, with classes (aging reads it); undefined without. */
+  readonly #dates: { now(): number } | undefined;
+
+  /**
+   * `slots`: the slots its waiters wait for, now (with controlled waiting, the target is the mean
+   * hold of one); `order`: with priority classes, how to pick among them.
+   */
+  constructor(clock: Clock, waiting?: ResolvedWaiting, slots: () => number = () => NaN, order?: ClassOrder) {
     this.#timers = new Timers(clock);
-    this.#watch = new QueueWatch(turnDates(this.#timers), waiting, slots);
+    const dates = turnDates(this.#timers);
+    this.#watch = new QueueWatch(dates, waiting, slots);
+    this.#order = order !== undefined && order.count > 1 ? order : undefined;
+    this.#dates = this.#order === undefined ? undefined : dates;
+    this.#queues = Array.from({ length: this.#order?.count ?? 1 }, () => new WaiterQueue<V>());
+    this.#queue = this.#queues[0]!;
   }
 
   /**
    * With controlled waiting, the refusal of a newcomer the standing queue would not serve within
    * its target (counted as shed); undefined when it may wait. `limits`: what the refusal says.
    */
-  shed(request: AdmissionRequest, limits: ResolvedLimits): CapacityExceededError | undefined {
-    const figures = this.#watch.refusal(this.#queue.length, this.#headSince());
+  shed(request: AdmissionRequest, limits: ResolvedLimits, cls = 0): CapacityExceededError | undefined {
+    const figures = this.#watch.refusal(this.#ahead(cls), this.#headSince());
     if (figures === undefined) return undefined;
     return new CapacityExceededError(request.pool, limits.global, limits.retryAfterMs, 'standing', undefined, figures);
   }
 
   /** When the longest waiter joined; undefined when none waits. */
   #headSince(): number | undefined {
-    const head = this.#queue.head as Entry<V> | null;
-    return head === null ? undefined : head.joined;
+    let since: number | undefined;
+    for (const queue of this.#queues) {
+      const head = queue.head as Entry<V> | null;
+      if (head !== null && (since === undefined || head.joined < since)) since = head.joined;
+    }
+    return since;
+  }
+
+  /**
+   * The waiters a newcomer of class `cls` is judged behind: all of them, or with classes those
+   * of its own class only. The classes above are served first but a class's share is served
+   * besides, so counting them too would refuse at once a call its share would serve in time;
+   * counting its own class alone can only refuse late (at the deadline), never wrongly early.
+   */
+  #ahead(cls: number): number {
+    return this.#order === undefined ? this.#length : this.#queues[cls]!.length;
+  }
+
+  /** Waiters of each class, highest first (one entry without classes). */
+  waitingByClass(): number[] {
+    return this.#queues.map((q) => q.length);
   }
 
   /** `standing` of a limiter's stats: present under controlled waiting only. */
@@ -100,7 +152,7 @@ export class SlotWaiters<V> {
   }
 
   get length(): number {
-    return this.#queue.length;
+    return this.#length;
   }
 
   /** Slots handed over per second while the queue has stood; 0 until it has stood a whole measure. */
@@ -114,33 +166,35 @@ export class SlotWaiters<V> {
    * until then. Never while the rate is unknown (the queue has not stood, served, for a whole
    * measure since it last emptied).
    */
-  outlasts(timeoutMs: number): boolean {
+  outlasts(timeoutMs: number, cls = 0): boolean {
     const perMs = this.#watch.perMs;
     // The newcomer's own slot is the one after every waiter's ahead of it.
-    return perMs > 0 && this.#queue.length + 1 > perMs * timeoutMs;
+    return perMs > 0 && this.#ahead(cls) + 1 > perMs * timeoutMs;
   }
 
   /**
    * Waits until a slot is handed over ({@link grant}, {@link serve}), the request's deadline
    * passes (rejects with `refuse(request, keyLimit)`), or its signal aborts. `refuse` may be one function
-   * for every wait: it is handed the request. `keyLimit`: the limit of the request's key.
+   * for every wait: it is handed the request. `keyLimit`: the limit of the request's key; `cls`:
+   * its priority class.
    */
   wait(
     request: AdmissionRequest,
     refuse: (request: AdmissionRequest, keyLimit: number) => Error,
     keyLimit = Infinity,
+    cls = 0,
   ): Promise<V> {
     const { timeoutMs, signal } = request;
     // An abort before the wait began fires no event: refuse now rather than at the deadline.
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const entry = new Entry<V>(request, this, refuse, keyLimit);
+    const entry = new Entry<V>(request, this, refuse, keyLimit, cls);
     const promise = entry.promise();
     entry.timer = this.#timers.set(() => entry.expire(), timeoutMs);
     // Often the pool's close signal, shared by every waiter: hooked once, however many wait.
     if (signal !== undefined) hookAbort(signal, entry);
-    entry.joined = this.#watch.joinedAt();
-    if (this.#queue.length === 0) this.#watch.formed();
-    this.#queue.push(entry);
+    entry.joined = this.#dates === undefined ? this.#watch.joinedAt() : this.#dates.now();
+    if (this.#length++ === 0) this.#watch.formed();
+    this.#queues[cls]!.push(entry);
     return promise;
   }
 
@@ -160,6 +214,7 @@ export class SlotWaiters<V> {
    * passed over, not a copy of the queue: a release in front of thousands of waiters serves one.
    */
   serve(grant: (w: SlotWaiter) => V | undefined | false): void {
+    if (this.#order !== undefined) return this.#serveClasses(grant, this.#order);
     let granted: [Entry<V>, V][] | undefined;
     // Granted first, settled after: settling takes a waiter out of the queue being read.
     this.#queue.eachUntil((w) => {
@@ -171,9 +226,47 @@ export class SlotWaiters<V> {
     if (granted !== undefined) for (const [entry, value] of granted) this.grant(entry, value);
   }
 
-  /** The waiters in arrival order (a copy: serving one removes it). */
+  /** One waiter at a time, from the class {@link #nextClass} picks; a class with none to serve is passed over. */
+  #serveClasses(grant: (w: SlotWaiter) => V | undefined | false, order: ClassOrder): void {
+    const passed = new Array<boolean>(this.#queues.length).fill(false);
+    for (let cls = this.#nextClass(order, passed); cls >= 0; cls = this.#nextClass(order, passed)) {
+      let chosen: [Entry<V>, V] | undefined;
+      let full = false;
+      this.#queues[cls]!.eachUntil((w) => {
+        const value = grant(w as Entry<V>);
+        if (value === undefined) return true;
+        if (value === false) full = true;
+        else chosen = [w as Entry<V>, value];
+        return false;
+      });
+      if (chosen !== undefined) this.grant(chosen[0], chosen[1]);
+      else passed[cls] = true;
+      if (full) return;
+    }
+  }
+
+  /** The class to serve next (see the class's doc), -1 when none waits but those passed over. */
+  #nextClass(order: ClassOrder, passed: readonly boolean[]): number {
+    let best = -1;
+    let bestUnder = false;
+    let bestAt = Infinity;
+    for (let cls = 0; cls < this.#queues.length; cls++) {
+      const head = this.#queues[cls]!.head as Entry<V> | null;
+      if (head === null || passed[cls]) continue;
+      const under = order.underShare(cls);
+      const at = head.joined + cls * order.agingMs;
+      if (best < 0 || (under && !bestUnder) || (under === bestUnder && at < bestAt)) {
+        best = cls;
+        bestUnder = under;
+        bestAt = at;
+      }
+    }
+    return best;
+  }
+
+  /** The waiters, class by class, each in arrival order (a copy: serving one removes it). */
   snapshot(): SlotWaiter[] {
-    return this.#queue.toArray() as Entry<V>[];
+    return this.#queues.flatMap((q) => q.toArray() as Entry<V>[]);
   }
 
   /** Whether `waiter` is still waiting (not served, timed out or aborted). */
@@ -189,8 +282,8 @@ export class SlotWaiters<V> {
   /** @internal Takes `entry` out: of the queue, its timer and its signal's hooks. Once settled, a no-op. */
   leave(entry: Entry<V>): void {
     if (!entry.queued) return;
-    this.#queue.remove(entry);
-    if (this.#queue.length === 0) this.#watch.emptied();
+    this.#queues[entry.cls]!.remove(entry);
+    if (--this.#length === 0) this.#watch.emptied();
     this.#timers.clear(entry.timer);
     const signal = entry.request.signal;
     if (signal !== undefined) unhookAbort(signal, entry);
