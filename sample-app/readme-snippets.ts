@@ -101,6 +101,24 @@ export function tieredRegistration(llmUrl: string, premium: ReadonlySet<string>)
   });
 }
 
+/** A partitioned limit: 90 % guaranteed to live traffic, 10 % to batch work, the class from the user's plan. */
+export function classedRegistration(llmUrl: string) {
+  return PoolModule.forRoot({
+    httpErrors: true,
+    limits: {
+      global: 100,
+      classes: [
+        { name: 'live', share: 0.9 },
+        { name: 'batch', share: 0.1 },
+      ],
+    },
+    // The class of every decorated call a request makes; a method's own `class` wins.
+    requestClass: (ctx) =>
+      ctx.switchToHttp().getRequest<{ user?: { plan?: string } }>().user?.plan === 'pro' ? 'live' : 'batch',
+    pools: [{ name: 'llm', connector: new Http2SessionConnector(llmUrl) }],
+  });
+}
+
 /** An upstream that rate-limits: the global limit finds itself, cut on 429s and paused for their Retry-After. */
 export function adaptiveRegistration(llmUrl: string) {
   return PoolModule.forRoot({

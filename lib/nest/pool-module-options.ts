@@ -2,7 +2,7 @@ import type { InjectionToken, ModuleMetadata, OptionalFactoryDependency, Provide
 import type { Connector, PoolOptions } from '../core/index.js';
 import type { PoolGroupOptions } from '../groups/index.js';
 import type { LimitsConfig } from './module-limiters.js';
-import type { RequestKeyFn } from './request-key.js';
+import type { RequestClassFn, RequestKeyFn } from './request-key.js';
 
 export type { LimitsConfig } from './module-limiters.js';
 
@@ -110,6 +110,13 @@ export interface StaticSettings {
    * method out. Undefined: the request has no key. One per application: set it in `forRoot`.
    */
   requestKey?: RequestKeyFn;
+  /**
+   * Takes the priority class of every `@UsePooled` call from the request being handled, for a
+   * limiter with `classes`: `(ctx) => (ctx.switchToHttp().getRequest().user?.plan === 'pro' ?
+   * 'live' : 'batch')`. A method's own `class` wins. Undefined: the limiter's default class. Set
+   * in the same registration as `requestKey`.
+   */
+  requestClass?: RequestClassFn;
   /** Providers added to the module, for the connectors or the factory to inject (as `TypeOrmModule.forRootAsync` has them). */
   extraProviders?: Provider[];
 }
@@ -121,10 +128,10 @@ export interface PoolModuleOptions extends StaticSettings, Omit<PoolModuleSettin
 }
 
 /** Options of `PoolModule.forFeature(pools, settings)`: the registration's own, never global, and no `requestKey` (the root's is the application's). */
-export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal' | 'requestKey'>;
+export type PoolFeatureSettings = Omit<PoolModuleOptions, 'pools' | 'isGlobal' | 'requestKey' | 'requestClass'>;
 
 /** Options of `PoolModule.forFeatureAsync()`: as forRootAsync's, never global and with no `requestKey`. */
-export type PoolFeatureAsyncOptions = Omit<PoolModuleAsyncOptions, 'isGlobal' | 'requestKey'>;
+export type PoolFeatureAsyncOptions = Omit<PoolModuleAsyncOptions, 'isGlobal' | 'requestKey' | 'requestClass'>;
 
 /** Makes {@link PoolModuleSettings} for `forRootAsync({ useClass })` or `useExisting`. */
 export interface PoolSettingsFactory {

@@ -46,13 +46,16 @@ export class PoolRegistry {
     return this.#features.has(name);
   }
 
-  /** Makes decorated methods take their request's key (one registration of the application may set `requestKey`). */
-  takeRequestKeys(method: string): void {
+  /**
+   * Makes decorated methods take their request's key and class (one registration of the
+   * application may set `requestKey` and `requestClass`); `field`: the one it sets, for errors.
+   */
+  takeRequestKeys(method: string, field: 'requestKey' | 'requestClass' = 'requestKey'): void {
     if (this.#requestKeysBy !== undefined) {
       throw new PoolConfigError(
         method,
-        'requestKey',
-        `is already set by ${this.#requestKeysBy}; an application has one requestKey, set it once`,
+        field,
+        `is already set by ${this.#requestKeysBy}; an application reads its requests once: set requestKey and requestClass in one registration`,
         'module',
       );
     }

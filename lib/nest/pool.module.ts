@@ -51,13 +51,15 @@ export class PoolModule {
         'module',
       );
     }
-    if ((settings as PoolModuleOptions).requestKey !== undefined) {
-      throw new PoolConfigError(
-        'PoolModule.forFeature',
-        'requestKey',
-        'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too',
-        'module',
-      );
+    for (const field of ['requestKey', 'requestClass'] as const) {
+      if ((settings as PoolModuleOptions)[field] !== undefined) {
+        throw new PoolConfigError(
+          'PoolModule.forFeature',
+          field,
+          'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeature too',
+          'module',
+        );
+      }
     }
     checkFeatureSettings(settings);
     const registration: PoolModuleOptions = { ...settings, pools, isGlobal: false };
@@ -84,17 +86,15 @@ export class PoolModule {
    * `forRoot`: never global, and no `requestKey` (the root's is the application's).
    */
   static forFeatureAsync(options: PoolFeatureAsyncOptions): DynamicModule {
-    if (
-      typeof options === 'object' &&
-      options !== null &&
-      (options as PoolModuleAsyncOptions).requestKey !== undefined
-    ) {
-      throw new PoolConfigError(
-        'PoolModule.forFeatureAsync',
-        'requestKey',
-        'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeatureAsync too',
-        'module',
-      );
+    for (const field of ['requestKey', 'requestClass'] as const) {
+      if (typeof options === 'object' && options !== null && (options as PoolModuleAsyncOptions)[field] !== undefined) {
+        throw new PoolConfigError(
+          'PoolModule.forFeatureAsync',
+          field,
+          'is set once per application, in PoolModule.forRoot or forRootAsync; it applies to the pools of forFeatureAsync too',
+          'module',
+        );
+      }
     }
     return fromAsync(options, 'forFeatureAsync');
   }
@@ -202,12 +202,12 @@ function assemble(
     ...(options.extraProviders ?? []),
   ];
   if (options.httpErrors === true) providers.push({ provide: APP_FILTER, useClass: PoolErrorFilter });
-  const { requestKey } = options;
-  if (requestKey !== undefined) {
+  const { requestKey, requestClass } = options;
+  if (requestKey !== undefined || requestClass !== undefined) {
     const where = `PoolModule.${method}`;
     const interceptor = (registry: PoolRegistry) => {
-      registry.takeRequestKeys(where);
-      return new RequestKeyInterceptor(requestKey, where);
+      registry.takeRequestKeys(where, requestKey !== undefined ? 'requestKey' : 'requestClass');
+      return new RequestKeyInterceptor(requestKey, requestClass, where);
     };
     providers.push({ provide: APP_INTERCEPTOR, useFactory: interceptor, inject: [PoolRegistry] });
   }

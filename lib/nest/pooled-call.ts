@@ -23,6 +23,12 @@ export interface UsePooledOptions<Args extends unknown[] = any[]> {
    */
   key?: ((...args: Args) => string | undefined) | false;
   /**
+   * The priority class of the method's calls, for a limiter with `classes`: a class name, or a
+   * function of the method's arguments (undefined: the request's, if the module has
+   * `requestClass`, else the limiter's default class).
+   */
+  class?: string | ((...args: Args) => string | undefined);
+  /**
    * `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own
    * lease. `none`: its own lease and no scope (no `pool.current`, no AsyncLocalStorage): the
    * method takes its connection through a `@PooledConnection()` parameter.
@@ -47,6 +53,10 @@ export class PooledCall {
   readonly #perCall: UseOptions | undefined;
   /** `key` reads the arguments: each call builds its own options. */
   readonly #keyOf: ((...args: unknown[]) => unknown) | undefined;
+  /** `class` reads the arguments: the same. */
+  readonly #classOf: ((...args: unknown[]) => unknown) | undefined;
+  /** `key` or `class` reads the arguments. */
+  readonly #perArgs: boolean;
   readonly #unbound: PoolLike;
 
   constructor(
@@ -62,6 +72,9 @@ export class PooledCall {
     this.#fixed = fixed;
     this.#perCall = Object.values(fixed).every((v) => v === undefined) ? undefined : fixed;
     this.#keyOf = typeof options.key === 'function' ? (options.key as (...args: unknown[]) => unknown) : undefined;
+    this.#classOf =
+      typeof options.class === 'function' ? (options.class as (...args: unknown[]) => unknown) : undefined;
+    this.#perArgs = this.#keyOf !== undefined || this.#classOf !== undefined;
     this.#unbound = refusing(
       () =>
         new PoolNotFoundError(
@@ -86,16 +99,21 @@ export class PooledCall {
   }
 
   /**
-   * The options of one call; the same object every call unless `key` reads the arguments.
-   * @throws PoolConfigError naming the method when `key()` returns something other than a key.
+   * The options of one call; the same object every call unless `key` or `class` reads the arguments.
+   * @throws PoolConfigError naming the method when `key()` returns something other than a key, or `class()` a class.
    */
   useOptions(args: unknown[], signal?: AbortSignal): UseOptions {
-    if (this.#keyOf === undefined) return signal === undefined ? this.#fixed : { ...this.#fixed, signal };
-    const key: unknown = this.#keyOf(...args);
-    if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
-      throw this.error('key()', `must return a non-empty string, or undefined for no key; got ${shown(key)}`);
-    }
-    return { ...this.#fixed, signal, key: key as string | undefined };
+    if (!this.#perArgs) return signal === undefined ? this.#fixed : { ...this.#fixed, signal };
+    const options: UseOptions = { ...this.#fixed, signal };
+    if (this.#keyOf !== undefined) options.key = this.#picked('key()', 'key', this.#keyOf(...args));
+    if (this.#classOf !== undefined) options.class = this.#picked('class()', 'class', this.#classOf(...args));
+    return options;
+  }
+
+  /** What `key()` or `class()` returned, checked. */
+  #picked(subject: string, what: string, value: unknown): string | undefined {
+    if (value === undefined || (typeof value === 'string' && value.length > 0)) return value;
+    throw this.error(subject, `must return a non-empty string, or undefined for no ${what}; got ${shown(value)}`);
   }
 
   /**
@@ -105,7 +123,7 @@ export class PooledCall {
    */
   run(self: unknown, args: unknown[], body: MethodBody): Promise<unknown> {
     const pool = this.poolOf(self);
-    if (this.#keyOf === undefined) return useOn(pool, body, self, args, this.#perCall); // the hot path: options built once, or none
+    if (!this.#perArgs) return useOn(pool, body, self, args, this.#perCall); // the hot path: options built once, or none
     let options: UseOptions;
     try {
       options = this.useOptions(args);

@@ -27,4 +27,4 @@ export { PoolHealthIndicator, type PoolHealthCheckOptions, type PoolHealthDetail
 export { PoolErrorFilter, poolErrorResponse, type PoolErrorResponse } from './pool-error.filter.js';
 export { NestPoolLogger } from './nest-pool-logger.js';
 export { PoolNotFoundError } from './pool-not-found.error.js';
-export { currentRequestKey, type RequestKeyFn } from './request-key.js';
+export { currentRequestClass, currentRequestKey, type RequestClassFn, type RequestKeyFn } from './request-key.js';

@@ -32,6 +32,7 @@ const STATIC_KEYS = keysOf<StaticSettings>({
   httpErrors: true,
   imports: true,
   requestKey: true,
+  requestClass: true,
   extraProviders: true,
 });
 const SETTINGS_KEYS = keysOf<PoolModuleSettings>({
@@ -46,6 +47,7 @@ const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({
   httpErrors: true,
   imports: true,
   requestKey: true,
+  requestClass: true,
   extraProviders: true,
   pools: true,
   groups: true,
@@ -58,7 +60,7 @@ const ASYNC_KEYS = keysOf<PoolModuleAsyncOptions>({
 const METHOD_KEYS: Readonly<Record<string, readonly string[]>> = {
   forRoot: [...STATIC_KEYS, ...SETTINGS_KEYS],
   forRootAsync: ASYNC_KEYS,
-  forFeatureAsync: ASYNC_KEYS.filter((k) => k !== 'isGlobal' && k !== 'requestKey'),
+  forFeatureAsync: ASYNC_KEYS.filter((k) => k !== 'isGlobal' && k !== 'requestKey' && k !== 'requestClass'),
   forFeature: keysOf<PoolFeatureSettings>({
     httpErrors: true,
     imports: true,
@@ -155,6 +157,7 @@ export function checkRegistration(options: PoolModuleOptions | PoolModuleAsyncOp
   });
   for (const flag of ['isGlobal', 'httpErrors'] as const) check(method, flag, options[flag], is.boolean);
   check(method, 'requestKey', options.requestKey, is.function);
+  check(method, 'requestClass', options.requestClass, is.function);
 }
 
 /** Checks the settings of `PoolModule.forFeature(pools, settings)` as given. */

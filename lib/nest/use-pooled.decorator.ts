@@ -31,7 +31,19 @@ const keyRule: Rule = {
   ok: (v) => typeof v === 'function' || v === false,
 };
 
-const DECORATOR_KEYS = keysOf<UsePooledOptions>({ timeoutMs: true, retry: true, key: true, propagation: true });
+/** `class` names the priority class of the method's calls, or picks it from the arguments. */
+const classRule: Rule = {
+  says: "a class name (a non-empty string), or a function of the method's arguments",
+  ok: (v) => typeof v === 'function' || (typeof v === 'string' && v.length > 0),
+};
+
+const DECORATOR_KEYS = keysOf<UsePooledOptions>({
+  timeoutMs: true,
+  retry: true,
+  key: true,
+  class: true,
+  propagation: true,
+});
 
 /**
  * Runs the method with a connection of the pool `name` checked out: `pool.current` reads it
@@ -82,10 +94,11 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
         retry: options.retry,
         propagation: options.propagation,
         key: options.key === false ? null : undefined,
+        class: typeof options.class === 'string' ? options.class : undefined,
       },
       (call) => (call === 'retry' ? { ...scope, path: 'retry.' } : scope),
     );
-    const badKey = violation(scope, 'key', options.key, keyRule);
+    const badKey = violation(scope, 'key', options.key, keyRule) ?? violation(scope, 'class', options.class, classRule);
     if (badKey !== undefined) throw badKey;
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {

@@ -29,6 +29,7 @@ import {
   leaseByHand,
   limitedRegistration,
   tieredRegistration,
+  classedRegistration,
   ServerTime,
   tenantDatabase,
   TenantReports,
@@ -223,6 +224,26 @@ describe('the README excerpts, run', () => {
     const refused = ann.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     expect(refused.reason).toMatchObject({ code: 'KEY_LIMIT', key: 'ann', limit: 5 }); // answered 429 by httpErrors
     expect(pool.stats().admission).toMatchObject({ perKey: NaN, held: 0 });
+    await moduleRef.close();
+  });
+
+  it('a partitioned limit: the classes and their shares, a call in the default class', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [classedRegistration(upstream.url)],
+      providers: [Completions],
+    })
+      .setLogger(new RecordingNestLogger())
+      .compile();
+    await moduleRef.init();
+    const pool = moduleRef.get<ConnectionPool<ClientHttp2Session>>(getPoolToken('llm'));
+    await expect(moduleRef.get(Completions).complete('ann', 'hello')).resolves.toContain('/complete?user=ann');
+    expect(pool.stats().admission).toMatchObject({
+      limit: 100,
+      classes: [
+        { name: 'live', share: 0.9, used: 0, waiting: 0 },
+        { name: 'batch', share: 0.1, used: 0, waiting: 0 },
+      ],
+    });
     await moduleRef.close();
   });
 

@@ -259,7 +259,7 @@ describe('requestKey', () => {
       .setLogger(new RecordingNestLogger())
       .compile();
     await expect(twice).rejects.toThrow(
-      'PoolModule.forRoot: option "requestKey" is already set by PoolModule.forRoot; an application has one requestKey, set it once',
+      'PoolModule.forRoot: option "requestKey" is already set by PoolModule.forRoot; an application reads its requests once: set requestKey and requestClass in one registration',
     );
   });
 });
