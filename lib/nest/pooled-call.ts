@@ -1,4 +1,13 @@
-import { type MethodBody, PoolConfigError, type RetryOptions, shown, useOn, type UseOptions } from '../core/index.js';
+import {
+  isRefusal,
+  type MethodBody,
+  PoolConfigError,
+  type RefusalError,
+  type RetryOptions,
+  shown,
+  useOn,
+  type UseOptions,
+} from '../core/index.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import type { PoolLike } from './pool-registry.js';
 
@@ -29,6 +38,16 @@ export interface UsePooledOptions<Args extends unknown[] = any[]> {
    */
   class?: string | ((...args: Args) => string | undefined);
   /**
+   * What to do instead when the call is refused before any of its work ran (a {@link RefusalError}:
+   * a limit, the pool's queue, or no connection by the deadline): the name of a method of the same
+   * instance, or a function called on it, given the error and the method's arguments. Its result
+   * (or its promise's) is the method's. Hand the work to a job queue there (see docs/nest.md,
+   * "When admission refuses"). Errors once the method ran, and every other error, are thrown as
+   * they are. Only for methods that return a promise.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- called on the instance: `this` is the service
+  onRefused?: string | ((this: any, error: RefusalError, ...args: Args) => unknown);
+  /**
    * `reuse` (default): a nested call on the same pool runs on the outer lease; `new`: its own
    * lease. `none`: its own lease and no scope (no `pool.current`, no AsyncLocalStorage): the
    * method takes its connection through a `@PooledConnection()` parameter.
@@ -57,6 +76,8 @@ export class PooledCall {
   readonly #classOf: ((...args: unknown[]) => unknown) | undefined;
   /** `key` or `class` reads the arguments. */
   readonly #perArgs: boolean;
+  /** `onRefused`, as a call on the instance. */
+  readonly #onRefused: ((self: unknown, error: RefusalError, args: unknown[]) => unknown) | undefined;
   readonly #unbound: PoolLike;
 
   constructor(
@@ -75,6 +96,7 @@ export class PooledCall {
     this.#classOf =
       typeof options.class === 'function' ? (options.class as (...args: unknown[]) => unknown) : undefined;
     this.#perArgs = this.#keyOf !== undefined || this.#classOf !== undefined;
+    this.#onRefused = handOff(options.onRefused);
     this.#unbound = refusing(
       () =>
         new PoolNotFoundError(
@@ -122,6 +144,30 @@ export class PooledCall {
    * call would.
    */
   run(self: unknown, args: unknown[], body: MethodBody): Promise<unknown> {
+    if (this.#onRefused !== undefined) return this.#runOrHandOff(self, args, body, this.#onRefused);
+    return this.#run(self, args, body);
+  }
+
+  /** {@link run}, handing a call refused before its body began to `onRefused`. */
+  #runOrHandOff(
+    self: unknown,
+    args: unknown[],
+    body: MethodBody,
+    onRefused: (self: unknown, error: RefusalError, args: unknown[]) => unknown,
+  ): Promise<unknown> {
+    let began = false;
+    const marked: MethodBody = (connection, that, params) => {
+      began = true;
+      return body(connection, that, params);
+    };
+    Object.defineProperty(marked, 'scopeName', { value: (body as { scopeName?: string }).scopeName });
+    return this.#run(self, args, marked).catch((error: unknown) => {
+      if (began || !isRefusal(error)) throw error;
+      return onRefused(self, error, args);
+    });
+  }
+
+  #run(self: unknown, args: unknown[], body: MethodBody): Promise<unknown> {
     const pool = this.poolOf(self);
     if (!this.#perArgs) return useOn(pool, body, self, args, this.#perCall); // the hot path: options built once, or none
     let options: UseOptions;
@@ -144,6 +190,19 @@ export class PooledCall {
     args[this.connectionAt] = connection;
     return args;
   }
+}
+
+/** `onRefused` as a call on the instance: a method of it by name, or a function called on it. */
+function handOff(
+  onRefused: UsePooledOptions['onRefused'],
+): ((self: unknown, error: RefusalError, args: unknown[]) => unknown) | undefined {
+  if (onRefused === undefined) return undefined;
+  if (typeof onRefused === 'function') return (self, error, args) => onRefused.call(self, error, ...args);
+  return (self, error, args) => {
+    const method = (self as Record<string, unknown>)[onRefused];
+    if (typeof method !== 'function') throw error; // checked when decorated: only an instance Nest did not make lacks it
+    return (method as (...a: unknown[]) => unknown).call(self, error, ...args);
+  };
 }
 
 /** A stand-in pool whose every use rejects with a fresh error. */

@@ -42,6 +42,7 @@ const DECORATOR_KEYS = keysOf<UsePooledOptions>({
   retry: true,
   key: true,
   class: true,
+  onRefused: true,
   propagation: true,
 });
 
@@ -119,6 +120,7 @@ export function UsePooled(pool: PoolName, options: UsePooledOptions = {}): Metho
     const kind = kindOf(original as Method, target, propertyKey);
     if ((kind === 'observable' || kind === 'generator') && options.retry !== undefined)
       throw noRetryOnStreams(name, where, 'it returns a stream');
+    checkOnRefused(scope, options.onRefused, target, kind);
     const call = new PooledCall(name, where, options, fixed, connectionAt);
     declarePooledCall(target, call);
     const wrapped = { promise: wrapPromise, observable: wrapObservable, generator: wrapGenerator, any: wrapAny }[kind](
@@ -286,6 +288,23 @@ function streamWithin(
       end();
     };
   });
+}
+
+/** `onRefused`: a function, or the name of a method of the class; never on a method that streams. */
+function checkOnRefused(scope: OptionScope, onRefused: unknown, target: object, kind: Kind): void {
+  if (onRefused === undefined) return;
+  if (typeof onRefused === 'string') {
+    if (typeof (target as Record<string, unknown>)[onRefused] !== 'function')
+      throw optionError(scope, 'onRefused', `names no method of the class: ${shown(onRefused)}`);
+  } else if (typeof onRefused !== 'function') {
+    throw optionError(
+      scope,
+      'onRefused',
+      `must be the name of a method of the class, or a function (error, ...args), got ${shown(onRefused)}`,
+    );
+  }
+  if (kind === 'observable' || kind === 'generator')
+    throw optionError(scope, 'onRefused', 'is only for methods that return a promise: this one streams');
 }
 
 /** `retry` on a method that streams: refused, since a stream may already have emitted. */

@@ -256,7 +256,7 @@ describe('unknown option keys are refused with the near one, in every layer', ()
       return Service;
     };
     expect(configError(declare({ timeout: 5 })).message).toMatch(
-      /^@UsePooled\('db'\) on Service.run: timeout is not one of @UsePooled's options: did you mean "timeoutMs"\? they are timeoutMs, retry, key, class, propagation$/,
+      /^@UsePooled\('db'\) on Service.run: timeout is not one of @UsePooled's options: did you mean "timeoutMs"\? they are timeoutMs, retry, key, class, onRefused, propagation$/,
     );
     expect(configError(declare({ retry: { attempt: 3 } })).message).toContain(
       'retry.attempt is not one of the retry options: did you mean "retry.attempts"?',

@@ -22,6 +22,7 @@ export {
   SelfDeadlockError,
 } from './errors.js';
 export { consoleLogger, type PoolLogger, scrubbingLogger } from './logger.js';
+export { isRefusal, type RefusalError, retryAfterOf } from './refusal.js';
 export {
   closest,
   is,
