@@ -1,11 +1,13 @@
 import {
   type AdaptiveStats,
   type AdmissionStats,
+  type ClassStats,
   type LimiterMode,
   type PoolHealth,
   type PoolStats,
   type RetireReason,
   scrub,
+  type StandingState,
 } from '../core/index.js';
 import type { FleetInstance, PoolGroupMemberRow } from '../groups/index.js';
 
@@ -51,6 +53,10 @@ export interface DashboardLimiter {
   /** Refusals per second over the last minute, by reason. */
   readonly refusedPerSec: { readonly global: number; readonly key: number };
   readonly lost: number;
+  /** Controlled waiting: whether the queue stands, its target, how often it stood and how many it shed; null without. */
+  readonly standing: StandingState | null;
+  /** Priority classes, highest first; empty without. */
+  readonly classes: readonly ClassStats[];
   readonly lastError: string | null;
   readonly modes: readonly { at: number; mode: LimiterMode }[];
   /** An adaptive limiter's algorithm, bounds, pause and last changes; null for a fixed limit. */
@@ -197,6 +203,8 @@ export function limiterView(
     refused: { global: a.counters.refusedGlobal, key: a.counters.refusedKey },
     refusedPerSec,
     lost: a.counters.lost,
+    standing: a.standing ?? null,
+    classes: a.classes ?? [],
     lastError: a.lastError === undefined ? null : scrub(a.lastError),
     modes,
     adaptive: a.adaptive ?? null,

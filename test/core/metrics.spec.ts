@@ -135,6 +135,46 @@ describe('OpenTelemetry metrics', () => {
     await pool.close();
   });
 
+  it('report the limiter’s waiting: whether its queue stands, what it shed, and each priority class', async () => {
+    const { meter, read } = sdk();
+    const clock = new VirtualClock();
+    const limiter = new LocalLimiter({
+      global: 1,
+      clock,
+      waiting: { mode: 'controlled' },
+      classes: [{ name: 'live', share: 0.5 }, { name: 'batch' }],
+    });
+    const { pool } = makePool({ metrics: meter, limiter, clock, clientLimit: 10 });
+    const held = await pool.acquire({ class: 'live' });
+    const waiting = pool.acquire({ class: 'batch', timeoutMs: 100 });
+    const ended = track(waiting);
+    await expect(pool.acquire({ class: 'nope', timeoutMs: 100 })).rejects.toMatchObject({ code: 'POOL_CONFIG' });
+    await clock.advance(150); // batch's wait ends at its deadline
+    expect(ended.settled).toBe(true);
+    await expect(waiting).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED' });
+    const m = await read();
+    expect(only(m.get('nestjs_shared_pool.limiter.standing'))).toBe(0);
+    expect(only(m.get('nestjs_shared_pool.limiter.shed'))).toBe(0);
+    expect(points(m.get('nestjs_shared_pool.limiter.class.used'))).toEqual([
+      [{ class: 'live' }, 1],
+      [{ class: 'batch' }, 0],
+    ]);
+    expect(points(m.get('nestjs_shared_pool.limiter.class.admitted'))).toEqual([
+      [{ class: 'live' }, 1],
+      [{ class: 'batch' }, 0],
+    ]);
+    expect(points(m.get('nestjs_shared_pool.limiter.class.refused'))).toEqual([
+      [{ class: 'live' }, 0],
+      [{ class: 'batch' }, 1],
+    ]);
+    expect(points(m.get('nestjs_shared_pool.limiter.class.waiting'))).toEqual([
+      [{ class: 'live' }, 0],
+      [{ class: 'batch' }, 0],
+    ]);
+    held.release();
+    await pool.close();
+  });
+
   it('report the admission limiter: admitted, refused by limit, lost, used and its mode', async () => {
     const { meter, read } = sdk();
     const limiter = new LocalLimiter({ global: 2, perKey: 1 });
@@ -198,9 +238,9 @@ describe('OpenTelemetry metrics', () => {
       },
     };
     const { pool } = makePool({ metrics: watched });
-    expect(calls).toEqual(['add 17']);
+    expect(calls).toEqual(['add 23']);
     await pool.close();
-    expect(calls).toEqual(['add 17', 'remove 17']);
+    expect(calls).toEqual(['add 23', 'remove 23']);
   });
 
   it('refuses a metrics option that is no meter, saying what it takes', () => {

@@ -13,7 +13,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Http2SessionConnector, PoolModule } from '../../lib/index.js';
 import { PoolDashboardModule } from '../../lib/dashboard/index.js';
-import { AdaptiveLimiter } from '../../lib/limits/index.js';
+import { AdaptiveLimiter, LocalLimiter } from '../../lib/limits/index.js';
 import { startSample, type RunningSample } from '../../sample-app/main.js';
 import { startFleet } from '../../sample-app/fleet.js';
 import type { FleetBudget } from '../../lib/groups/index.js';
@@ -508,4 +508,67 @@ describe('the dashboard in a browser, with 60 pools and a group of 1,200 members
     },
     PAGE_MS,
   );
+});
+
+describe('the dashboard in a browser, with priority classes, tiers and controlled waiting', () => {
+  it('shows each class with its share and counts, the queue’s state, and each key’s own limit', async () => {
+    const limiter = new LocalLimiter({
+      global: 4,
+      perKey: (key) => (key === 'gold' ? 4 : 1),
+      waiting: { mode: 'controlled' },
+      classes: [
+        { name: 'live', share: 0.75 },
+        { name: 'batch', share: 0.25 },
+      ],
+    });
+    @Module({
+      imports: [
+        PoolModule.forRoot({
+          pools: [{ name: 'classed', connector: new FakeConnector(), options: { clientLimit: 10, limits: limiter } }],
+        }),
+        PoolDashboardModule.forRoot({ intervalMs: 200 }),
+      ],
+    })
+    class Classed {}
+    const app = await NestFactory.create(Classed, { logger: false });
+    await app.listen(0, '127.0.0.1');
+    const pool = app.get<ConnectionPool<unknown>>(getPoolToken('classed'));
+    const held = [
+      await pool.acquire({ key: 'gold', class: 'live' }),
+      await pool.acquire({ key: 'gold', class: 'live' }),
+      await pool.acquire({ key: 'ann', class: 'live' }),
+      await pool.acquire({ key: 'bob', class: 'batch' }),
+    ];
+    const waiting = [
+      pool.acquire({ key: 'cy', class: 'batch', timeoutMs: 60_000 }),
+      pool.acquire({ key: 'dee', class: 'live', timeoutMs: 60_000 }),
+    ];
+    await until(() => pool.stats().admission!.waiting === 2);
+    const { browser, page } = await openDashboard(app);
+    try {
+      // An exhausted pool's card is open at once; fold nothing.
+      if (!(await page.$eval('[data-pool="classed"]', (d) => (d as HTMLDetailsElement).open)))
+        await page.click('[data-pool="classed"] > summary');
+      await page.waitForSelector('[data-pool="classed"] [data-class="batch"]');
+      const rows = await page.$$eval('[data-pool="classed"] [data-class]', (trs) =>
+        trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)),
+      );
+      expect(rows).toEqual([
+        ['live', '75 %', '3', '1', '3', '0'],
+        ['batch', '25 %', '1', '1', '1', '0'],
+      ]);
+      expect(await page.getAttribute('[data-pool="classed"] [data-standing]', 'data-standing')).toBe('false');
+      expect(await page.textContent('[data-pool="classed"] [data-standing]')).toContain('queue clear');
+      expect(await page.textContent('[data-pool="classed"] [data-key="gold"]')).toBe('gold2 / 4');
+      expect(await page.textContent('[data-pool="classed"] [data-key="ann"]')).toBe('ann1 / 1');
+      await (await page.$('[data-pool="classed"]'))!.screenshot({
+        path: new URL('dashboard-classes.png', ARTIFACTS).pathname,
+      });
+    } finally {
+      for (const lease of held) lease.release();
+      for (const lease of await Promise.all(waiting)) lease.release();
+      await browser.close();
+      await app.close();
+    }
+  }, 60_000);
 });

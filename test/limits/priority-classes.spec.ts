@@ -59,7 +59,7 @@ describe('priority classes', () => {
       { name: 'bulk', share: 0.1 },
     ];
     // Each class alone would fill the limit (10 slots held 20 ms: 500 a second): three times the capacity.
-    const { outcomes, during } = await contention(
+    const { limiter, outcomes, during } = await contention(
       { classes },
       classes.map((c) => ({ cls: c.name, everyMs: 2, timeoutMs: 1_000 })),
     );
@@ -69,11 +69,41 @@ describe('priority classes', () => {
     classes.forEach((c, i) => expect(served[i]! / total).toBeGreaterThanOrEqual(c.share - 0.02));
     // The stats show each class's share, what it holds and who waits.
     expect(during.classes).toEqual([
-      { name: 'live', share: 0.6, used: 6, waiting: expect.any(Number) },
-      { name: 'batch', share: 0.3, used: 3, waiting: expect.any(Number) },
-      { name: 'bulk', share: 0.1, used: 1, waiting: expect.any(Number) },
+      {
+        name: 'live',
+        share: 0.6,
+        used: 6,
+        waiting: expect.any(Number),
+        admitted: expect.any(Number),
+        refused: expect.any(Number),
+      },
+      {
+        name: 'batch',
+        share: 0.3,
+        used: 3,
+        waiting: expect.any(Number),
+        admitted: expect.any(Number),
+        refused: expect.any(Number),
+      },
+      {
+        name: 'bulk',
+        share: 0.1,
+        used: 1,
+        waiting: expect.any(Number),
+        admitted: expect.any(Number),
+        refused: expect.any(Number),
+      },
     ]);
     expect(during.classes!.every((c) => c.waiting > 0)).toBe(true);
+    // Three times the capacity: every class has calls refused (at once, or at their deadline), counted as its own.
+    const after = limiter.stats().classes!;
+    classes.forEach((c, i) => {
+      const arrived = outcomes.get(c.name)!;
+      expect(after[i]).toMatchObject({
+        admitted: arrived.filter((o) => o.admitted).length,
+        refused: arrived.filter((o) => !o.admitted).length,
+      });
+    });
   });
 
   it('gives what the shares leave to the highest class, not to whoever came first', async () => {
@@ -147,6 +177,10 @@ describe('priority classes', () => {
     // Aging longer than live's queue ever gets: while live's overload lasts (6 s), no batch call
     // is served (the first comes at 0, while slots are free, and is admitted at once).
     const starved = await run(60_000);
+    // The stats count each class's admissions: at 6 s, batch's one, and its callers all waiting.
+    expect(starved.during.classes![1]).toMatchObject({ name: 'batch', admitted: 1 });
+    expect(starved.during.classes![1]!.waiting).toBeGreaterThan(50);
+    expect(aged.limiter.stats().classes![1]).toMatchObject({ refused: 0, admitted: batch.length });
     expect(starved.outcomes.get('batch')!.filter((o) => o.admitted && o.at < 6_000)).toHaveLength(1);
   });
 

@@ -67,6 +67,10 @@ export interface ClassStats {
   used: number;
   /** Its callers waiting for a slot. */
   waiting: number;
+  /** Its calls admitted, since the limiter started. */
+  admitted: number;
+  /** Its calls refused: at once (a limit, a standing queue, a backlog) or at their deadline while waiting. */
+  refused: number;
 }
 
 /** Running totals of a limiter. */

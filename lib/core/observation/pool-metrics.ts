@@ -14,6 +14,7 @@ import {
   timingsProduced,
   type PoolTimingSeries,
 } from './pool-timings.js';
+import { limiterInstruments } from './limiter-metrics.js';
 import { placeTimings } from './sdk-readers.js';
 
 /** Attributes of a measurement. */
@@ -278,7 +279,9 @@ export class PoolMetrics {
       unit: '{lease}',
       description: 'The admission limiter’s global limit now (an adaptive one moves it)',
     });
+    const waiting = limiterInstruments(meter);
     const observables = [
+      ...waiting.observables,
       count,
       idleMax,
       idleMin,
@@ -323,6 +326,7 @@ export class PoolMetrics {
       observer.observe(used, l.used, a);
       for (const m of MODES) observer.observe(mode, l.mode === m ? 1 : 0, { ...a, mode: m });
       if (Number.isFinite(l.limit)) observer.observe(limit, l.limit, a);
+      waiting.observe(observer, l, a);
     });
     this.stop = () => {
       unobserve();

@@ -169,7 +169,15 @@
     const keys =
       l.topKeys.length === 0
         ? ''
-        : `<table class="keys"><thead><tr><th>key</th><th>leases</th></tr></thead><tbody>${l.topKeys.map((k) => `<tr data-key="${esc(k.key)}"><td>${esc(k.key)}</td><td>${k.limit === undefined || k.limit === null ? num(k.leases) : `${num(k.leases)} / ${Number.isFinite(k.limit) ? num(k.limit) : 'none'}`}</td></tr>`).join('')}</tbody></table>`;
+        : `<table class="keys"><thead><tr><th>key</th><th>${l.topKeys.some((k) => typeof k.limit === 'number') ? 'leases / limit' : 'leases'}</th></tr></thead><tbody>${l.topKeys.map((k) => `<tr data-key="${esc(k.key)}"><td>${esc(k.key)}</td><td>${k.limit === undefined || k.limit === null ? num(k.leases) : `${num(k.leases)} / ${Number.isFinite(k.limit) ? num(k.limit) : 'none'}`}</td></tr>`).join('')}</tbody></table>`;
+    const st = l.standing;
+    const waitingLine = st
+      ? `<p class="quiet" data-standing="${st.standing}">controlled waiting: queue <b>${st.standing ? 'standing: newcomers refused at once' : 'clear'}</b> · target ${Number.isFinite(st.targetMs) ? esc(ms(st.targetMs)) : 'not known yet'} · stood ${num(st.stood)} times, shed ${num(st.shed)}</p>`
+      : '';
+    const classes =
+      l.classes.length === 0
+        ? ''
+        : `<table class="keys classes"><thead><tr><th>class</th><th>share</th><th>holds</th><th>waiting</th><th>admitted</th><th>refused</th></tr></thead><tbody>${l.classes.map((c) => `<tr data-class="${esc(c.name)}"><td>${esc(c.name)}</td><td>${num(Math.round(c.share * 100))} %</td><td>${num(c.used)}</td><td>${num(c.waiting)}</td><td>${num(c.admitted)}</td><td>${num(c.refused)}</td></tr>`).join('')}</tbody></table>`;
     const a = l.adaptive;
     const adaptive = a
       ? `<p class="quiet" data-adaptive="${esc(a.algorithm)}" data-adaptive-limit="${a.limit}">adaptive (${esc(a.algorithm)}${a.shared ? ', one limit for every instance' : ''}): limit <b>${num(a.limit)}</b> within ${num(a.min)}–${num(a.max)} · ${num(a.successes)} successes, ${num(a.overloads)} overloads, ${num(a.ignored)} ignored${a.pausedMs > 0 ? ` · <b>paused ${esc(ms(a.pausedMs))}</b> (Retry-After)` : ''}${
@@ -181,7 +189,7 @@
             : ''
         }</p>`
       : '';
-    return `<h3>Admission limiter</h3>${adaptive}<div class="limiter" data-limiter-mode="${esc(l.mode)}"><dl class="grid">${stat('mode', `<span data-field="mode">${esc(l.mode)}</span>`)}${stat('health', badge(l.health))}${stat('used / limit', l.limit === null ? `${num(l.used)} / none` : bar(l.used, l.limit, `${l.used} of ${l.limit} global leases used`))}${stat('per key', l.perKey === null ? 'none' : l.perKey === 'by key' ? 'by key' : num(l.perKey))}${stat('held here', num(l.held))}${stat('waiting', num(l.waiting))}${stat('refused: global', `${num(l.refused.global)} <small>(${num(l.refusedPerSec.global)}/s)</small>`, 'data-refused="global"')}${stat('refused: per key', `${num(l.refused.key)} <small>(${num(l.refusedPerSec.key)}/s)</small>`, `data-refused="key" data-value="${l.refused.key}"`)}${stat('lost', num(l.lost))}</dl>${l.lastError ? `<p class="error">${esc(l.lastError)}</p>` : ''}${modes}${keys}</div>`;
+    return `<h3>Admission limiter</h3>${adaptive}<div class="limiter" data-limiter-mode="${esc(l.mode)}"><dl class="grid">${stat('mode', `<span data-field="mode">${esc(l.mode)}</span>`)}${stat('health', badge(l.health))}${stat('used / limit', l.limit === null ? `${num(l.used)} / none` : bar(l.used, l.limit, `${l.used} of ${l.limit} global leases used`))}${stat('per key', l.perKey === null ? 'none' : l.perKey === 'by key' ? 'by key' : num(l.perKey))}${stat('held here', num(l.held))}${stat('waiting', num(l.waiting))}${stat('refused: global', `${num(l.refused.global)} <small>(${num(l.refusedPerSec.global)}/s)</small>`, 'data-refused="global"')}${stat('refused: per key', `${num(l.refused.key)} <small>(${num(l.refusedPerSec.key)}/s)</small>`, `data-refused="key" data-value="${l.refused.key}"`)}${stat('lost', num(l.lost))}</dl>${l.lastError ? `<p class="error">${esc(l.lastError)}</p>` : ''}${waitingLine}${modes}${classes}${keys}</div>`;
   }
 
   function connections(p) {

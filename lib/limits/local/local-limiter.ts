@@ -1,5 +1,6 @@
 import {
   CapacityExceededError,
+  KeyLimitError,
   systemClock,
   utilizationHealth,
   type Admission,
@@ -116,8 +117,11 @@ class LearningAdmission implements Admission {
 export class LocalLimiter implements ConcurrencyLimiter {
   #limits: ResolvedLimits;
   readonly #counts = new SlotCounts();
-  /** Slots held by each priority class (one entry without classes, not kept). */
+  /** Slots held by each priority class (empty without classes). */
   readonly #byClass: number[];
+  /** Calls admitted and refused, by class (empty without classes). */
+  readonly #classAdmitted: number[];
+  readonly #classRefused: number[];
   readonly #waiters: SlotWaiters<Admission>;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
   /** @internal Set by an adaptive limiter: its admissions learn. */
@@ -132,6 +136,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
     this.#limits = resolveLimits(options, [], waitingMode);
     const { classes } = this.#limits;
     this.#byClass = classes.names.map(() => 0);
+    this.#classAdmitted = classes.names.map(() => 0);
+    this.#classRefused = classes.names.map(() => 0);
     const order = {
       count: classes.names.length,
       agingMs: classes.agingMs,
@@ -193,15 +199,32 @@ export class LocalLimiter implements ConcurrencyLimiter {
     if (refusal === 'global') this.#counters.refusedGlobal++;
     else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
-      return Promise.reject(refusalError(refusal, request, this.#limits, keyLimit));
+      return this.#refused(cls, refusalError(refusal, request, this.#limits, keyLimit));
     if (refusal === 'global') {
       // A standing queue, under controlled waiting, takes no newcomer it would keep past the target.
       const shed = this.#waiters.shed(request, this.#limits, cls);
-      if (shed !== undefined) return Promise.reject(shed);
+      if (shed !== undefined) return this.#refused(cls, shed);
       // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
-      if (this.#waiters.outlasts(request.timeoutMs, cls)) return Promise.reject(this.#backlog(request));
+      if (this.#waiters.outlasts(request.timeoutMs, cls)) return this.#refused(cls, this.#backlog(request));
     }
-    return this.#waiters.wait(request, refusal === 'global' ? this.#refuseGlobal : this.#refuseKey, keyLimit, cls);
+    const waited = this.#waiters.wait(
+      request,
+      refusal === 'global' ? this.#refuseGlobal : this.#refuseKey,
+      keyLimit,
+      cls,
+    );
+    if (this.#classRefused.length === 0) return waited;
+    // With classes, a wait that ends in a refusal counts against its class (one more promise, with classes only).
+    return waited.catch((err: unknown) => {
+      if (err instanceof CapacityExceededError || err instanceof KeyLimitError) this.#classRefused[cls]!++;
+      throw err;
+    });
+  }
+
+  /** A refusal given at once, counted against the call's class. */
+  #refused(cls: number, err: Error): Promise<never> {
+    if (this.#classRefused.length > 0) this.#classRefused[cls]!++;
+    return Promise.reject(err);
   }
 
   stats(): LimiterStats {
@@ -234,6 +257,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
         share: shares[i]!,
         used: this.#byClass[i]!,
         waiting: waiting[i] ?? 0,
+        admitted: this.#classAdmitted[i]!,
+        refused: this.#classRefused[i]!,
       })),
     };
   }
@@ -252,7 +277,10 @@ export class LocalLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {}
 
   #admitted(key: string | undefined, cls: number): Admission {
-    if (this.#byClass.length > 0) this.#byClass[cls]!++;
+    if (this.#byClass.length > 0) {
+      this.#byClass[cls]!++;
+      this.#classAdmitted[cls]!++;
+    }
     const learner = this[kLearner];
     if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted, cls);
     const timed = learner.timer.admit();
