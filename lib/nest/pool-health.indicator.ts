@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { PoolConfigError, scrub, type LimiterMode, type PoolHealth, type PoolStats } from '../core/index.js';
+import {
+  PoolConfigError,
+  scrub,
+  type LimiterMode,
+  type PoolHealth,
+  type PoolStats,
+  type StandingState,
+} from '../core/index.js';
 import type { PoolGroupSummary } from '../groups/index.js';
 import { PoolRegistry } from './pool-registry.js';
 
@@ -51,7 +58,27 @@ export interface PoolHealthDetails {
       pausedMs: number;
       lastChange: { from: number; to: number; reason: string } | null;
     };
+    /** Under controlled waiting: whether its queue stands (newcomers refused at once) and how many it shed. */
+    standing?: StandingSummary;
+    /** With priority classes: each class's slots, waiters and refusals. */
+    classes?: { name: string; used: number; waiting: number; refused: number }[];
   };
+  /** The pool's own queue under controlled waiting: whether it stands and how many it shed. */
+  standing?: StandingSummary;
+}
+
+/** A queue under controlled waiting, as the health check reports it. */
+export interface StandingSummary {
+  standing: boolean;
+  /** The target wait, ms; null while not known. */
+  targetMs: number | null;
+  shed: number;
+}
+
+function standingOf(state: StandingState | undefined): { standing?: StandingSummary } {
+  if (state === undefined) return {};
+  const targetMs = Number.isFinite(state.targetMs) ? Math.round(state.targetMs) : null;
+  return { standing: { standing: state.standing, targetMs, shed: state.shed } };
 }
 
 /** The status of a check, as Terminus reads it. */
@@ -162,6 +189,10 @@ function report(s: PoolStats): PoolHealthDetails {
             limit: a.limit === Infinity ? null : a.limit,
             utilization: round(a.utilization),
             ...adaptive,
+            ...standingOf(a.standing),
+            ...(a.classes === undefined
+              ? {}
+              : { classes: a.classes.map(({ name, used, waiting, refused }) => ({ name, used, waiting, refused })) }),
           },
         };
   return {
@@ -175,6 +206,7 @@ function report(s: PoolStats): PoolHealthDetails {
     waiting: s.waiting,
     lastError: s.lastError === undefined ? null : scrub(s.lastError),
     ...admission,
+    ...standingOf(s.standing),
     ...(s.budget === undefined ? {} : { budget: { ...s.budget } }),
   };
 }

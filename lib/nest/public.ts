@@ -23,7 +23,12 @@ export type {
   PoolSettingsFactory,
   PooledOptions,
 } from './pool-module-options.js';
-export { PoolHealthIndicator, type PoolHealthCheckOptions, type PoolHealthDetails } from './pool-health.indicator.js';
+export {
+  PoolHealthIndicator,
+  type PoolHealthCheckOptions,
+  type PoolHealthDetails,
+  type StandingSummary,
+} from './pool-health.indicator.js';
 export { PoolErrorFilter, poolErrorResponse, type PoolErrorResponse } from './pool-error.filter.js';
 export { NestPoolLogger } from './nest-pool-logger.js';
 export { PoolNotFoundError } from './pool-not-found.error.js';

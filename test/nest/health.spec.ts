@@ -104,6 +104,37 @@ describe('PoolHealthIndicator', () => {
     expect(indicator.isHealthy('live', { downOn: ['failing'] }).live.status).toBe('up');
   });
 
+  it('reports priority classes and a pool queue under controlled waiting', async () => {
+    const moduleRef = await boot({
+      imports: [
+        PoolModule.forRoot({
+          limits: { global: 1, classes: [{ name: 'live', share: 0.5 }, { name: 'batch' }] },
+          pools: [
+            {
+              name: 'llm',
+              connector: new FakeConnector(),
+              options: { clientLimit: 10, waiting: { mode: 'controlled' } },
+            },
+          ],
+        }),
+      ],
+    });
+    const indicator = moduleRef.get(PoolHealthIndicator);
+    const llm = moduleRef.get<ConnectionPool<unknown>>(getPoolToken('llm'));
+    const held = await llm.acquire({ class: 'live' });
+    await expect(llm.acquire({ class: 'batch', timeoutMs: 20 })).rejects.toMatchObject({ code: 'CAPACITY_EXCEEDED' });
+    expect(indicator.isHealthy('pools').pools.llm).toMatchObject({
+      standing: { standing: false, shed: 0 },
+      admission: {
+        classes: [
+          { name: 'live', used: 1, waiting: 0, refused: 0 },
+          { name: 'batch', used: 0, waiting: 0, refused: 1 },
+        ],
+      },
+    });
+    held.release();
+  });
+
   it('reports an adaptive limit: its algorithm, whether it is shared, the pause asked for and its last change', async () => {
     const moduleRef = await boot({
       imports: [
@@ -121,6 +152,8 @@ describe('PoolHealthIndicator', () => {
         used: 0,
         limit: 8,
         adaptive: { algorithm: 'aimd', shared: false, pausedMs: 0, lastChange: null },
+        // An adaptive limit waits under controlled waiting: its queue's state, not standing yet.
+        standing: { standing: false, targetMs: null, shed: 0 },
       },
     });
     await llm.use(async () => ({ status: 429, headers: { 'retry-after': '3' } }));
