@@ -240,7 +240,7 @@ describe.each([
       error: 'Too Many Requests',
       code: 'KEY_LIMIT',
       pool: 'db',
-      message: 'pool "db": key "user:ann" already holds 5 concurrent leases; retry later',
+      message: 'pool "db": key "user:ann" already holds its limit of 5 concurrent leases; retry later',
     });
   });
 

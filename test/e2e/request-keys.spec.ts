@@ -162,7 +162,10 @@ describe.each([
     const first = await holding('/mine', 'ann');
     await expect(get('/mine', 'ann')).resolves.toMatchObject({
       status: 429,
-      body: { code: 'KEY_LIMIT', message: 'pool "api": key "ann" already holds 1 concurrent leases; retry later' },
+      body: {
+        code: 'KEY_LIMIT',
+        message: 'pool "api": key "ann" already holds its limit of 1 concurrent lease; retry later',
+      },
     });
     const other = await holding('/mine', 'bob');
     gate.open();
@@ -178,7 +181,7 @@ describe.each([
     const initech = await holding('/tenants/initech', 'ann');
     await expect(get('/tenants/acme', 'bob')).resolves.toMatchObject({
       status: 429,
-      body: { message: 'pool "api": key "tenant:acme" already holds 1 concurrent leases; retry later' },
+      body: { message: 'pool "api": key "tenant:acme" already holds its limit of 1 concurrent lease; retry later' },
     });
     gate.open();
     await expect(Promise.all([acme.answer, initech.answer])).resolves.toEqual([

@@ -184,6 +184,20 @@ describe('priority classes', () => {
     expect(starved.outcomes.get('batch')!.filter((o) => o.admitted && o.at < 6_000)).toHaveLength(1);
   });
 
+  it('ages a class without a share past one whose share is nearly the whole limit', async () => {
+    // live's guarantee is 9 of the 10 slots (0.99 × 10, rounded down): the tenth goes by aging.
+    const { outcomes } = await contention(
+      { classes: [{ name: 'live', share: 0.99 }, { name: 'batch' }], agingMs: 500 },
+      [
+        { cls: 'live', everyMs: 1, timeoutMs: 300 },
+        { cls: 'batch', everyMs: 100, timeoutMs: 10_000 },
+      ],
+    );
+    const batch = outcomes.get('batch')!;
+    expect(batch.every((o) => o.admitted)).toBe(true);
+    expect(Math.max(...waitsOf(batch))).toBeLessThanOrEqual(500 + 300 + 20);
+  });
+
   it('a class whose waiters wait for their keys does not hold up the others', async () => {
     const limiter = new LocalLimiter({
       global: 2,
@@ -241,6 +255,11 @@ describe('priority classes', () => {
         },
         'option "limits.classes" shares add up to 1.1',
       ],
+      [
+        { classes: [{ name: 'live', share: 1 }, { name: 'batch' }] },
+        'option "limits.classes" shares add up to 1, so the class "batch", which has none, would never be served under contention',
+      ],
+      [{ classes: [] }, 'got an empty array'],
       [
         { classes: [{ name: 'a', weight: 1 } as never] },
         'option "limits.classes[0].weight" is not an option of a class',

@@ -26,7 +26,7 @@ describe('poolErrorResponse', () => {
         error: 'Too Many Requests',
         code: 'KEY_LIMIT',
         pool: 'api',
-        message: 'pool "api": key "user:ann" already holds 5 concurrent leases; retry later',
+        message: 'pool "api": key "user:ann" already holds its limit of 5 concurrent leases; retry later',
       },
     });
   });

@@ -228,7 +228,8 @@ export class KeyLimitError extends PoolError {
     readonly limit: number,
     readonly retryAfterMs: number,
   ) {
-    super('KEY_LIMIT', pool, `pool "${pool}": key "${key}" already holds ${limit} concurrent leases; retry later`);
+    const leases = `${limit} concurrent lease${limit === 1 ? '' : 's'}`;
+    super('KEY_LIMIT', pool, `pool "${pool}": key "${key}" already holds its limit of ${leases}; retry later`);
   }
 }
 

@@ -141,7 +141,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
     const order = {
       count: classes.names.length,
       agingMs: classes.agingMs,
-      underShare: (cls: number) => this.#byClass[cls]! < classes.shares[cls]! * this.#limits.global,
+      // A class's guarantee is its share of the limit, rounded down: what it leaves is ordered by aging.
+      underShare: (cls: number) => this.#byClass[cls]! < Math.floor(classes.shares[cls]! * this.#limits.global),
     };
     // While its queue stands, every slot is held: the target is their mean hold.
     this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used, order);

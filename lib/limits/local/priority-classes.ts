@@ -46,7 +46,10 @@ export function resolveClasses(read: OptionReader<object>): ResolvedClasses {
     return NO_CLASSES;
   }
   if (!Array.isArray(given) || given.length === 0)
-    read.fail('classes', `must be a non-empty array of { name, share? }, highest priority first, got ${shown(given)}`);
+    read.fail(
+      'classes',
+      `must be a non-empty array of { name, share? }, highest priority first, got ${Array.isArray(given) ? 'an empty array' : shown(given)}`,
+    );
   const names: string[] = [];
   const shares: number[] = [];
   (given as unknown[]).forEach((c, i) => {
@@ -64,6 +67,13 @@ export function resolveClasses(read: OptionReader<object>): ResolvedClasses {
   });
   const total = shares.reduce((a, b) => a + b, 0);
   if (total > 1 + 1e-9) read.fail('classes', `shares add up to ${total}: they must add up to 1 at most`);
+  // Aging orders the slots no share guarantees: with every slot guaranteed, a class without a share would never be served.
+  const unshared = names.find((_, i) => shares[i] === 0);
+  if (total > 1 - 1e-9 && unshared !== undefined)
+    read.fail(
+      'classes',
+      `shares add up to 1, so the class ${shown(unshared)}, which has none, would never be served under contention: give it a share, or lower the others`,
+    );
   const defaultName = options.defaultClass ?? names[names.length - 1];
   const defaultClass = names.indexOf(defaultName as string);
   if (defaultClass < 0) read.fail('defaultClass', unknownClass(defaultName, names, read.scope.name));
