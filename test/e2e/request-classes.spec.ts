@@ -15,20 +15,8 @@ import {
 } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingNestLogger } from '../support/nest.js';
+import { Gate } from '../support/gate.js';
 import { until } from '../support/wait.js';
-
-/** Lets the test decide when a held call ends: each open() ends the calls waiting now. */
-class Gate {
-  #open!: () => void;
-  promise = this.#reset();
-  #reset(): Promise<void> {
-    return (this.promise = new Promise<void>((resolve) => (this.#open = resolve)));
-  }
-  open(): void {
-    this.#open();
-    this.#reset();
-  }
-}
 
 const gate = new Gate();
 /** The calls in the order they were admitted: who asked, with what class. */

@@ -26,20 +26,9 @@ import {
 } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { RecordingNestLogger } from '../support/nest.js';
+import { Gate } from '../support/gate.js';
 import { until } from '../support/wait.js';
 
-/** Lets the test decide when a held call ends. */
-class Gate {
-  #open!: () => void;
-  promise = this.#reset();
-  #reset(): Promise<void> {
-    return (this.promise = new Promise<void>((resolve) => (this.#open = resolve)));
-  }
-  open(): void {
-    this.#open();
-    this.#reset();
-  }
-}
 const gate = new Gate();
 
 type Request = { headers: Record<string, string | undefined>; user?: { id: string } };
