@@ -173,7 +173,7 @@ describe('the dashboard in a browser, on the sample app under load', () => {
     );
     expect(meanings).toEqual(titles);
     expect(await page.isVisible(`${key} [data-term-meaning="given back"] dd`)).toBe(true);
-    await (await page.$('[data-group="tenants"]'))!.screenshot({
+    await page.locator('[data-group="tenants"]').screenshot({
       path: new URL('dashboard-terms.png', ARTIFACTS).pathname,
     });
     await page.click(`${key} > summary`);
@@ -561,7 +561,7 @@ describe('the dashboard in a browser, with priority classes, tiers and controlle
       expect(await page.textContent('[data-pool="classed"] [data-standing]')).toContain('queue clear');
       expect(await page.textContent('[data-pool="classed"] [data-key="gold"]')).toBe('gold2 / 4');
       expect(await page.textContent('[data-pool="classed"] [data-key="ann"]')).toBe('ann1 / 1');
-      await (await page.$('[data-pool="classed"]'))!.screenshot({
+      await page.locator('[data-pool="classed"]').screenshot({
         path: new URL('dashboard-classes.png', ARTIFACTS).pathname,
       });
     } finally {
