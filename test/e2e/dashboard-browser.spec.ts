@@ -561,9 +561,9 @@ describe('the dashboard in a browser, with priority classes, tiers and controlle
       expect(await page.textContent('[data-pool="classed"] [data-standing]')).toContain('queue clear');
       expect(await page.textContent('[data-pool="classed"] [data-key="gold"]')).toBe('gold2 / 4');
       expect(await page.textContent('[data-pool="classed"] [data-key="ann"]')).toBe('ann1 / 1');
-      await page.locator('[data-pool="classed"]').screenshot({
-        path: new URL('dashboard-classes.png', ARTIFACTS).pathname,
-      });
+      // The whole page: this card is exhausted and redrawn with every snapshot, so an element
+      // screenshot can lose its element between the scroll and the shot on a loaded machine.
+      await page.screenshot({ path: new URL('dashboard-classes.png', ARTIFACTS).pathname, fullPage: true });
     } finally {
       for (const lease of held) lease.release();
       for (const lease of await Promise.all(waiting)) lease.release();
