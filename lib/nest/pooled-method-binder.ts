@@ -1,5 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { closest, PoolConfigError, shown } from '../core/index.js';
 import { canInject, type ModuleLike } from './module-visibility.js';
 import { PoolNotFoundError } from './pool-not-found.error.js';
 import { pooledCallsOf, type PooledCall } from './pooled-call.js';
@@ -34,6 +35,7 @@ export class PooledMethodBinder implements OnModuleInit {
           `cannot see pool "${call.pool}": PoolModule.forFeature registers it in a module that ${module} does not import. Add that module (or the PoolModule.forFeature([...]) registration itself) to the imports of ${module}, or register the pool with forRoot`,
         );
       }
+      checkClass(call, pool);
       return pool;
     };
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
@@ -56,4 +58,23 @@ export class PooledMethodBinder implements OnModuleInit {
       for (const call of calls) call.bind(instanceKey, type, poolOf(call, wrapper.host as ModuleLike | undefined));
     }
   }
+}
+
+/**
+ * A method's fixed `class` must name a class of its pool's limiter: a misspelt one fails the
+ * start, not the first call. (A class a function picks is checked per call.)
+ */
+function checkClass(call: PooledCall, pool: PoolLike): void {
+  const asked = call.options.class;
+  const names = pool.stats?.().admission?.classes?.map((c) => c.name);
+  if (typeof asked !== 'string' || names === undefined || names.includes(asked)) return;
+  const near = closest(asked, names);
+  throw new PoolConfigError(
+    `@UsePooled('${call.pool}') on ${call.where}`,
+    'class',
+    `(${shown(asked)}) is not a class of the pool's limiter: one of ${names.map((n) => `'${n}'`).join(', ')}${
+      near === undefined ? '' : ` (did you mean '${near}'?)`
+    }`,
+    'decorator',
+  );
 }

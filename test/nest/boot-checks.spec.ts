@@ -85,6 +85,35 @@ describe('a @UsePooled name is checked when the application starts', () => {
     );
   });
 
+  it("a fixed class the pool's limiter does not have fails start-up, with the near one; one it has starts", async () => {
+    const limits = { global: 2, classes: [{ name: 'live' }, { name: 'batch' }] };
+    @Injectable()
+    class Typo {
+      @UsePooled('db', { class: 'lvie' })
+      async run(): Promise<void> {}
+    }
+    const error = await bootError({
+      imports: [PoolModule.forRoot({ limits, pools: [{ name: 'db', connector: new FakeConnector() }] })],
+      providers: [Typo],
+    });
+    expect(error).toBeInstanceOf(PoolConfigError);
+    expect(error.message).toBe(
+      `@UsePooled('db') on Typo.run: class ("lvie") is not a class of the pool's limiter: one of 'live', 'batch' (did you mean 'live'?)`,
+    );
+    @Injectable()
+    class Right {
+      @UsePooled('db', { class: 'live' })
+      async run(): Promise<string> {
+        return 'ran';
+      }
+    }
+    const app = await boot({
+      imports: [PoolModule.forRoot({ limits, pools: [{ name: 'db', connector: new FakeConnector() }] })],
+      providers: [Right],
+    });
+    await expect(app.get(Right).run()).resolves.toBe('ran');
+  });
+
   it('a forFeature pool used from a module that does not import it fails start-up, naming the module and the fix', async () => {
     @Module({ imports: [reportsPool()], providers: [Reports] })
     class ReportsModule {}
