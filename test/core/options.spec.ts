@@ -70,6 +70,16 @@ describe('option validation', () => {
     },
   );
 
+  it("refuses a connector with generic-pool's destroy() and no close(), naming the fix; takes one with both", () => {
+    const connector = { create: async () => ({}), destroy: async () => {} };
+    const err = configError(() => make({}, connector));
+    expect(err.field).toBe('connector.destroy');
+    expect(err.message).toBe(
+      `pool "orders": option "connector.destroy" is generic-pool's and tarn's name: this pool closes a connection with connector.close(conn). Rename it to close`,
+    );
+    expect(() => make({}, { ...connector, close: async () => {} })).not.toThrow();
+  });
+
   it('rejects a connector that is not an object', () => {
     expect(configError(() => make({}, null)).field).toBe('connector');
   });

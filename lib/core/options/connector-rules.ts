@@ -29,6 +29,9 @@ const LENDING: Rule = {
 
 const CONNECTOR_METHODS = ['ready', 'close', 'validate', 'reset', 'isFatal'] as const;
 
+/** Members of other pools' factories, and the member of a connector that does their work. */
+const PEER_NAMES = [['destroy', 'close']] as const;
+
 /** Checks that `connector` has a `create` function and that its other members, if set, are functions. */
 export function validateConnector(pool: string, connector: unknown): void {
   if (typeof connector !== 'object' || connector === null) {
@@ -48,6 +51,15 @@ export function validateConnector(pool: string, connector: unknown): void {
   for (const method of ['create', ...CONNECTOR_METHODS]) {
     const invalid = violation(scope, method, c[method], is.function);
     if (invalid !== undefined) throw invalid;
+  }
+  // What other pools call their members: a connector written for them would never see its connections closed.
+  for (const [theirs, ours] of PEER_NAMES) {
+    if (typeof c[theirs] === 'function' && c[ours] === undefined)
+      throw optionError(
+        scope,
+        theirs,
+        `is generic-pool's and tarn's name: this pool closes a connection with connector.${ours}(conn). Rename it to ${ours}`,
+      );
   }
   const badLimit = violation(scope, 'clientLimit', c.clientLimit, CLIENT_LIMIT);
   if (badLimit !== undefined) throw badLimit;
