@@ -10,7 +10,6 @@ import {
   type LimitOptions,
   LocalLimiter,
   PoolConfigError,
-  RedisLimiter,
 } from '../../lib/index.js';
 import { FakeConnector } from '../support/fake-connector.js';
 import { heldAdmission, type Outcome } from '../support/held-admissions.js';
@@ -233,7 +232,11 @@ describe('priority classes', () => {
     // A call that names none is the default class: the last, unless defaultClass says.
     (await limiter.admit({ pool: 'api', timeoutMs: 0 })).release();
     expect(limiter.stats().classes!.map((c) => c.name)).toEqual(['live', 'batch']);
-    const byDefault = new LocalLimiter({ classes: [{ name: 'live' }, { name: 'batch' }], defaultClass: 'live' });
+    const byDefault = new LocalLimiter({
+      global: 2,
+      classes: [{ name: 'live' }, { name: 'batch' }],
+      defaultClass: 'live',
+    });
     const lease = await byDefault.admit({ pool: 'api', timeoutMs: 0 });
     expect(byDefault.stats().classes![0]).toMatchObject({ name: 'live', used: 1 });
     lease.release();
@@ -268,11 +271,12 @@ describe('priority classes', () => {
       [{ classes: [{ name: 'a' }], agingMs: -1 }, 'option "limits.agingMs" must be a finite number of 0 or more'],
       [{ classes: [{ name: 'a' }], wait: false }, `option "limits.wait" must be true or 'global' with classes`],
       [{ defaultClass: 'a' }, 'option "limits.defaultClass" needs classes'],
+      [
+        { global: undefined, classes: [{ name: 'a' }] },
+        'option "limits.classes" partition limits.global: give a global limit',
+      ],
     ];
-    for (const [options, message] of bad) expect(() => new LocalLimiter(options)).toThrow(message);
-    expect(() => new RedisLimiter({ classes: [{ name: 'a' }], redis: { url: 'redis://127.0.0.1:6379' } })).toThrow(
-      'option "limits.classes" are kept in process only',
-    );
+    for (const [options, message] of bad) expect(() => new LocalLimiter({ global: 10, ...options })).toThrow(message);
   });
 
   it('works in an AdaptiveLimiter, and through pool.use({ class }) on a pool', async () => {

@@ -4,6 +4,7 @@ import {
   ConnectionPool,
   KeyLimitError,
   LeaseLostError,
+  LocalLimiter,
   PoolConfigError,
   RedisLimiter,
   type Admission,
@@ -59,6 +60,25 @@ describe('RedisLimiter on a real Redis', () => {
       held: 0,
       counters: { admitted: 2, released: 2, refusedGlobal: 1 },
     });
+  });
+
+  it('counts a refusal once per caller: a waiter tried many times and refused at its deadline is one, one served is none', async () => {
+    const ns = namespace();
+    const a = await limiter(ns, { global: 1, wait: true }, { pollMs: 20 });
+    const held = await a.admit(ask());
+    await expect(a.admit({ ...ask(), timeoutMs: 300 })).rejects.toBeInstanceOf(CapacityExceededError);
+    expect(a.stats().counters).toMatchObject({ refusedGlobal: 1, refusedKey: 0 });
+    const served = a.admit({ ...ask(), timeoutMs: 5_000 });
+    await sleep(150); // tried again by several polls meanwhile
+    held.release();
+    (await served).release();
+    expect(a.stats().counters).toMatchObject({ admitted: 2, refusedGlobal: 1 });
+    const local = new LocalLimiter({ global: 1, wait: true });
+    const lease = await local.admit(ask());
+    const waited = local.admit({ ...ask(), timeoutMs: 5_000 });
+    lease.release();
+    (await waited).release();
+    expect(local.stats().counters).toMatchObject({ admitted: 2, refusedGlobal: 0 });
   });
 
   it('an admission asked for right after a release on the same instance gets the slot given back', async () => {

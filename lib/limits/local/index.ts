@@ -11,7 +11,7 @@ export {
   waits,
 } from './limits-options.js';
 export { kLearner, kSetGlobal, kUsed, type Learner, LocalLimiter } from './local-limiter.js';
-export { classOf, type PriorityClass, type ResolvedClasses } from './priority-classes.js';
+export { ClassTally, classOf, classOrError, type PriorityClass, type ResolvedClasses } from './priority-classes.js';
 export { keyLimitOf, keyLimitOrError, keyOf, refusalError, withKeyLimits } from './refusals.js';
 export { SlotCounts, TOP_KEYS } from './slot-counts.js';
-export { SlotWaiters } from './slot-waiters.js';
+export { type ClassOrder, SlotWaiters } from './slot-waiters.js';

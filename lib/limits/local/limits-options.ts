@@ -174,11 +174,8 @@ export function resolveLimits(
     );
   }
   const classes = resolveClasses(read);
-  if (classes.names.length > 0 && also.includes('redis'))
-    read.fail(
-      'classes',
-      'are kept in process only for now: give them to a LocalLimiter or an AdaptiveLimiter without redis',
-    );
+  if (classes.names.length > 0 && global === Infinity)
+    read.fail('classes', 'partition limits.global: give a global limit (or adaptive: true), or leave classes out');
   const wait = read.get('wait', WAIT_RULE, classes.names.length > 0 ? 'global' : false);
   if (classes.names.length > 0 && wait === false)
     read.fail('wait', "must be true or 'global' with classes: a class is served first only from a queue");

@@ -1,12 +1,10 @@
 import {
   CapacityExceededError,
-  KeyLimitError,
   systemClock,
   utilizationHealth,
   type Admission,
   type AdmissionRequest,
   type CallResult,
-  type ClassStats,
 } from '../../core/index.js';
 import type { CallTimer } from './call-timer.js';
 import {
@@ -18,7 +16,7 @@ import {
   resolveLimits,
   waits,
 } from './limits-options.js';
-import { classOf } from './priority-classes.js';
+import { ClassTally, classOf } from './priority-classes.js';
 import { keyLimitOf, keyOf, neverLost, refusalError, withKeyLimits } from './refusals.js';
 import { SlotCounts, TOP_KEYS } from './slot-counts.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -117,32 +115,28 @@ class LearningAdmission implements Admission {
 export class LocalLimiter implements ConcurrencyLimiter {
   #limits: ResolvedLimits;
   readonly #counts = new SlotCounts();
-  /** Slots held by each priority class (empty without classes). */
-  readonly #byClass: number[];
-  /** Calls admitted and refused, by class (empty without classes). */
-  readonly #classAdmitted: number[];
-  readonly #classRefused: number[];
+  /** Slots held, calls admitted and refused, by priority class. */
+  readonly #tally: ClassTally;
   readonly #waiters: SlotWaiters<Admission>;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
   /** @internal Set by an adaptive limiter: its admissions learn. */
   [kLearner]: Learner | undefined;
   /** What a wait refused by each limit rejects with at its deadline: one function for every waiter. */
-  readonly #refuseGlobal = (request: AdmissionRequest) => refusalError('global', request, this.#limits, NaN);
+  readonly #refuseGlobal = (request: AdmissionRequest) =>
+    this.#counted(refusalError('global', request, this.#limits, NaN));
   readonly #refuseKey = (request: AdmissionRequest, keyLimit: number) =>
-    refusalError('key', request, this.#limits, keyLimit);
+    this.#counted(refusalError('key', request, this.#limits, keyLimit));
 
   /** `waitingMode`: `waiting.mode` when the options do not say (an adaptive limiter's is `controlled`). */
   constructor(options: LimitOptions = {}, waitingMode: 'controlled' | 'fifo' = 'fifo') {
     this.#limits = resolveLimits(options, [], waitingMode);
     const { classes } = this.#limits;
-    this.#byClass = classes.names.map(() => 0);
-    this.#classAdmitted = classes.names.map(() => 0);
-    this.#classRefused = classes.names.map(() => 0);
+    const tally = (this.#tally = new ClassTally(classes, this.#counters));
     const order = {
       count: classes.names.length,
       agingMs: classes.agingMs,
       // A class's guarantee is its share of the limit, rounded down: what it leaves is ordered by aging.
-      underShare: (cls: number) => this.#byClass[cls]! < Math.floor(classes.shares[cls]! * this.#limits.global),
+      underShare: (cls: number) => tally.underShare(cls, this.#limits.global),
     };
     // While its queue stands, every slot is held: the target is their mean hold.
     this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used, order);
@@ -197,8 +191,6 @@ export class LocalLimiter implements ConcurrencyLimiter {
     }
     const refusal = this.#counts.take(key, this.#limits.global, keyLimit);
     if (refusal === null) return Promise.resolve(this.#admitted(key, cls));
-    if (refusal === 'global') this.#counters.refusedGlobal++;
-    else this.#counters.refusedKey++;
     if (!waits(this.#limits, refusal, request.timeoutMs))
       return this.#refused(cls, refusalError(refusal, request, this.#limits, keyLimit));
     if (refusal === 'global') {
@@ -208,23 +200,19 @@ export class LocalLimiter implements ConcurrencyLimiter {
       // A wait the queue ahead would outlast ends in the same refusal at its deadline: given now.
       if (this.#waiters.outlasts(request.timeoutMs, cls)) return this.#refused(cls, this.#backlog(request));
     }
-    const waited = this.#waiters.wait(
-      request,
-      refusal === 'global' ? this.#refuseGlobal : this.#refuseKey,
-      keyLimit,
-      cls,
-    );
-    if (this.#classRefused.length === 0) return waited;
-    // With classes, a wait that ends in a refusal counts against its class (one more promise, with classes only).
-    return waited.catch((err: unknown) => {
-      if (err instanceof CapacityExceededError || err instanceof KeyLimitError) this.#classRefused[cls]!++;
-      throw err;
-    });
+    const refuse = refusal === 'global' ? this.#refuseGlobal : this.#refuseKey;
+    return this.#tally.counting(this.#waiters.wait(request, refuse, keyLimit, cls), cls);
+  }
+
+  /** A waiter's refusal at its deadline, counted. */
+  #counted(err: Error): Error {
+    this.#tally.counted(err);
+    return err;
   }
 
   /** A refusal given at once, counted against the call's class. */
   #refused(cls: number, err: Error): Promise<never> {
-    if (this.#classRefused.length > 0) this.#classRefused[cls]!++;
+    this.#tally.refused(cls, err);
     return Promise.reject(err);
   }
 
@@ -243,24 +231,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
       counters: { ...this.#counters },
       topKeys: withKeyLimits(this.#counts.top(TOP_KEYS), this.#limits),
       ...this.#waiters.standingReport(),
-      ...this.#classReport(),
-    };
-  }
-
-  /** `classes` of the stats: present with priority classes only. */
-  #classReport(): { classes?: ClassStats[] } {
-    const { names, shares } = this.#limits.classes;
-    if (names.length === 0) return {};
-    const waiting = this.#waiters.waitingByClass();
-    return {
-      classes: names.map((name, i) => ({
-        name,
-        share: shares[i]!,
-        used: this.#byClass[i]!,
-        waiting: waiting[i] ?? 0,
-        admitted: this.#classAdmitted[i]!,
-        refused: this.#classRefused[i]!,
-      })),
+      ...this.#tally.report(this.#waiters.waitingByClass()),
     };
   }
 
@@ -278,10 +249,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
   async close(): Promise<void> {}
 
   #admitted(key: string | undefined, cls: number): Admission {
-    if (this.#byClass.length > 0) {
-      this.#byClass[cls]!++;
-      this.#classAdmitted[cls]!++;
-    }
+    this.#tally.took(cls);
     const learner = this[kLearner];
     if (learner === undefined) return new LocalAdmission(this, key, ++this.#counters.admitted, cls);
     const timed = learner.timer.admit();
@@ -300,7 +268,7 @@ export class LocalLimiter implements ConcurrencyLimiter {
   /** @internal Called once by each {@link LocalAdmission}'s release. */
   [kGiveBack](key: string | undefined, cls: number): void {
     this.#counts.give(key);
-    if (this.#byClass.length > 0) this.#byClass[cls]!--;
+    this.#tally.gave(cls);
     this.#counters.released++;
     if (this.#waiters.length > 0) this.#serveWaiters();
   }

@@ -1,6 +1,10 @@
 import {
+  type Admission,
   type AdmissionRequest,
+  CapacityExceededError,
+  type ClassStats,
   closest,
+  KeyLimitError,
   is,
   type OptionReader,
   PoolConfigError,
@@ -100,4 +104,99 @@ export function classOf(request: AdmissionRequest, classes: ResolvedClasses, lim
   const index = classes.names.indexOf(asked);
   if (index >= 0) return index;
   throw new PoolConfigError(request.pool, 'acquire.class', unknownClass(asked, classes.names, limiter));
+}
+
+/**
+ * What a limiter counts of its calls' ends: its refusals (once per call, when it is refused at
+ * once or at its deadline, not per attempt) and, with priority classes, by class the slots held in
+ * this process and the calls admitted and refused.
+ */
+export class ClassTally {
+  /** Slots each class holds here; empty without classes (so is every other count). */
+  readonly held: number[];
+  readonly #admitted: number[];
+  readonly #refused: number[];
+
+  constructor(
+    readonly classes: ResolvedClasses,
+    readonly counters: { refusedGlobal: number; refusedKey: number },
+  ) {
+    this.held = classes.names.map(() => 0);
+    this.#admitted = classes.names.map(() => 0);
+    this.#refused = classes.names.map(() => 0);
+  }
+
+  /** Whether the limiter has classes. */
+  get active(): boolean {
+    return this.held.length > 0;
+  }
+
+  took(cls: number): void {
+    if (!this.active) return;
+    this.held[cls]!++;
+    this.#admitted[cls]!++;
+  }
+
+  gave(cls: number): void {
+    if (this.active) this.held[cls]!--;
+  }
+
+  /** A call of `cls` refused at once with `err` (another error, such as an abort, is no refusal). */
+  refused(cls: number, err: unknown): void {
+    if (this.counted(err) && this.active) this.#refused[cls]!++;
+  }
+
+  /** Counts `err` in the limiter's counters if it is a refusal (a waiter's at its deadline: see {@link counting}); whether it is. */
+  counted(err: unknown): boolean {
+    if (err instanceof KeyLimitError) this.counters.refusedKey++;
+    else if (err instanceof CapacityExceededError) this.counters.refusedGlobal++;
+    else return false;
+    return true;
+  }
+
+  /** Whether `cls` holds less here than its share of `global`, rounded down: its guarantee. */
+  underShare(cls: number, global: number): boolean {
+    return this.held[cls]! < Math.floor(this.classes.shares[cls]! * global);
+  }
+
+  /**
+   * A wait that ends in a refusal counts against its class: one more promise, with classes only
+   * (the limiter's counters count it where the refusal is made, at no cost to the wait).
+   */
+  counting(waited: Promise<Admission>, cls: number): Promise<Admission> {
+    if (!this.active) return waited;
+    return waited.catch((err: unknown) => {
+      if (err instanceof CapacityExceededError || err instanceof KeyLimitError) this.#refused[cls]!++;
+      throw err;
+    });
+  }
+
+  /** `classes` of a limiter's stats (present with classes only); `waiting`: callers waiting, by class. */
+  report(waiting: readonly number[]): { classes?: ClassStats[] } {
+    const { names, shares } = this.classes;
+    if (names.length === 0) return {};
+    return {
+      classes: names.map((name, i) => ({
+        name,
+        share: shares[i]!,
+        used: this.held[i]!,
+        waiting: waiting[i] ?? 0,
+        admitted: this.#admitted[i]!,
+        refused: this.#refused[i]!,
+      })),
+    };
+  }
+}
+
+/** As {@link classOf}, the error returned rather than thrown; undefined when the limiter has no classes. */
+export function classOrError(
+  request: AdmissionRequest,
+  limits: { readonly classes: ResolvedClasses; readonly name: string },
+): number | undefined | PoolConfigError {
+  if (limits.classes.names.length === 0) return undefined;
+  try {
+    return classOf(request, limits.classes, limits.name);
+  } catch (err) {
+    return err as PoolConfigError;
+  }
 }

@@ -23,6 +23,8 @@ export interface SlotWaiter {
   readonly keyLimit: number;
   /** Its priority class (0, the highest, without classes). */
   readonly cls: number;
+  /** When it joined the queue (the turn's date, or with classes the clock's). */
+  readonly joined: number;
 }
 
 /** How a queue of several priority classes picks whom to serve next. */
@@ -262,6 +264,19 @@ export class SlotWaiters<V> {
       }
     }
     return best;
+  }
+
+  /**
+   * The waiters in the order {@link serve} would pick them if each took a slot (a copy: serving
+   * one removes it): in arrival order without classes.
+   */
+  inTurn(): SlotWaiter[] {
+    const order = this.#order;
+    if (order === undefined) return this.#queue.toArray() as Entry<V>[];
+    const rank = (w: SlotWaiter) => w.joined + w.cls * order.agingMs;
+    const under = order.underShare.bind(order);
+    // Stable: a class's waiters keep their arrival order.
+    return this.snapshot().sort((a, b) => Number(under(b.cls)) - Number(under(a.cls)) || rank(a) - rank(b));
   }
 
   /** The waiters, class by class, each in arrival order (a copy: serving one removes it). */

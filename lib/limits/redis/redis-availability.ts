@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/index.js';
+import { CapacityExceededError, type Clock, events } from '../../core/index.js';
 import type { LimiterMode } from '../local/index.js';
 import { describeRedisError } from './redis-client.js';
 import type { RedisSettings } from './redis-settings.js';
@@ -20,6 +20,7 @@ export class RedisAvailability {
   lastCause: unknown;
   /** Whether Redis ever answered: until then the number of instances sharing the limits is unknown. */
   #everReached = false;
+  #modeSeen: RedisMode | undefined; // as last published (see noteMode)
 
   constructor(
     readonly settings: RedisSettings,
@@ -35,6 +36,30 @@ export class RedisAvailability {
     if (this.downSince === undefined) return now < this.quietUntil ? 'quarantine' : 'redis';
     if (now - this.downSince < this.settings.fallbackAfterMs) return 'unreachable';
     return this.canShare() ? 'fallback' : 'fail-closed';
+  }
+
+  /**
+   * The mode now, published on the limiter channel when it changed since last seen (a mode also
+   * changes with time alone: a quarantine ends, an outage outlasts fallbackAfterMs), so the
+   * limiter looks at it on every heartbeat, every change of reachability and every stats().
+   */
+  noteMode(limiter: string): RedisMode {
+    const mode = this.mode();
+    const from = this.#modeSeen;
+    if (mode === from) return mode;
+    this.#modeSeen = mode;
+    if (from !== undefined && events.limiterMode.hasSubscribers)
+      events.limiterMode.publish({ limiter, from, to: mode });
+    return mode;
+  }
+
+  /** The refusal of an admission while Redis cannot admit and no fallback applies: when to retry, and why. */
+  refusal(pool: string, global: number, retryAfterMs: number): CapacityExceededError {
+    const left =
+      this.mode() === 'unreachable' ? this.downSince! + this.settings.fallbackAfterMs - this.clock.now() : retryAfterMs;
+    const last = this.lastCause;
+    const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
+    return new CapacityExceededError(pool, global, Math.max(1, left), 'unavailable', cause);
   }
 
   /**

@@ -5,6 +5,7 @@ import type { PoolLogger } from '../../core/index.js';
 import type { ResolvedLimits } from '../local/index.js';
 import { bounded, type Client } from './redis-client.js';
 import { acquireScript, heartbeatScript, type RedisKeys } from './redis-scripts.js';
+import { classArgs, demandFields, demandLapseMs } from './class-scripts.js';
 import type { RedisSettings } from './redis-settings.js';
 
 /** What one call to Redis carries: taken from the pending reports when the call is built. */
@@ -52,6 +53,9 @@ export interface Held {
   readonly key: string | undefined;
   /** The limit of its key (Infinity without one). */
   readonly keyLimit: number;
+  /** Its priority class (0 without classes), and the class's sorted set (undefined without). */
+  readonly cls: number;
+  readonly classSet: string | undefined;
   /** The key's sorted set, or the global set when there is no key. */
   readonly keySet: string;
   /** Its member in the sets: the id, then after a '|' its key set's name less the prefix (see redis-scripts). */
@@ -88,6 +92,8 @@ export interface BeatReply {
 export interface CallsHost {
   readonly name: string;
   readonly logger: PoolLogger;
+  /** This instance's part of every lease id. */
+  readonly instance: string;
   /** The connection, once started. */
   redis(): Client | undefined;
   /** A call was answered. */
@@ -105,6 +111,8 @@ export interface CallsHost {
   readonly shared: LimitShare | undefined;
   /** Redis told of a pause (an upstream's Retry-After) of `ms` more. */
   paused(ms: number): void;
+  /** With priority classes, which have callers waiting here: '1' or '0' per class ('' without classes). */
+  waitingMask(): string;
 }
 
 /** An admission waiting for its call. */
@@ -205,12 +213,15 @@ export class RedisCalls {
     return queued;
   }
 
-  /** Gives `helds` back in calls of RELEASE_BATCH; on failure they expire by themselves within a TTL. */
-  async release(redis: Client, helds: readonly Held[]): Promise<void> {
+  /**
+   * Gives `helds` back in calls of RELEASE_BATCH; on failure they expire by themselves within a
+   * TTL. `leaving`: the limiter closes, its callers waiting by class are gone too.
+   */
+  async release(redis: Client, helds: readonly Held[], leaving = false): Promise<void> {
     try {
-      for (let from = 0; from < helds.length; from += RELEASE_BATCH) {
+      for (let from = 0; from === 0 || from < helds.length; from += RELEASE_BATCH) {
         const batch = helds.slice(from, from + RELEASE_BATCH);
-        const used = await this.#release(redis, batch);
+        const used = await this.#release(redis, batch, leaving && from === 0);
         for (const h of batch) this.#releasing.delete(h);
         this.host.used(used);
         if (this.phantoms.size > 0) for (const h of batch) this.phantoms.delete(h.id);
@@ -243,6 +254,7 @@ export class RedisCalls {
         keys.keySetPrefix,
         modes,
         spec,
+        ...classArgs(this.limits, this.keys, this.host.waitingMask(), demandLapseMs(settings.pollMs)),
         ...batch.map((h) => h.member),
       ];
       calls.push(this.#bounded(heartbeatScript.run(redis, fixedKeys, args)));
@@ -295,6 +307,13 @@ export class RedisCalls {
               this.settings.protect ? '1' : '0',
               run,
               shared?.spec ?? '',
+              ...classArgs(
+                this.limits,
+                this.keys,
+                this.host.waitingMask(),
+                demandLapseMs(this.settings.pollMs),
+                this.host.instance,
+              ),
               ...(byKey
                 ? batch.flatMap((b) => [b.held.member, limitArg(b.held.keyLimit)])
                 : batch.map((b) => b.held.member)),
@@ -325,10 +344,16 @@ export class RedisCalls {
    * Releases: the leases out of their sets and waiters everywhere told, in one transaction (no
    * script: a script call costs Redis several times the commands it runs). Resolves to the leases left.
    */
-  async #release(redis: Client, helds: readonly Held[]): Promise<number> {
+  async #release(redis: Client, helds: readonly Held[], leaving: boolean): Promise<number> {
     const g = this.keys.global;
-    const tx = redis.multi().zrem(g, ...helds.map((h) => h.member));
-    for (const h of helds) if (h.keySet !== g) tx.zrem(h.keySet, h.member);
+    const tx = redis.multi();
+    if (helds.length > 0) tx.zrem(g, ...helds.map((h) => h.member));
+    if (leaving && this.limits.classes.names.length > 0)
+      tx.zrem(this.keys.classDemand, ...demandFields(this.limits, this.host.instance));
+    for (const h of helds) {
+      if (h.keySet !== g) tx.zrem(h.keySet, h.member);
+      if (h.classSet !== undefined) tx.zrem(h.classSet, h.member);
+    }
     const replies = (await this.#bounded(tx.publish(this.keys.channel, '1').zcard(g).exec()))!; // null only under WATCH
     for (const [err] of replies) if (err) throw err;
     return Math.max(0, Number(replies.at(-1)![1]) - 1); // less the sentinel; expired leases count until a heartbeat removes them

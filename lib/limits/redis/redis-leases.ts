@@ -56,14 +56,19 @@ export class RedisLeases {
     this.#expiry = new LocalExpiry(timers, ttlMs, this.held, (h) => this.lose(h.id, LOCALLY_EXPIRED));
   }
 
-  /** A lease with a fresh id, not yet held. `viaRedis`: asked of Redis (false: admitted under the local fallback). */
-  create(request: AdmissionRequest, key: string | undefined, viaRedis: boolean, keyLimit: number): Held {
-    const id = `${this.instance}:${this.#next++}`;
+  /**
+   * A lease with a fresh id, not yet held. `viaRedis`: asked of Redis (false: admitted under the
+   * local fallback); `cls`: its priority class, undefined without classes (see redis-scripts).
+   */
+  create(request: AdmissionRequest, key: string | undefined, viaRedis: boolean, keyLimit: number, cls?: number): Held {
+    const id = cls === undefined ? `${this.instance}:${this.#next++}` : `${this.instance}:${this.#next++}^${cls}`;
     const keyName = key === undefined ? undefined : keyNameOf(key);
     return {
       id,
       key,
       keyLimit,
+      cls: cls ?? 0,
+      classSet: cls === undefined ? undefined : this.keys.classSetPrefix + cls,
       keySet: keyName === undefined ? this.keys.global : this.keys.keySetPrefix + keyName,
       member: keyName === undefined ? id : `${id}|${keyName}`,
       pool: request.pool,

@@ -4,7 +4,6 @@ import {
   CapacityExceededError,
   type Clock,
   consoleLogger,
-  events,
   KeyLimitError,
   PoolClosedError,
   PoolConfigError,
@@ -15,6 +14,8 @@ import {
   utilizationHealth,
 } from '../../core/index.js';
 import {
+  ClassTally,
+  classOrError,
   type ConcurrencyLimiter,
   keyLimitOrError,
   keyOf,
@@ -78,13 +79,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
   readonly #leases: RedisLeases;
   /** Every lease this process holds, however admitted: the fallback limits count these. */
   readonly #local = new SlotCounts();
+  /** Of those, by priority class; and calls admitted and refused, by class. */
+  readonly #tally: ClassTally;
   /** Callers waiting for a slot (with `wait`). */
   readonly #waiting: RedisWaiting;
   readonly #counters: LimiterCounters = { admitted: 0, released: 0, refusedGlobal: 0, refusedKey: 0, lost: 0 };
 
   /** Refreshes the leases held, and learns what Redis counts. */
   readonly #heartbeat: RedisHeartbeat;
-  #modeSeen: LimiterMode | undefined; // as last published (see #noteMode)
   #closed = false;
   #hungUp = false; // at close's end; releases go until then (a lease granted as it closed too)
   /** Gives back this limiter's claim on its namespace, once started. */
@@ -104,12 +106,14 @@ export class RedisLimiter implements ConcurrencyLimiter {
     this.#availability = new RedisAvailability(this.#settings, this.#clock);
     this.#timers = new Timers(this.#clock);
     this.#logger = scrubbingLogger(options.logger ?? consoleLogger);
+    const tally = (this.#tally = new ClassTally(this.limits.classes, this.#counters));
     this.#leases = new RedisLeases(this.#timers, this.#settings.ttlMs, this.#keys, {
       clock: this.#clock,
       logger: this.#logger,
       counters: this.#counters,
       released: (held) => {
         this.#local.give(held.key);
+        tally.gave(held.cls);
         if (this.#redis !== undefined && this.#availability.reachable && !this.#hungUp) this.#calls.releaseSoon(held);
         if (this.#waiting.length > 0) void this.#waiting.serve();
       },
@@ -120,6 +124,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const inside = {
       name: this.limits.name,
       logger: this.#logger,
+      instance: this.#leases.instance,
+      counted: (err: Error) => void tally.counted(err),
+      waitingMask: () => this.#waiting.mask(),
       redis: () => this.#redis,
       closed: () => this.#closed,
       up: () => this.#up(),
@@ -139,7 +146,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
     };
     // Its waiters wait for the slots this instance holds: the target is their mean hold.
     const [channel, slots] = [this.#keys.channel, () => this.#local.used];
-    this.#waiting = new RedisWaiting(inside, this.#clock, channel, this.#settings.pollMs, this.limits, slots);
+    const { agingMs, names } = this.limits.classes;
+    // A class under its guarantee here goes first; Redis holds the fleet to the guarantees (see redis-scripts).
+    const order = { count: names.length, agingMs, underShare: (c: number) => tally.underShare(c, this.#global()) };
+    this.#waiting = new RedisWaiting(inside, this.#clock, channel, this.#settings.pollMs, this.limits, slots, order);
     this.#calls = new RedisCalls(inside, this.#keys, this.#settings, this.limits);
     const [s, leases] = [this.#settings, this.#leases];
     this.#heartbeat = new RedisHeartbeat(inside, this.#clock, s.heartbeatMs, leases, this.#calls, this.#availability);
@@ -251,6 +261,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
       counters: { ...this.#counters },
       topKeys: withKeyLimits(this.#local.top(TOP_KEYS), this.limits),
       ...this.#waiting.standingReport(),
+      ...this.#tally.report(this.#waiting.waitingByClass()),
       ...(this.#availability.lastCause === undefined
         ? {}
         : { lastError: describeRedisError(this.#availability.lastCause) }),
@@ -270,12 +281,9 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const redis = this.#redis;
     if (redis !== undefined && this.#availability.reachable) {
       await this.#calls.idle(); // admissions under way: what they are granted goes back too, not at its TTL
-      await this.#calls.release(redis, [
-        ...this.#leases.held.values(),
-        ...this.#leases.lapsed.values(),
-        ...this.#calls.takeQueued(),
-        ...this.#calls.phantoms.values(),
-      ]);
+      const { held, lapsed } = this.#leases;
+      const all = [...held.values(), ...lapsed.values(), ...this.#calls.takeQueued(), ...this.#calls.phantoms.values()];
+      await this.#calls.release(redis, all, true);
     }
     this.#hungUp = true;
     await Promise.all([this.#waiting.subscriber, redis].map((r) => (r === undefined ? undefined : hangUp(r))));
@@ -286,8 +294,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
   async [kProbe](request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) throw new PoolClosedError(request.pool);
     const outcome = await this.#try(request, keyOf(request, this.limits), false, true);
-    if (outcome instanceof Error) throw outcome;
-    return outcome;
+    if (!(outcome instanceof Error)) return outcome;
+    const cls = classOrError(request, this.limits);
+    this.#tally.refused(typeof cls === 'number' ? cls : 0, outcome);
+    throw outcome;
   }
 
   // ---- admission ------------------------------------------------------------------------------
@@ -296,9 +306,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const key = keyOf(request, this.limits);
     const outcome = await this.#try(request, key);
     if (!(outcome instanceof Error)) return outcome;
-    if (outcome instanceof PoolConfigError) throw outcome; // its perKey function failed
-    if (!waits(this.limits, outcome instanceof KeyLimitError ? 'key' : 'global', request.timeoutMs)) throw outcome;
-    return this.#waiting.wait(request, outcome);
+    if (outcome instanceof PoolConfigError) throw outcome; // its perKey function failed, or its class is unknown
+    const cls = (classOrError(request, this.limits) as number | undefined) ?? 0; // known: #try checked it
+    if (!waits(this.limits, outcome instanceof KeyLimitError ? 'key' : 'global', request.timeoutMs)) {
+      this.#tally.refused(cls, outcome);
+      throw outcome;
+    }
+    return this.#tally.counting(this.#waiting.wait(request, outcome, cls), cls);
   }
 
   /**
@@ -309,8 +323,10 @@ export class RedisLimiter implements ConcurrencyLimiter {
     if (this.#closed) return new PoolClosedError(request.pool); // a retry, or a waiter served as the limiter closed
     const keyLimit = keyLimitOrError(key, this.limits);
     if (typeof keyLimit !== 'number') return keyLimit;
+    const cls = classOrError(request, this.limits);
+    if (cls instanceof PoolConfigError) return cls;
     if (this.#availability.reachable) {
-      const held = this.#leases.create(request, key, true, keyLimit);
+      const held = this.#leases.create(request, key, true, keyLimit, cls);
       const sentAt = this.#clock.now();
       const reply = await this.#calls.admit(held, probe);
       if (!('error' in reply)) {
@@ -320,13 +336,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
           held.expiresAt = this.#leases.expiryAfter(sentAt);
           if (this.#clock.now() < held.expiresAt) {
             this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
+            this.#tally.took(held.cls);
             return this.#leases.admitted(held);
           }
           // The answer came after the lease's TTL had passed here (this event loop was blocked):
           // Redis may already have given the slot to someone else. Give it back and ask again, once.
           this.#calls.forget(held); // released before the next admission call (see RedisCalls)
           if (!retried) return this.#try(request, key, true, probe);
-          this.#counters.refusedGlobal++;
           return new CapacityExceededError(
             request.pool,
             this.#global(),
@@ -335,55 +351,33 @@ export class RedisLimiter implements ConcurrencyLimiter {
             new Error(LATE),
           );
         }
-        this.#counters[status === -2 ? 'refusedKey' : 'refusedGlobal']++;
         if (status === -3) return new CapacityExceededError(request.pool, this.#global(), quietMs, 'quarantine');
         if (status === -4) return new CapacityExceededError(request.pool, this.#global(), reply.pausedMs, 'paused');
-        return refusalError(status === -1 ? 'global' : 'key', request, this.#limitsNow(), keyLimit);
+        return refusalError(status === -2 ? 'key' : 'global', request, this.#limitsNow(), keyLimit); // -5: held for other classes
       }
       // Timed out here, a sent call may still run when Redis resumes: a lease nobody holds.
       if (reply.sent) this.#calls.forget(held);
     }
-    return this.#tryWhileDown(request, key, keyLimit);
+    return this.#tryWhileDown(request, key, keyLimit, cls);
   }
 
-  #tryWhileDown(request: AdmissionRequest, key: string | undefined, keyLimit: number): Outcome {
-    const mode = this.#availability.mode();
-    if (mode !== 'fallback') {
-      this.#counters.refusedGlobal++;
-      const left =
-        mode === 'unreachable'
-          ? this.#availability.downSince! + this.#settings.fallbackAfterMs - this.#clock.now()
-          : this.limits.retryAfterMs;
-      const last = this.#availability.lastCause;
-      const cause = last === undefined ? undefined : new Error(describeRedisError(last), { cause: last });
-      return new CapacityExceededError(request.pool, this.#global(), Math.max(1, left), 'unavailable', cause);
+  #tryWhileDown(request: AdmissionRequest, key: string | undefined, keyLimit: number, cls?: number): Outcome {
+    if (this.#availability.mode() !== 'fallback') {
+      return this.#availability.refusal(request.pool, this.#global(), this.limits.retryAfterMs);
     }
     const instances = this.#settings.instances ?? this.#heartbeat.instances;
     const global = fallbackShare(this.#global(), instances, this.#heartbeat);
     const perKey = fallbackShare(keyLimit, instances);
     const refusal = this.#local.take(key, global, perKey);
-    if (refusal !== null) {
-      this.#counters[refusal === 'key' ? 'refusedKey' : 'refusedGlobal']++;
-      return refusalError(refusal, request, this.#limitsNow(), perKey);
-    }
-    return this.#leases.admitted(this.#leases.create(request, key, false, keyLimit));
+    if (refusal !== null) return refusalError(refusal, request, this.#limitsNow(), perKey);
+    this.#tally.took(cls ?? 0);
+    return this.#leases.admitted(this.#leases.create(request, key, false, keyLimit, cls));
   }
 
   // ---- Redis health ---------------------------------------------------------------------------
 
-  /**
-   * The mode now, published on the limiter channel when it changed since last seen (a mode also
-   * changes with time alone: a quarantine ends, an outage outlasts fallbackAfterMs), so it is
-   * looked at on every heartbeat, every change of reachability and every stats().
-   */
   #noteMode(): LimiterMode {
-    const mode = this.#availability.mode();
-    const from = this.#modeSeen;
-    if (mode === from) return mode;
-    this.#modeSeen = mode;
-    if (from !== undefined && events.limiterMode.hasSubscribers)
-      events.limiterMode.publish({ limiter: this.limits.name, from, to: mode });
-    return mode;
+    return this.#availability.noteMode(this.limits.name);
   }
 
   #down(err: unknown): void {

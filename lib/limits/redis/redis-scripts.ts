@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { CLASSES } from './class-scripts.js';
 
 // Every decision runs in one script, atomically, on the server's clock (TIME), so instances with
 // skewed clocks agree. Leases are sorted-set members scored by their expiry in server ms.
@@ -40,6 +41,7 @@ local function quiet_until(meta, now, ttl, lost, run, beat)
   if beat or now - seen > ttl / 50 then redis.call('HSET', meta, 'seen', now) end
   return tonumber(m[3]) or 0
 end
+${CLASSES}
 -- An adaptive limit shared by every instance (see shared-limit.ts): its estimate, fractional, is
 -- 'alimit' in the meta hash, moved by what a caller reports with its call. spec: 'seed min max
 -- backoff delta cut pause'. seed: the estimate when the hash has none (the caller's last seen,
@@ -106,10 +108,13 @@ end
  * KEYS: global set, meta hash, then one key set per admission (the global set when it has no key).
  * ARGV: ttl ms, global limit (-1: none), per-key limit (-1: none; 'each': each admission's follows
  * its member), protect ('1'/'0'), server run id ('' unknown), the adaptive spec ('' for a fixed
- * limit; see adapt()), then one lease member per admission (with 'each', a member then its key's
- * limit, -1: none).
+ * limit; see adapt()), the priority classes (see class_counts(): the class-set prefix, '' for
+ * none, the demand set, the instance, its mask, the shares joined by ',', and the ms after which
+ * the instance's demand lapses unless a call renews it), then one lease member
+ * per admission (with 'each', a member then its key's limit, -1: none).
  * Returns { used, quarantine ms left, then per admission: its fencing token (> 0) when admitted, -1
- * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After) }, then with an adaptive spec
+ * global limit, -2 key limit, -3 quarantine, -4 paused (Retry-After), -5 the free slots are held
+ * for classes under their guarantee }, then with an adaptive spec
  * the estimate × 1000, the ms of pause left, the server's time (ms), the ms of probe left (the
  * limit pinned at 3, or min, meanwhile) and the fleet's floor (ms × 1000; 0: none).
  * Fencing tokens grow with every admission of the namespace, across every instance: each is one
@@ -154,27 +159,41 @@ local expiry = now + ttl
 local since = '(' .. now
 local admitted = {}
 local fence = nil
+local lapse = now + (tonumber(ARGV[12]) or 0)
+local classes = class_counts(ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], glimit, now, lapse)
 for i = 3, #KEYS do
   local k = KEYS[i]
   local member
   if each then
-    member = ARGV[2 * i + 1]
-    klimit = tonumber(ARGV[2 * i + 2])
+    member = ARGV[2 * i + 7]
+    klimit = tonumber(ARGV[2 * i + 8])
   else
-    member = ARGV[i + 4]
+    member = ARGV[i + 10]
   end
+  local c = classes and class_of(member)
   if glimit >= 0 and used >= glimit then
     reply[i] = -1
   elseif k ~= g and klimit >= 0 and redis.call('ZCOUNT', k, since, '+inf') >= klimit then
     reply[i] = -2
+  elseif c and yields(classes, c, used, glimit) then
+    reply[i] = -5
   else
     if k ~= g then redis.call('ZADD', k, expiry, member) end
+    if c then
+      redis.call('ZADD', ARGV[7] .. c, expiry, member)
+      classes[c + 1].used = classes[c + 1].used + 1
+    end
     admitted[#admitted + 1] = expiry
     admitted[#admitted + 1] = member
     used = used + 1
     if fence == nil then fence = math.max(tonumber(redis.call('HGET', KEYS[2], 'fence')) or 0, now * 1000) end
     fence = fence + 1
     reply[i] = fence
+  end
+  -- Refused, a caller of a class waits (a class is served only from a queue): its demand is known at once.
+  if c and reply[i] < 0 and not classes[c + 1].waits then
+    classes[c + 1].waits = true
+    redis.call('ZADD', ARGV[8], lapse, c .. ':' .. ARGV[9])
   end
 end
 if #admitted > 0 then
@@ -190,7 +209,8 @@ return reply
  * ARGV: ttl ms, protect, instance id, server run id ('' unknown), first ('1': the first call of a
  * heartbeat, which registers the instance and removes expired leases), key-set prefix, then one
  * letter per lease ('h': held through Redis; 'r': register, admitted while Redis was unreachable),
- * the adaptive spec ('' for none; see adapt()), then the leases' members. A member names its key set (see above): the key sets are not passed
+ * the adaptive spec ('' for none; see adapt()), the class-set prefix ('' without priority classes),
+ * the demand set, this instance's mask and its lapse (see ACQUIRE), then the leases' members. A member names its key set (see above): the key sets are not passed
  * as KEYS, which would cost Redis a key lookup each and the script a table.
  * Refreshes every lease that is still there; re-adds those Redis forgot during a quarantine, and
  * those to register; reports the rest as lost. A heartbeat of many leases is several calls, so
@@ -204,6 +224,12 @@ local now = now_ms()
 local ttl = tonumber(ARGV[1])
 local first = ARGV[5] == '1'
 local prefix = ARGV[6]
+local cprefix = ARGV[9]
+local function out_of_sets(member, key)
+  if key then redis.call('ZREM', prefix .. key, member) end
+  local c = cprefix ~= '' and class_of(member)
+  if c then redis.call('ZREM', cprefix .. c, member) end
+end
 local _, lost_set = live_leases(g, now)
 local quiet = 0
 if ARGV[2] == '1' then quiet = quiet_until(KEYS[2], now, ttl, lost_set, ARGV[4], first) end
@@ -213,11 +239,16 @@ if first then
   -- Expired leases (of crashed holders) out of their key sets, then out of the global set.
   -- At most 500 a call, so that a crash of many holders does not block Redis; the rest next time.
   local expired = redis.call('ZRANGE', g, '-inf', now, 'BYSCORE', 'LIMIT', 0, 500)
-  for _, member in ipairs(expired) do
-    local key = string.match(member, '|(.*)$')
-    if key then redis.call('ZREM', prefix .. key, member) end
-  end
+  for _, member in ipairs(expired) do out_of_sets(member, string.match(member, '|(.*)$')) end
   if #expired > 0 then redis.call('ZREM', g, unpack(expired)) end
+  if cprefix ~= '' then
+    local mask = ARGV[11]
+    for c = 0, #mask - 1 do
+      local field = c .. ':' .. ARGV[3]
+      if string.byte(mask, c + 1) == 49 then redis.call('ZADD', ARGV[10], now + tonumber(ARGV[12]), field) else redis.call('ZREM', ARGV[10], field) end
+    end
+    redis.call('ZREMRANGEBYSCORE', ARGV[10], '-inf', now)
+  end
 end
 -- The leases' scores in one call, and the refreshed ones written back in one call per set.
 local modes = ARGV[7]
@@ -228,35 +259,38 @@ if ARGV[8] ~= '' then
   estimate = math.floor(estimate * 1000)
 end
 local lost = {}
-if #ARGV > 8 then
-  local scores = redis.call('ZMSCORE', g, unpack(ARGV, 9))
+if #ARGV > 12 then
+  local scores = redis.call('ZMSCORE', g, unpack(ARGV, 13))
   local expiry = now + ttl
   local refresh = {}
-  local by_key = {}
-  for j = 1, #ARGV - 8 do
-    local member = ARGV[j + 8]
+  local by_set = {}
+  local function refresh_in(set, member)
+    local t = by_set[set]
+    if not t then
+      t = {}
+      by_set[set] = t
+    end
+    t[#t + 1] = expiry
+    t[#t + 1] = member
+  end
+  for j = 1, #ARGV - 12 do
+    local member = ARGV[j + 12]
     local score = scores[j]
     local key = string.match(member, '|(.*)$')
     if (score and tonumber(score) > now) or now < quiet or string.byte(modes, j) == 114 then -- 'r'
       refresh[#refresh + 1] = expiry
       refresh[#refresh + 1] = member
-      if key then
-        local t = by_key[key]
-        if not t then
-          t = {}
-          by_key[key] = t
-        end
-        t[#t + 1] = expiry
-        t[#t + 1] = member
-      end
+      if key then refresh_in(prefix .. key, member) end
+      local c = cprefix ~= '' and class_of(member)
+      if c then refresh_in(cprefix .. c, member) end
     else
       if score then redis.call('ZREM', g, member) end
-      if key then redis.call('ZREM', prefix .. key, member) end
+      out_of_sets(member, key)
       lost[#lost + 1] = member
     end
   end
   if #refresh > 0 then redis.call('ZADD', g, unpack(refresh)) end
-  for key, t in pairs(by_key) do redis.call('ZADD', prefix .. key, unpack(t)) end
+  for set, t in pairs(by_set) do redis.call('ZADD', set, unpack(t)) end
 end
 local reply = { redis.call('ZCOUNT', g, '(' .. now, '+inf') - 1, redis.call('ZCARD', KEYS[3]), math.max(0, quiet - now), estimate, paused, now, probing, floor }
 for _, member in ipairs(lost) do reply[#reply + 1] = member end
@@ -303,12 +337,15 @@ return out
 /**
  * The names of a namespace's keys. Every name carries the namespace as a hash tag, so a namespace
  * lives on one slot of a Redis Cluster: `{ns}:g` (the global set), `{ns}:k:<key>` (a key's set),
+ * `{ns}:c:<index>` (a priority class's set), `{ns}:cw` (the classes with callers waiting),
  * `{ns}:meta`, `{ns}:i` (instances), `{ns}:demand` (a fleet budget's instances' demand), and the
  * `{ns}:released` channel.
  */
 export class RedisKeys {
   readonly global: string;
   readonly keySetPrefix: string;
+  readonly classSetPrefix: string;
+  readonly classDemand: string;
   readonly meta: string;
   readonly instances: string;
   readonly demand: string;
@@ -318,6 +355,8 @@ export class RedisKeys {
     const tag = `{${namespace}}`;
     this.global = `${tag}:g`;
     this.keySetPrefix = `${tag}:k:`;
+    this.classSetPrefix = `${tag}:c:`;
+    this.classDemand = `${tag}:cw`;
     this.meta = `${tag}:meta`;
     this.instances = `${tag}:i`;
     this.demand = `${tag}:demand`;

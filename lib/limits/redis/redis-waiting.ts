@@ -9,7 +9,7 @@ import {
   type TimerHandle,
 } from '../../core/index.js';
 import { subscriberOf, type Client } from './redis-client.js';
-import { type ResolvedLimits, SlotWaiters } from '../local/index.js';
+import { type ClassOrder, type ResolvedLimits, SlotWaiters } from '../local/index.js';
 
 /** What the waiting asks of its Redis limiter. */
 export interface WaitingHost {
@@ -18,6 +18,8 @@ export interface WaitingHost {
   /** The main connection, once started. */
   redis(): Client | undefined;
   closed(): boolean;
+  /** A waiter refused (shed, or at its deadline) with `err`: counted in the limiter's counters. */
+  counted(err: Error): void;
 }
 
 /**
@@ -42,8 +44,23 @@ export class RedisWaiting {
     readonly limits?: ResolvedLimits,
     /** The slots its waiters wait for: those this instance holds. */
     slots?: () => number,
+    /** With priority classes, how to pick among them. */
+    order?: ClassOrder,
   ) {
-    this.#waiters = new SlotWaiters(clock, limits?.waiting, slots);
+    this.#waiters = new SlotWaiters(clock, limits?.waiting, slots, order);
+  }
+
+  /** Waiters by class (one count without classes). */
+  waitingByClass(): number[] {
+    return this.#waiters.waitingByClass();
+  }
+
+  /** With priority classes, which have callers waiting here: '1' or '0' per class, as the scripts take it. */
+  mask(): string {
+    return this.#waiters
+      .waitingByClass()
+      .map((n) => (n > 0 ? '1' : '0'))
+      .join('');
   }
 
   /** `standing` of the limiter's stats, under controlled waiting. */
@@ -64,27 +81,42 @@ export class RedisWaiting {
    * `request` was refused with `refusal`: it waits for a slot until its deadline; or, refused by
    * the global limit while the queue stands (controlled waiting), it is refused at once.
    */
-  wait(request: AdmissionRequest, refusal: Error): Promise<Admission> {
+  wait(request: AdmissionRequest, refusal: Error, cls = 0): Promise<Admission> {
     const limits = this.limits;
     if (limits !== undefined && refusal instanceof CapacityExceededError && refusal.reason === 'limit') {
-      const shed = this.#waiters.shed(request, limits);
-      if (shed !== undefined) return Promise.reject(shed);
+      const shed = this.#waiters.shed(request, limits, cls);
+      if (shed !== undefined) {
+        this.host.counted(shed);
+        return Promise.reject(shed);
+      }
     }
     this.#listen();
     this.#refusals.set(request, refusal);
-    const waiting = this.#waiters.wait(request, (r) => this.#refusals.get(r) ?? refusal);
+    const refuse = (r: AdmissionRequest) => {
+      const err = this.#refusals.get(r) ?? refusal;
+      this.host.counted(err);
+      return err;
+    };
+    const waiting = this.#waiters.wait(request, refuse, Infinity, cls);
     this.#schedulePoll();
     return waiting;
   }
 
-  /** Tries the waiters in arrival order; stops at the first global refusal. */
+  /**
+   * Tries the waiters in turn (arrival order, or the classes' order); a global refusal of a class
+   * passes over its other waiters, and stops the round once every class waiting was refused (a
+   * class under its guarantee may be admitted where the class above was refused).
+   */
   async serve(): Promise<void> {
     if (this.#serving || this.host.closed()) return;
     this.#serving = true;
+    const refused = new Set<number>();
+    const classes = this.#waiters.waitingByClass().filter((n) => n > 0).length;
     try {
-      for (const w of this.#waiters.snapshot()) {
+      for (const w of this.#waiters.inTurn()) {
         // Closed meanwhile: no admission call may start after the limiter's close has waited for those under way.
         if (this.host.closed()) break;
+        if (refused.has(w.cls) || !this.#waiters.has(w)) continue; // its class was refused, or it left meanwhile
         const outcome = await this.host.attempt(w.request);
         if (!(outcome instanceof Error)) {
           // The waiter may have timed out during the call: then nobody would hold the lease.
@@ -92,7 +124,8 @@ export class RedisWaiting {
           continue;
         }
         this.#refusals.set(w.request, outcome);
-        if (!(outcome instanceof KeyLimitError)) break;
+        if (outcome instanceof KeyLimitError) continue;
+        if (refused.add(w.cls).size >= classes) break;
       }
     } finally {
       this.#serving = false;
