@@ -171,6 +171,7 @@ for i = 3, #KEYS do
     member = ARGV[i + 10]
   end
   local c = classes and class_of(member)
+  if c and not classes[c + 1] then c = nil end -- an instance with more classes than this one: none
   if glimit >= 0 and used >= glimit then
     reply[i] = -1
   elseif k ~= g and klimit >= 0 and redis.call('ZCOUNT', k, since, '+inf') >= klimit then
@@ -190,8 +191,8 @@ for i = 3, #KEYS do
     fence = fence + 1
     reply[i] = fence
   end
-  -- Refused, a caller of a class waits (a class is served only from a queue): its demand is known at once.
-  if c and reply[i] < 0 and not classes[c + 1].waits then
+  -- Refused by the global limit, a caller of a class waits (a class is served only from a queue): its demand is known at once.
+  if c and (reply[i] == -1 or reply[i] == -5) and not classes[c + 1].waits then
     classes[c + 1].waits = true
     redis.call('ZADD', ARGV[8], lapse, c .. ':' .. ARGV[9])
   end
