@@ -260,7 +260,7 @@ describe('priority classes', () => {
       ],
       [
         { classes: [{ name: 'live', share: 1 }, { name: 'batch' }] },
-        'option "limits.classes" shares add up to 1, so the class "batch", which has none, would never be served under contention',
+        'option "limits.classes" shares add up to 1, so the class "batch", whose share is 0, would never be served under contention',
       ],
       [{ classes: [] }, 'got an empty array'],
       [

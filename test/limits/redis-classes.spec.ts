@@ -189,6 +189,35 @@ describe('priority classes through Redis', () => {
     await until(async () => (await classSet(ns, 0)) === 0);
   });
 
+  it("counts as admitted only the callers served: an admission granted as its waiter timed out is nobody's", async () => {
+    const ns = namespace();
+    const a = await limiter(ns);
+    let [served, refused] = [0, 0];
+    const calls: Promise<void>[] = [];
+    const arrivals = setInterval(() => {
+      for (let i = 0; i < 8; i++)
+        calls.push(
+          a.admit({ pool: 'api', class: i % 2 === 0 ? 'live' : 'batch', timeoutMs: 300 }).then(
+            async (lease) => {
+              served++;
+              await sleep(35);
+              lease.release();
+            },
+            () => void refused++,
+          ),
+        );
+    }, 10);
+    await sleep(2_000);
+    clearInterval(arrivals);
+    await Promise.all(calls);
+    const { counters, classes: byClass } = a.stats();
+    expect(refused).toBeGreaterThan(0);
+    expect(counters).toMatchObject({ admitted: served, released: served, refusedGlobal: refused });
+    expect(byClass!.reduce((n, c) => n + c.admitted, 0)).toBe(served);
+    expect(byClass!.reduce((n, c) => n + c.refused, 0)).toBe(refused);
+    expect(byClass!.map((c) => c.used)).toEqual([0, 0]);
+  });
+
   it('refuses a class it does not have, at once, and counts refusals by class', async () => {
     const ns = namespace();
     const a = await limiter(ns, { global: 1 });

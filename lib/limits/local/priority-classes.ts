@@ -76,7 +76,7 @@ export function resolveClasses(read: OptionReader<object>): ResolvedClasses {
   if (total > 1 - 1e-9 && unshared !== undefined)
     read.fail(
       'classes',
-      `shares add up to 1, so the class ${shown(unshared)}, which has none, would never be served under contention: give it a share, or lower the others`,
+      `shares add up to 1, so the class ${shown(unshared)}, whose share is 0, would never be served under contention: give it a share, or lower the others`,
     );
   const defaultName = options.defaultClass ?? names[names.length - 1];
   const defaultClass = names.indexOf(defaultName as string);
@@ -135,6 +135,11 @@ export class ClassTally {
     if (!this.active) return;
     this.held[cls]!++;
     this.#admitted[cls]!++;
+  }
+
+  /** An admission of `cls` nobody took (its waiter left while it was granted): not counted as admitted. */
+  untook(cls: number): void {
+    if (this.active) this.#admitted[cls]!--; // its slot went back as any release does (gave)
   }
 
   gave(cls: number): void {

@@ -126,6 +126,12 @@ export class RedisLimiter implements ConcurrencyLimiter {
       logger: this.#logger,
       instance: this.#leases.instance,
       counted: (err: Error) => void tally.counted(err),
+      unclaimed: (admission: Admission, cls: number) => {
+        admission.release();
+        this.#counters.admitted--;
+        this.#counters.released--;
+        tally.untook(cls);
+      },
       waitingMask: () => this.#waiting.mask(),
       redis: () => this.#redis,
       closed: () => this.#closed,

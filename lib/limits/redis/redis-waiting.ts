@@ -18,6 +18,8 @@ export interface WaitingHost {
   /** The main connection, once started. */
   redis(): Client | undefined;
   closed(): boolean;
+  /** An admission granted to a waiter that had left meanwhile: given back, and counted as neither admitted nor released. */
+  unclaimed(admission: Admission, cls: number): void;
   /** A waiter refused (shed, or at its deadline) with `err`: counted in the limiter's counters. */
   counted(err: Error): void;
 }
@@ -120,7 +122,7 @@ export class RedisWaiting {
         const outcome = await this.host.attempt(w.request);
         if (!(outcome instanceof Error)) {
           // The waiter may have timed out during the call: then nobody would hold the lease.
-          if (!this.#waiters.grant(w, outcome)) outcome.release();
+          if (!this.#waiters.grant(w, outcome)) this.host.unclaimed(outcome, w.cls);
           continue;
         }
         this.#refusals.set(w.request, outcome);
