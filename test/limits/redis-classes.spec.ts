@@ -40,6 +40,13 @@ function caller(l: RedisLimiter, cls: string, timeoutMs = 10_000) {
   return c;
 }
 
+/** `n` leases of `cls`, each admitted at once (no wait). */
+async function take(l: RedisLimiter | AdaptiveLimiter, cls: string, n: number): Promise<Admission[]> {
+  const leases: Admission[] = [];
+  for (let i = 0; i < n; i++) leases.push(await l.admit({ pool: 'api', class: cls, timeoutMs: 0 }));
+  return leases;
+}
+
 const admitted = (callers: { lease?: Admission }[]) => callers.filter((c) => c.lease !== undefined).length;
 const classSet = (ns: string, c: number) => inspector().zcount(`{${ns}}:c:${c}`, '-inf', '+inf');
 
@@ -49,8 +56,7 @@ describe('priority classes through Redis', () => {
     const a = await limiter(ns);
     const b = await limiter(ns);
     // No live caller anywhere: batch takes every slot.
-    const held: Admission[] = [];
-    for (let i = 0; i < 10; i++) held.push(await a.admit({ pool: 'api', class: 'batch', timeoutMs: 0 }));
+    const held = await take(a, 'batch', 10);
     await expect(a.admit({ pool: 'api', class: 'batch', timeoutMs: 0 })).rejects.toBeInstanceOf(CapacityExceededError);
 
     // Live callers wait on b; batch callers wait on a, arrived after them and before.
@@ -100,8 +106,7 @@ describe('priority classes through Redis', () => {
     const ns = namespace();
     const a = await limiter(ns);
     const b = await limiter(ns);
-    const live: Admission[] = [];
-    for (let i = 0; i < 10; i++) live.push(await a.admit({ pool: 'api', class: 'live', timeoutMs: 0 }));
+    const live = await take(a, 'live', 10);
     const batch = Array.from({ length: 4 }, () => caller(b, 'batch'));
     const moreLive = Array.from({ length: 4 }, () => caller(a, 'live'));
     await until(() => a.stats().waiting === 4 && b.stats().waiting === 4);
@@ -134,8 +139,7 @@ describe('priority classes through Redis', () => {
     }
     expect(first).toHaveLength(3); // 7 held for live
     await sleep(450);
-    const rest: Admission[] = [];
-    for (let i = 0; i < 7; i++) rest.push(await a.admit({ pool: 'api', class: 'batch', timeoutMs: 0 }));
+    const rest = await take(a, 'batch', 7);
     expect(rest).toHaveLength(7);
     for (const l of [...first, ...rest]) l.release();
   });
@@ -144,8 +148,7 @@ describe('priority classes through Redis', () => {
     const ns = namespace();
     const a = await limiter(ns);
     const waiter = await limiter(ns);
-    const held: Admission[] = [];
-    for (let i = 0; i < 10; i++) held.push(await a.admit({ pool: 'api', class: 'batch', timeoutMs: 0 }));
+    const held = await take(a, 'batch', 10);
     const live = caller(waiter, 'live');
     await until(() => waiter.stats().waiting === 1);
     expect(await inspector().zcard(`{${ns}}:cw`)).toBe(1);
@@ -158,10 +161,10 @@ describe('priority classes through Redis', () => {
     for (const l of held) l.release();
     const frozen = await limiter(ns, { clock: new VirtualClock() }, 300); // its heartbeat never fires: a crash
     const b = await limiter(ns, {}, 300);
-    for (let i = 0; i < 7; i++) await frozen.admit({ pool: 'api', class: 'live', timeoutMs: 0 });
+    await take(frozen, 'live', 7);
     expect(await classSet(ns, 0)).toBe(7);
     const batch = Array.from({ length: 4 }, () => caller(b, 'batch', 0));
-    await sleep(20);
+    await until(() => batch.every((c) => c.lease !== undefined || c.error !== undefined)); // each answered
     expect(admitted(batch)).toBe(3);
     await sleep(350);
     const later = await b.admit({ pool: 'api', class: 'live', timeoutMs: 0 });
@@ -178,8 +181,7 @@ describe('priority classes through Redis', () => {
     const adaptive = await started(
       new AdaptiveLimiter({ classes, adaptive: { algorithm: 'vegas', initial: 10 }, redis }),
     );
-    const held: Admission[] = [];
-    for (let i = 0; i < 10; i++) held.push(await adaptive.admit({ pool: 'api', class: 'live', timeoutMs: 0 }));
+    const held = await take(adaptive, 'live', 10);
     expect(await classSet(ns, 0)).toBe(10);
     expect(adaptive.stats().classes!.map((c) => [c.name, c.used])).toEqual([
       ['live', 10],
