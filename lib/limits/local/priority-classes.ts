@@ -131,15 +131,16 @@ export class ClassTally {
     return this.held.length > 0;
   }
 
-  took(cls: number): void {
+  /** A slot taken for `cls`; `claimed`: it reached its caller at once (else see {@link claimed}). */
+  took(cls: number, claimed = true): void {
     if (!this.active) return;
     this.held[cls]!++;
-    this.#admitted[cls]!++;
+    if (claimed) this.#admitted[cls]!++;
   }
 
-  /** An admission of `cls` nobody took (its waiter left while it was granted): not counted as admitted. */
-  untook(cls: number): void {
-    if (this.active) this.#admitted[cls]!--; // its slot went back as any release does (gave)
+  /** An admission of `cls` taken unclaimed reached its caller (a Redis limiter counts each so: see RedisWaiting). */
+  claimed(cls: number): void {
+    if (this.active) this.#admitted[cls]!++;
   }
 
   gave(cls: number): void {

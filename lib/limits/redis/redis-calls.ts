@@ -66,6 +66,8 @@ export interface Held {
   /** The fencing token Redis gave it (undefined: admitted under the local fallback). */
   fence: number | undefined;
   readonly lost: AbortController;
+  /** It reached its caller: counted as admitted, and as released at its release. */
+  claimed: boolean;
   /**
    * On this instance's clock, the last moment Redis surely still has the lease: when the call that
    * last confirmed it was sent, plus the TTL, less a margin. Redis counts the TTL from when it ran

@@ -75,6 +75,7 @@ export class RedisLeases {
       viaRedis,
       fence: undefined,
       lost: new AbortController(),
+      claimed: false,
       expiresAt: Infinity,
     };
   }
@@ -84,10 +85,12 @@ export class RedisLeases {
     return this.#expiry.after(sentAt);
   }
 
-  /** Records a held lease (already in the local counts) and hands out its admission. */
+  /**
+   * Records a held lease (already in the local counts) and makes its admission, counted once
+   * {@link claim} says it reached its caller.
+   */
   admitted(held: Held): Admission {
     this.held.set(held.id, held);
-    this.host.counters.admitted++;
     this.#expiry.watch(held);
     let released = false;
     const fresh = () => this.#fresh(held);
@@ -111,10 +114,18 @@ export class RedisLeases {
         fresh();
         this.held.delete(held.id);
         this.lapsed.delete(held.id);
-        this.host.counters.released++;
+        if (held.claimed) this.host.counters.released++;
         this.host.released(held);
       },
     };
+  }
+
+  /** The admission reached its caller: counted as admitted, and as released at its release. */
+  claim(admission: Admission): void {
+    const held = this.held.get(admission.id) ?? this.lapsed.get(admission.id);
+    if (held === undefined) return;
+    held.claimed = true;
+    this.host.counters.admitted++;
   }
 
   /** Loses the leases whose local expiry passed (see LocalExpiry.expireDue): before a heartbeat is sent. */

@@ -32,7 +32,7 @@ import {
   waits,
   withKeyLimits,
 } from '../local/index.js';
-import { type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
+import { notStarted, type RedisLimitOptions, type RedisSettings, resolveRedis } from './redis-settings.js';
 import { connectRedis, describeRedisError, hangUp, whereOf, withTimeout, type Client } from './redis-client.js';
 import { RedisCalls, type LimitShare } from './redis-calls.js';
 import { RedisKeys } from './redis-scripts.js';
@@ -126,19 +126,15 @@ export class RedisLimiter implements ConcurrencyLimiter {
       logger: this.#logger,
       instance: this.#leases.instance,
       counted: (err: Error) => void tally.counted(err),
-      unclaimed: (admission: Admission, cls: number) => {
-        admission.release();
-        this.#counters.admitted--;
-        this.#counters.released--;
-        tally.untook(cls);
-      },
+      claimed: (admission: Admission, cls: number) => this.#claimed(admission, cls),
       waitingMask: () => this.#waiting.mask(),
       redis: () => this.#redis,
       closed: () => this.#closed,
       up: () => this.#up(),
       down: (err: unknown) => this.#down(err),
       // null: no key on purpose; the key was checked by #admit().
-      attempt: (request: AdmissionRequest) => this.#try(request, request.key ?? undefined),
+      attempt: (request: AdmissionRequest) =>
+        this.#try(request, request.key ?? undefined, classOrError(request, this.limits) as number | undefined),
       used: (n: number, granted?: number) => this.#heartbeat.counted(n, granted),
       quiet: (ms: number) => (this.#availability.quietUntil = this.#clock.now() + ms),
       get shared() {
@@ -237,16 +233,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
 
   admit(request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) return Promise.reject(new PoolClosedError(request.pool));
-    if (this.#redis === undefined) {
-      return Promise.reject(
-        new PoolConfigError(
-          this.limits.name,
-          'limiter',
-          'is not started: call start() (PoolModule does) before admitting',
-          'limiter',
-        ),
-      );
-    }
+    if (this.#redis === undefined) return Promise.reject(notStarted(this.limits.name));
     return this.#admit(request);
   }
 
@@ -299,21 +286,22 @@ export class RedisLimiter implements ConcurrencyLimiter {
   /** @internal One admission through an adaptive limit's pause, to find whether it may end; refused as any admission otherwise. */
   async [kProbe](request: AdmissionRequest): Promise<Admission> {
     if (this.#closed) throw new PoolClosedError(request.pool);
-    const outcome = await this.#try(request, keyOf(request, this.limits), false, true);
-    if (!(outcome instanceof Error)) return outcome;
     const cls = classOrError(request, this.limits);
-    this.#tally.refused(typeof cls === 'number' ? cls : 0, outcome);
+    if (cls instanceof PoolConfigError) throw cls;
+    const outcome = await this.#try(request, keyOf(request, this.limits), cls, false, true);
+    if (!(outcome instanceof Error)) return this.#claimed(outcome, cls ?? 0);
+    this.#tally.refused(cls ?? 0, outcome);
     throw outcome;
   }
 
   // ---- admission ------------------------------------------------------------------------------
 
   async #admit(request: AdmissionRequest): Promise<Admission> {
-    const key = keyOf(request, this.limits);
-    const outcome = await this.#try(request, key);
-    if (!(outcome instanceof Error)) return outcome;
-    if (outcome instanceof PoolConfigError) throw outcome; // its perKey function failed, or its class is unknown
-    const cls = (classOrError(request, this.limits) as number | undefined) ?? 0; // known: #try checked it
+    const asked = classOrError(request, this.limits);
+    if (asked instanceof PoolConfigError) throw asked; // a class the limiter does not have
+    const [outcome, cls] = [await this.#try(request, keyOf(request, this.limits), asked), asked ?? 0];
+    if (!(outcome instanceof Error)) return this.#claimed(outcome, cls);
+    if (outcome instanceof PoolConfigError) throw outcome; // its perKey function failed
     if (!waits(this.limits, outcome instanceof KeyLimitError ? 'key' : 'global', request.timeoutMs)) {
       this.#tally.refused(cls, outcome);
       throw outcome;
@@ -321,16 +309,28 @@ export class RedisLimiter implements ConcurrencyLimiter {
     return this.#tally.counting(this.#waiting.wait(request, outcome, cls), cls);
   }
 
+  /** Counts an admission of class `cls` as it reaches its caller (not one granted to a waiter that had left). */
+  #claimed(admission: Admission, cls: number): Admission {
+    this.#leases.claim(admission);
+    this.#tally.claimed(cls);
+    return admission;
+  }
+
   /**
-   * One attempt: an admission, or the error that refused it. `retried`: the attempt follows one
-   * whose answer came too late to hold on to.
+   * One attempt of class `cls` (undefined without classes): an admission, not counted yet (see
+   * {@link #claimed}), or the error that refused it. `retried`: the attempt follows one whose answer
+   * came too late to hold on to.
    */
-  async #try(request: AdmissionRequest, key: string | undefined, retried = false, probe = false): Promise<Outcome> {
+  async #try(
+    request: AdmissionRequest,
+    key: string | undefined,
+    cls?: number,
+    retried = false,
+    probe = false,
+  ): Promise<Outcome> {
     if (this.#closed) return new PoolClosedError(request.pool); // a retry, or a waiter served as the limiter closed
     const keyLimit = keyLimitOrError(key, this.limits);
     if (typeof keyLimit !== 'number') return keyLimit;
-    const cls = classOrError(request, this.limits);
-    if (cls instanceof PoolConfigError) return cls;
     if (this.#availability.reachable) {
       const held = this.#leases.create(request, key, true, keyLimit, cls);
       const sentAt = this.#clock.now();
@@ -342,13 +342,13 @@ export class RedisLimiter implements ConcurrencyLimiter {
           held.expiresAt = this.#leases.expiryAfter(sentAt);
           if (this.#clock.now() < held.expiresAt) {
             this.#local.take(key, Infinity, Infinity); // the local counts include every lease held here
-            this.#tally.took(held.cls);
+            this.#tally.took(held.cls, false);
             return this.#leases.admitted(held);
           }
           // The answer came after the lease's TTL had passed here (this event loop was blocked):
           // Redis may already have given the slot to someone else. Give it back and ask again, once.
           this.#calls.forget(held); // released before the next admission call (see RedisCalls)
-          if (!retried) return this.#try(request, key, true, probe);
+          if (!retried) return this.#try(request, key, cls, true, probe);
           return new CapacityExceededError(
             request.pool,
             this.#global(),
@@ -376,7 +376,7 @@ export class RedisLimiter implements ConcurrencyLimiter {
     const perKey = fallbackShare(keyLimit, instances);
     const refusal = this.#local.take(key, global, perKey);
     if (refusal !== null) return refusalError(refusal, request, this.#limitsNow(), perKey);
-    this.#tally.took(cls ?? 0);
+    this.#tally.took(cls ?? 0, false);
     return this.#leases.admitted(this.#leases.create(request, key, false, keyLimit, cls));
   }
 

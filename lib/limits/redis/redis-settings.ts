@@ -1,4 +1,4 @@
-import { is, keysOf, OptionReader, optionError, shown } from '../../core/index.js';
+import { is, keysOf, OptionReader, optionError, PoolConfigError, shown } from '../../core/index.js';
 
 // The ioredis types are described here by the fields the limiter reads, so that these types
 // compile in an app without ioredis (it is an optional peer). An ioredis client or options object
@@ -161,4 +161,14 @@ export function resolveRedis(name: string, r: RedisLimitOptions): RedisSettings 
     instances: read.get('instances', is.whole(1)),
     pollMs: read.get('pollMs', is.finiteAtLeast(1), 100),
   };
+}
+
+/** Why a limiter refuses admissions before its `start()`. */
+export function notStarted(limiter: string): PoolConfigError {
+  return new PoolConfigError(
+    limiter,
+    'limiter',
+    'is not started: call start() (PoolModule does) before admitting',
+    'limiter',
+  );
 }

@@ -18,8 +18,8 @@ export interface WaitingHost {
   /** The main connection, once started. */
   redis(): Client | undefined;
   closed(): boolean;
-  /** An admission granted to a waiter that had left meanwhile: given back, and counted as neither admitted nor released. */
-  unclaimed(admission: Admission, cls: number): void;
+  /** An admission of class `cls` (made by `attempt`, not counted yet) was handed to its waiter: counted as admitted. */
+  claimed(admission: Admission, cls: number): void;
   /** A waiter refused (shed, or at its deadline) with `err`: counted in the limiter's counters. */
   counted(err: Error): void;
 }
@@ -121,8 +121,10 @@ export class RedisWaiting {
         if (refused.has(w.cls) || !this.#waiters.has(w)) continue; // its class was refused, or it left meanwhile
         const outcome = await this.host.attempt(w.request);
         if (!(outcome instanceof Error)) {
-          // The waiter may have timed out during the call: then nobody would hold the lease.
-          if (!this.#waiters.grant(w, outcome)) this.host.unclaimed(outcome, w.cls);
+          // The waiter may have timed out during the call: then nobody holds the lease, and it goes
+          // back uncounted (neither admitted nor released).
+          if (this.#waiters.grant(w, outcome)) this.host.claimed(outcome, w.cls);
+          else outcome.release();
           continue;
         }
         this.#refusals.set(w.request, outcome);
