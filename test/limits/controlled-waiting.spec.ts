@@ -133,6 +133,26 @@ describe('controlled waiting', () => {
     expect(p99(waits(outcomes, 3_000))).toBeLessThanOrEqual(30);
   });
 
+  it('lets a cold adaptive limit’s queue be while the limit starts slowly, and sheds once it can grow no more', async () => {
+    // Callers every 2 ms, each holding 20 ms: 10 in flight. The limit starts at 6: a queue forms
+    // at once and lasts while the limit learns the latency and grows (about a second). It is the
+    // limit's to drain (it doubles each window it binds), not a standing queue: nobody is refused.
+    // Capped at 6, the same queue stands.
+    const run = (max: number) =>
+      overload(
+        {},
+        { holdMs: 20, everyMs: 2, untilMs: 4_000 },
+        (o) => new AdaptiveLimiter({ clock: o.clock, adaptive: { algorithm: 'vegas', initial: 6, max } }),
+      );
+    const growing = await run(1_000);
+    expect(growing.outcomes.filter((o) => !o.admitted)).toEqual([]);
+    expect(growing.limiter.stats().standing).toMatchObject({ stood: 0, shed: 0 });
+    expect(growing.limiter.stats().limit).toBeGreaterThanOrEqual(10);
+    const capped = await run(6);
+    expect(capped.outcomes.filter((o) => o.reason === 'standing').length).toBeGreaterThan(0);
+    expect(capped.limiter.stats().standing!.stood).toBeGreaterThanOrEqual(1);
+  });
+
   it('refuses a bad waiting option by name, with what to change', () => {
     const bad: [unknown, RegExp][] = [
       [{ mode: 'lifo' }, /limits\.waiting\.mode.*'controlled'.*'fifo'/],
@@ -204,5 +224,25 @@ describe('StandingQueue, the rule alone', () => {
     expect(fixed.standing).toBe(true);
     expect(fixed.admits(240, 0, undefined)).toBe(true);
     expect(fixed.standing).toBe(false);
+  });
+
+  it('lets a queue be while its slots are still growing; its interval begins once they stop', () => {
+    const drain = new DrainRate({ now: () => 0 });
+    let starting = true;
+    const rule = new StandingQueue(
+      drain,
+      () => 4,
+      { targetMs: 10, intervalMs: 100 },
+      () => starting,
+    );
+    rule.formed(0);
+    // Long past an interval, nobody served within the target: still let be.
+    expect(rule.admits(500, 50, 0)).toBe(true);
+    expect(rule.state(500, 0)).toMatchObject({ standing: false, stood: 0, shed: 0 });
+    starting = false;
+    // Now it must stand a whole interval from here before anyone is shed.
+    expect(rule.admits(590, 50, 0)).toBe(true);
+    expect(rule.admits(610, 50, 0)).toBe(false);
+    expect(rule.state(610, 0)).toMatchObject({ standing: true, stood: 1, shed: 1 });
   });
 });

@@ -282,6 +282,43 @@ describe('latency-based limits', () => {
     return limits;
   }
 
+  it.each(['gradient', 'vegas'] as const)(
+    '%s starts slowly as TCP does: doubles each window it binds without a queue, until the first queue',
+    (name) => {
+      // A backend of 200 slots, 10 ms a call: no queue below 200 in flight, a queue past it.
+      const algorithm = limitAlgorithm({ algorithm: name, min: 1, max: 1_000, initial: 10 });
+      const byWindow: number[] = [];
+      let now = 0;
+      for (let windows = 0; windows < 40; windows++) {
+        const until = now + 260; // past one window (250 ms, 10 calls)
+        for (; now < until; now += 1) {
+          const inflight = algorithm.limit;
+          const durationMs = 10 * Math.max(1, inflight / 200);
+          algorithm.sample({ startedAt: now, durationMs, inflight, outcome: 'success' });
+        }
+        byWindow.push(algorithm.limit);
+      }
+      // Doubling from 10 reaches 200 within a few windows; growth by the algorithm's step alone
+      // (√limit or 6 log limit a window) would take about 20.
+      const reached = byWindow.findIndex((l) => l >= 160);
+      expect(reached).toBeGreaterThanOrEqual(0);
+      expect(reached).toBeLessThanOrEqual(8);
+      expect(algorithm.starting).toBe(false); // it met the queue past 200
+      // And holds near the knee, not at twice it.
+      expect(Math.max(...byWindow.slice(-10))).toBeLessThanOrEqual(400);
+    },
+  );
+
+  it.each(['gradient', 'vegas'] as const)('%s stops starting slowly at its first cut, and at its max', (name) => {
+    const cut = limitAlgorithm({ algorithm: name, initial: 10 });
+    expect(cut.starting).toBe(true);
+    cut.sample({ startedAt: 0, durationMs: 5, inflight: 10, outcome: 'overload' });
+    expect(cut.starting).toBe(false);
+    const capped = limitAlgorithm({ algorithm: name, initial: 10, max: 10 });
+    expect(capped.starting).toBe(false);
+    expect(limitAlgorithm({ algorithm: 'aimd' }).starting).toBe(false); // it grows by the call
+  });
+
   it('vegas: grows from below to the knee of a backend and holds there, where a queue begins', () => {
     const limits = saturated('vegas', 10, 600_000);
     const last = limits.slice(-100_000);

@@ -61,6 +61,8 @@ export interface Gate {
   readonly name: string;
   /** Calls that may be in flight now. */
   limit(now: number): number;
+  /** Whether the limit still starts slowly (an adaptive one's: see LimitAlgorithm.starting); a controlled queue does not stand meanwhile. */
+  starting?(): boolean;
   /** A caller over the limit waits for room until its deadline (a limiter's `wait`) instead of being refused; only the knee backend models it. */
   readonly wait?: boolean;
   /** How its callers wait (the library's `waiting` option): `controlled` sheds a standing queue. Only the knee backend models it. */

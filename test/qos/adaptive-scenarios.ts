@@ -67,6 +67,7 @@ export function adaptiveGate(
     wait,
     ...(waiting === undefined ? {} : { waiting }),
     limit: (now) => (now < pausedUntil ? 0 : algorithm.limit),
+    starting: () => algorithm.starting,
     ended: (end, now) => {
       if (end.retryAfterMs !== undefined) pausedUntil = Math.max(pausedUntil, now + end.retryAfterMs);
       algorithm.sample(end);

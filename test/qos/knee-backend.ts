@@ -253,7 +253,15 @@ export function runKnee(scenario: KneeScenario, gate: Gate): KneeRun {
   // A gate with controlled waiting sheds a standing queue as the library's limiters do: the same code.
   const drain = new DrainRate({ now: () => now });
   const control = gate.waiting?.mode === 'controlled' ? gate.waiting : undefined;
-  const standing = control === undefined ? undefined : new StandingQueue(drain, () => gate.limit(now), control);
+  const standing =
+    control === undefined
+      ? undefined
+      : new StandingQueue(
+          drain,
+          () => gate.limit(now),
+          control,
+          () => gate.starting?.() === true,
+        );
   /** Closed-loop clients ready to call now. */
   let returning = scenario.phases[0]!.clients ?? 0;
   /** Closed-loop clients that were refused call again at these times, a service time later (in order). */

@@ -85,7 +85,8 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
     },
   },
   {
-    // Half the capacity: almost nothing refused, the first second included.
+    // Half the capacity: nothing refused, the first second included (a cold limit below the
+    // demand starts slowly, as TCP does: its queue must not stand long enough to be shed).
     name: 'half load',
     seed: 12,
     serviceMs: L,
@@ -95,7 +96,7 @@ export const KNEE_SCENARIOS: JudgedScenario[] = [
       const refused = (p.refused + p.shed) / p.arrived;
       const first = (run.firstSecond.refused + run.firstSecond.shed) / run.firstSecond.arrived;
       return {
-        passes: refused < 0.01 && first < 0.01,
+        passes: p.refused + p.shed === 0 && first === 0,
         why: `refused ${(refused * 100).toFixed(2)} %, ${(first * 100).toFixed(1)} % in the first second`,
       };
     },

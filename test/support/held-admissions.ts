@@ -17,7 +17,7 @@ export interface Outcome {
 
 /**
  * Asks `limiter` for a slot within `timeoutMs` (`ask`: more of the request, such as its class);
- * once admitted, holds it `holdMs` and gives it back.
+ * once admitted, holds it `holdMs`, tells the limiter the call succeeded, and gives it back.
  */
 export function heldAdmission(
   limiter: AdmissionLimiter,
@@ -30,7 +30,10 @@ export function heldAdmission(
   limiter.admit({ pool: 'api', timeoutMs, ...ask }).then(
     (admission: Admission) => {
       Object.assign(outcome, { at: clock.now(), admitted: true });
-      clock.setTimeout(() => admission.release(), holdMs);
+      clock.setTimeout(() => {
+        admission.ended?.({ ok: true, value: undefined }); // an adaptive limit learns from it, as from a pool's call
+        admission.release();
+      }, holdMs);
     },
     (err: CapacityExceededError) =>
       Object.assign(outcome, { at: clock.now(), reason: err.reason, message: err.message }),

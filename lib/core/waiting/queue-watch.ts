@@ -13,11 +13,20 @@ export class QueueWatch {
   readonly #drain: DrainRate;
   readonly #standing: StandingQueue | undefined;
 
-  /** `slots`: the slots the waiters wait for, now (with controlled waiting, the target is the mean hold of one). */
-  constructor(clock: { now(): number }, waiting: ResolvedWaiting | undefined, slots: () => number) {
+  /**
+   * `slots`: the slots the waiters wait for, now (with controlled waiting, the target is the mean
+   * hold of one); `starting`: whether they are still growing (see StandingQueue).
+   */
+  constructor(
+    clock: { now(): number },
+    waiting: ResolvedWaiting | undefined,
+    slots: () => number,
+    starting?: () => boolean,
+  ) {
     this.#clock = clock;
     this.#drain = new DrainRate(clock);
-    this.#standing = waiting?.mode === 'controlled' ? new StandingQueue(this.#drain, slots, waiting) : undefined;
+    const controlled = waiting?.mode === 'controlled';
+    this.#standing = controlled ? new StandingQueue(this.#drain, slots, waiting, starting) : undefined;
   }
 
   /** Slots handed over per second while the queue has stood; 0 until it has stood a whole measure. */

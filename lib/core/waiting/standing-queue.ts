@@ -42,6 +42,11 @@ export class StandingQueue {
     /** The slots its waiters wait for, now: the target is the mean time one is held. */
     readonly slots: () => number,
     readonly options: Pick<WaitingOptions, 'targetMs' | 'intervalMs'> = {},
+    /**
+     * Whether the slots are still growing toward the capacity (an adaptive limit that starts
+     * slowly): a queue behind them meanwhile is theirs to drain by growing, and does not stand.
+     */
+    readonly starting: () => boolean = () => false,
   ) {}
 
   /**
@@ -97,6 +102,10 @@ export class StandingQueue {
   /** Whether the queue stands at `now`, found standing or let be as its oldest waiter's age says. */
   #update(now: number, target: number, headSince: number | undefined): boolean {
     if (!(target > 0)) return false;
+    if (this.starting()) {
+      this.#lastShort = now; // its interval begins once the slots stop growing
+      return false;
+    }
     const age = headSince === undefined ? 0 : now - headSince;
     const interval = this.options.intervalMs ?? Math.max(LEAST_INTERVAL_MS, INTERVAL_TARGETS * target);
     if (this.#standing) {

@@ -140,7 +140,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         'is what the adaptive limit sets: bound it with adaptive.min, adaptive.max and adaptive.initial instead',
       );
     const wait = read.get('wait', WAIT_RULE, 'global');
-    this.#algorithm = limitAlgorithm(adaptive, { subject: 'limiter', name, path: 'limits.adaptive.' });
+    const algorithm = (this.#algorithm = limitAlgorithm(adaptive, {
+      subject: 'limiter',
+      name,
+      path: 'limits.adaptive.',
+    }));
     const perKey = (limits as LimitOptions).perKey;
     if (typeof perKey === 'number' && perKey > this.#algorithm.max)
       read.fail(
@@ -152,6 +156,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#learner = {
       timer: new CallTimer(this.#clock),
       learn: (result, startedAt, timed, inflight, fence) => this.#learn(result, startedAt, timed, inflight, fence),
+      get starting() {
+        return algorithm.starting;
+      },
     };
     if (redis === undefined) {
       this.#local = new LocalLimiter({ ...limits, wait, global: this.#algorithm.max }, 'controlled');

@@ -52,6 +52,12 @@ export interface LimitAlgorithm {
   follow(estimate: number): void;
   /** Whether a probe of the latency without a queue is under way (the limit pinned low for it). */
   readonly probing: boolean;
+  /**
+   * Whether the limit still starts slowly (see WindowedLimit): no sign of a queue at the backend
+   * yet, the limit below its max. A queue of callers behind it then is the limit's to drain by
+   * growing, not a standing one (controlled waiting lets it be).
+   */
+  readonly starting: boolean;
   /** Shared through Redis: how long the fleet should pin the limit for a probe that began here, calls taking `latencyMs` (0: it has no probes). */
   fleetProbeMs(latencyMs: number): number;
   /** Shared through Redis: the fleet pinned the limit for `forMs` from `now`; a probe here measures meanwhile. */
@@ -112,6 +118,10 @@ export abstract class BoundedLimit implements LimitAlgorithm {
 
   get probing(): boolean {
     return this.probe?.running === true;
+  }
+
+  get starting(): boolean {
+    return false;
   }
 
   fleetProbeMs(latencyMs: number): number {
@@ -224,7 +234,29 @@ export abstract class WindowedLimit extends BoundedLimit {
       return this.estimate;
     }
     const closed = this.calls.add(durationMs, inflight, endedAt);
-    return closed === undefined ? this.estimate : this.window(closed);
+    return closed === undefined ? this.estimate : this.#started(closed, this.window(closed));
+  }
+
+  /**
+   * Until the first sign of a queue at the backend (a window the algorithm does not grow from, or
+   * a cut), the limit starts slowly as TCP does: where the algorithm grows from a window in which
+   * the limit bound the calls, it at least doubles. A cold limit below the demand would otherwise
+   * keep callers queued for seconds, its growth a step per window, and a queue that stands that
+   * long is shed (controlled waiting), at a fraction of the capacity.
+   */
+  #started(closed: ClosedWindow, next: number): number {
+    if (!this.starting) return next;
+    const estimate = this.estimate;
+    if (next < estimate) this.#starting = false;
+    else if (next > estimate && closed.inflight >= this.limit) return Math.max(next, 2 * estimate);
+    return next;
+  }
+
+  #starting = true;
+
+  override get starting(): boolean {
+    if (this.#starting && (this.cuts > 0 || this.estimate >= this.bounds.max)) this.#starting = false;
+    return this.#starting;
   }
 
   /** A window closed: the estimate after it. */

@@ -50,6 +50,11 @@ export class SharedLimit implements LimitShare {
     this.#initial = algorithm.estimate;
   }
 
+  /** Whether this instance's algorithm still starts slowly (see LimitAlgorithm.starting). */
+  get starting(): boolean {
+    return this.algorithm.starting;
+  }
+
   get limit(): number {
     return Math.floor(this.#estimate);
   }

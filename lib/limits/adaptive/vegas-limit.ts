@@ -43,8 +43,11 @@ export class VegasLimit extends WindowedLimit {
     // Measure the no-load latency again now and then: the backend may have got faster or slower for good.
     if (this.probe.due(this.limit, endedAt)) return this.estimate;
     if (this.#smoothed < this.#noLoad) {
+      // A lower floor: the latency is at it, so there is no queue, and the rule below says grow.
+      // Only the first has nothing to compare with.
+      const first = this.#noLoad === Infinity;
       this.#noLoad = this.#smoothed;
-      return this.estimate;
+      if (first) return this.estimate;
     }
     if (this.appLimited(inflight)) return this.estimate;
     const limit = this.estimate;

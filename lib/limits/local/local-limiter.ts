@@ -35,6 +35,8 @@ export interface Learner {
   readonly timer: CallTimer;
   /** `timed`: `startedAt` was read for this call (else it is the timer's last reading before it). */
   learn(result: CallResult, startedAt: number, timed: boolean, inflight: number, fence: number | undefined): void;
+  /** Whether the limit still starts slowly: its waiters' queue does not stand meanwhile (see LimitAlgorithm). */
+  readonly starting: boolean;
 }
 
 /** A slot of a {@link LocalLimiter}: one small object per admission, no closure. */
@@ -139,7 +141,8 @@ export class LocalLimiter implements ConcurrencyLimiter {
       underShare: (cls: number) => tally.underShare(cls, this.#limits.global),
     };
     // While its queue stands, every slot is held: the target is their mean hold.
-    this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, () => this.#counts.used, order);
+    const [slots, starting] = [() => this.#counts.used, () => this[kLearner]?.starting === true];
+    this.#waiters = new SlotWaiters(options.clock ?? systemClock, this.#limits.waiting, slots, order, starting);
   }
 
   /** The limits in force. */

@@ -95,12 +95,19 @@ export class SlotWaiters<V> {
 
   /**
    * `slots`: the slots its waiters wait for, now (with controlled waiting, the target is the mean
-   * hold of one); `order`: with priority classes, how to pick among them.
+   * hold of one); `order`: with priority classes, how to pick among them; `starting`: whether the
+   * limit still starts slowly (its queue does not stand meanwhile: see StandingQueue).
    */
-  constructor(clock: Clock, waiting?: ResolvedWaiting, slots: () => number = () => NaN, order?: ClassOrder) {
+  constructor(
+    clock: Clock,
+    waiting?: ResolvedWaiting,
+    slots: () => number = () => NaN,
+    order?: ClassOrder,
+    starting?: () => boolean,
+  ) {
     this.#timers = new Timers(clock);
     const dates = turnDates(this.#timers);
-    this.#watch = new QueueWatch(dates, waiting, slots);
+    this.#watch = new QueueWatch(dates, waiting, slots, starting);
     this.#order = order !== undefined && order.count > 1 ? order : undefined;
     this.#dates = this.#order === undefined ? undefined : dates;
     this.#queues = Array.from({ length: this.#order?.count ?? 1 }, () => new WaiterQueue<V>());

@@ -31,8 +31,9 @@ export interface Taken {
 
 /** An adaptive limit shared through Redis, as its calls see it (`SharedLimit` is the one). */
 export interface LimitShare {
-  /** The limit as this instance sees it. */
+  /** The limit as this instance sees it; whether it still starts slowly (see LimitAlgorithm). */
   readonly limit: number;
+  readonly starting: boolean;
   /** The part of the next call: the pending reports (a probe goes alone through a pause). */
   take(probe?: boolean): Taken;
   /**

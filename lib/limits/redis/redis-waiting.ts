@@ -17,6 +17,8 @@ export interface WaitingHost {
   attempt(request: AdmissionRequest): Promise<Admission | Error>;
   /** The main connection, once started. */
   redis(): Client | undefined;
+  /** An adaptive limit shared through Redis: whether it still starts slowly (its waiters' queue does not stand meanwhile). */
+  readonly shared: { readonly starting: boolean } | undefined;
   closed(): boolean;
   /** An admission of class `cls` (made by `attempt`, not counted yet) was handed to its waiter: counted as admitted. */
   claimed(admission: Admission, cls: number): void;
@@ -49,7 +51,7 @@ export class RedisWaiting {
     /** With priority classes, how to pick among them. */
     order?: ClassOrder,
   ) {
-    this.#waiters = new SlotWaiters(clock, limits?.waiting, slots, order);
+    this.#waiters = new SlotWaiters(clock, limits?.waiting, slots, order, () => this.host.shared?.starting === true);
   }
 
   /** Waiters by class (one count without classes). */
