@@ -6,10 +6,16 @@
 // the limit within the scenario's deadline (2 s unless it says), under the limiter's default
 // controlled waiting; latency is also counted as the caller sees it, the wait included. Each run
 // is judged by the simulation's own judge; the half-hour overload runs 90 s here, half load 20 s
-// (the trend over half an hour is the simulation's to show).
+// (the trend over half an hour is the simulation's to show). KNEE_SCENARIO and KNEE_ALGORITHM
+// (a part of a name each) run only those that match.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { AdaptiveLimiter, type AdaptiveAlgorithmOptions, type AdaptiveLimiterOptions } from '../../lib/limits/index.js';
-import { ConnectionPool } from '../../lib/core/index.js';
+import {
+  AdaptiveLimiter,
+  type AdaptiveAlgorithmOptions,
+  type AdaptiveLimiterOptions,
+  LocalLimiter,
+} from '../../lib/limits/index.js';
+import { ConnectionPool, type PoolOptions } from '../../lib/core/index.js';
 import { KneeBook, type KneeRun } from '../../test/qos/knee-backend.js';
 import { KNEE_ALGORITHMS, KNEE_SCENARIOS, type JudgedScenario } from '../../test/qos/knee-scenarios.js';
 
@@ -24,12 +30,30 @@ function live(scenario: JudgedScenario): JudgedScenario {
   return { ...scenario, phases: [{ ...last, untilMs: 90_000 }], bucketMs: 10_000 };
 }
 
-/** One scenario on real timers with `adaptive` in front: the run as the simulation reports one. */
+/** What stands in front of the backend: a limiter on a pool of one shared connection, or a pool's own queue. */
+interface Gate {
+  readonly label: string;
+  /** The pool's options but its name and logger (a limiter, or maxSize and waiting for the pool's queue). */
+  make(): Omit<PoolOptions, 'name'>;
+  /** How many connections one may serve at once: 1 for the pool's own queue. */
+  readonly clientLimit?: number;
+}
+
+/** An adaptive limit, its waiting as the options say (controlled by default). */
+function adaptiveGate(
+  adaptive: AdaptiveAlgorithmOptions,
+  waits: Pick<AdaptiveLimiterOptions, 'wait' | 'waiting'> = {},
+): Gate {
+  return {
+    label: `adaptive ${adaptive.algorithm}`,
+    make: () => ({ maxSize: 1, limiter: new AdaptiveLimiter({ name: 'knee', adaptive, logger: quiet, ...waits }) }),
+  };
+}
+
+/** One scenario on real timers with `gate` in front: the run as the simulation reports one. */
 async function runLive(
   scenario: JudgedScenario,
-  adaptive: AdaptiveAlgorithmOptions,
-  /** Instead of the limiter's default waiting (controlled, for the global limit). */
-  waits: Pick<AdaptiveLimiterOptions, 'wait' | 'waiting'> = {},
+  gate: Gate,
 ): Promise<KneeRun & { loopDelayMs: { p99: number; max: number } }> {
   const book = new KneeBook(scenario);
   const end = scenario.phases.at(-1)!.untilMs;
@@ -71,11 +95,13 @@ async function runLive(
     });
   };
 
-  const limiter = new AdaptiveLimiter({ name: 'knee', adaptive, logger: quiet, ...waits });
+  const options = gate.make();
+  const { limiter } = options;
   const pool = new ConnectionPool(
-    { create: async () => ({}), clientLimit: 100_000 },
-    { name: 'knee', maxSize: 1, limiter, logger: quiet },
+    { create: async () => ({}), clientLimit: gate.clientLimit ?? 100_000 },
+    { ...options, name: 'knee', logger: quiet },
   );
+  const limitNow = () => (limiter === undefined ? pool.stats().maxSize : (limiter.stats().limit ?? NaN));
   /** One caller's call; whether it was served. */
   const call = async (): Promise<boolean> => {
     const arrivedAt = now();
@@ -125,9 +151,10 @@ async function runLive(
   }, 5);
   const traced = setInterval(() => {
     const at = now();
-    trace.push([at, limiter.limit]);
+    const limit = limitNow();
+    trace.push([at, limit]);
     for (const t of book.at(at)) {
-      t.limitSum += limiter.limit;
+      t.limitSum += limit;
       t.limitSamples++;
     }
   }, 100);
@@ -165,17 +192,18 @@ async function runLive(
   loop.disable();
   await Promise.allSettled([...calls]);
   await pool.close();
-  await limiter.close();
+  await (limiter as { close?(): Promise<void> } | undefined)?.close?.();
   const loopDelayMs = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 };
-  return { ...book.run(`adaptive ${adaptive.algorithm}`, served, trace), stalls, loopDelayMs };
+  return { ...book.run(gate.label, served, trace), stalls, loopDelayMs };
 }
 
 export async function kneeBench(results: Record<string, unknown>, rows: string[][]): Promise<void> {
   const knee: Record<string, unknown> = {};
-  for (const algorithm of KNEE_ALGORITHMS) {
-    for (const scenario of KNEE_SCENARIOS.map(live)) {
+  const [onlyScenario, onlyAlgorithm] = [process.env.KNEE_SCENARIO ?? '', process.env.KNEE_ALGORITHM ?? ''];
+  for (const algorithm of KNEE_ALGORITHMS.filter((a) => a.algorithm.includes(onlyAlgorithm))) {
+    for (const scenario of KNEE_SCENARIOS.map(live).filter((s) => s.name.includes(onlyScenario))) {
       const began = Date.now();
-      const run = await runLive(scenario, algorithm);
+      const run = await runLive(scenario, adaptiveGate(algorithm));
       console.error(`knee: ${algorithm.algorithm}, ${scenario.name}: ${((Date.now() - began) / 1_000).toFixed(0)} s`);
       const verdict = scenario.judge!(run);
       knee[`${algorithm.algorithm}: ${scenario.name}`] = {
@@ -192,21 +220,47 @@ export async function kneeBench(results: Record<string, unknown>, rows: string[]
     }
   }
   // Beside the default, on the scenario of callers with a 1 s deadline: what pools do (FIFO to the
-  // deadline) and what Netflix's limiter does (refuse at once), each on the default algorithm.
+  // deadline) and what Netflix's limiter does (refuse at once), each on the default algorithm; and
+  // a fixed limit and the pool's own queue at the true capacity, each with controlled waiting.
   const deadline = KNEE_SCENARIOS.map(live).find((s) => s.name.startsWith('twice the capacity'))!;
-  const others: [string, Pick<AdaptiveLimiterOptions, 'wait' | 'waiting'>][] = [
-    ['FIFO to the deadline', { waiting: { mode: 'fifo' } }],
-    ['refusing at once', { wait: false }],
+  if (!deadline.name.includes(onlyScenario)) return void (results.knee = knee);
+  const C = deadline.phases[0]!.capacity;
+  const controlled = { mode: 'controlled' } as const;
+  const vegas = KNEE_ALGORITHMS[0]!;
+  const others: Gate[] = [
+    {
+      ...adaptiveGate(vegas, { waiting: { mode: 'fifo' } }),
+      label: `adaptive ${vegas.algorithm}, FIFO to the deadline`,
+    },
+    { ...adaptiveGate(vegas, { wait: false }), label: `adaptive ${vegas.algorithm}, refusing at once` },
+    {
+      label: `fixed limit ${C}, controlled waiting`,
+      make: () => ({
+        maxSize: 1,
+        limiter: new LocalLimiter({ name: 'knee', global: C, wait: true, waiting: controlled }),
+      }),
+    },
+    {
+      label: `fixed limit ${C}, FIFO to the deadline`,
+      make: () => ({ maxSize: 1, limiter: new LocalLimiter({ name: 'knee', global: C, wait: true }) }),
+    },
+    {
+      label: `the pool's queue at maxSize ${C}, controlled`,
+      clientLimit: 1,
+      make: () => ({ maxSize: C, waiting: controlled }),
+    },
+    { label: `the pool's queue at maxSize ${C}, FIFO`, clientLimit: 1, make: () => ({ maxSize: C }) },
   ];
-  for (const [label, waits] of others) {
-    const run = await runLive(deadline, KNEE_ALGORITHMS[0]!, waits);
+  for (const gate of others) {
+    const run = await runLive(deadline, gate);
+    console.error(`knee: ${gate.label}, ${deadline.name}`);
     const verdict = deadline.judge!(run);
-    knee[`${KNEE_ALGORITHMS[0]!.algorithm}, ${label}: ${deadline.name}`] = { ...verdict, phases: run.phases };
+    knee[`${gate.label}: ${deadline.name}`] = { ...verdict, phases: run.phases, loopDelayMs: run.loopDelayMs };
     rows.push([
-      `adaptive ${KNEE_ALGORITHMS[0]!.algorithm}, ${label}, real timers`,
+      `${gate.label}, real timers`,
       `${deadline.name} (${deadline.phases.at(-1)!.untilMs / 1_000} s)`,
       verdict.passes ? 'passes' : 'fails',
-      verdict.why,
+      `${verdict.why}; event loop delayed ≤ ${run.loopDelayMs.max.toFixed(0)} ms`,
     ]);
   }
   results.knee = knee;
