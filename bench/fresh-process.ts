@@ -27,7 +27,7 @@ const SERVE = '--serve-rounds';
 export function inFreshProcess<R>(moduleUrl: string, args: readonly string[]): Promise<R> {
   const script = fileURLToPath(moduleUrl);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [script, ...args], { timeout: 300_000 }, (err, stdout) => {
+    execFile(process.execPath, [script, ...args], { timeout: 300_000, maxBuffer: 256 << 20 }, (err, stdout) => {
       if (err !== null) reject(err);
       else resolve(JSON.parse(stdout) as R);
     });

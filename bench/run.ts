@@ -15,6 +15,7 @@ import 'reflect-metadata';
 import { baselineBench } from './parts/baseline.js';
 import { dashboardBench, dashboardScale, groupScaleBench } from './parts/dashboard.js';
 import { kneeBench } from './parts/knee.js';
+import { kneeFleetBench } from './knee-fleet.js';
 import { limitersBench } from './parts/limiters.js';
 import { metricsBench, metricsFreshBench } from './parts/metrics.js';
 import { decoratorBench, hookBench } from './parts/nest.js';
@@ -95,6 +96,11 @@ const PARTS: Record<string, { reference: boolean; what: string; run: Part }> = {
     reference: false,
     what: 'every adaptive algorithm on the knee simulation’s scenarios, on real timers (about 9 minutes)',
     run: kneeBench,
+  },
+  'knee-fleet': {
+    reference: false,
+    what: 'the default adaptive limit shared by 3 processes through Redis, callers arriving at twice the capacity and at half of it, on real timers (about 1 minute)',
+    run: kneeFleetBench,
   },
   groups: {
     reference: false,
