@@ -446,8 +446,15 @@ describe('latency-based limits', () => {
 });
 
 describe('the algorithms’ options', () => {
+  it('are Vegas’s when they name no algorithm, as the docs say it is the default', () => {
+    expect(limitAlgorithm({}).name).toBe('vegas');
+    const bounded = limitAlgorithm({ initial: 20, max: 40 });
+    expect(bounded).toMatchObject({ name: 'vegas', limit: 20, max: 40 });
+    // Vegas's own options only: another algorithm's is refused by name.
+    expect(() => limitAlgorithm({ tolerance: 2 } as AdaptiveAlgorithmOptions)).toThrow(/adaptive\.tolerance/);
+  });
+
   it.each([
-    [{}, "limiter \"limits\": option \"adaptive.algorithm\" is needed: 'aimd', 'gradient' or 'vegas'"],
     [
       { algorithm: 'cubic' },
       'limiter "limits": option "adaptive.algorithm" must be \'aimd\' or \'gradient\' or \'vegas\', got "cubic"',

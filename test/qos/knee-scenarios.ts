@@ -1,11 +1,11 @@
 // Scenarios on the backend with a hard knee (knee-backend.ts), after issue 48: C calls at once at
 // L = 20 ms each, a FIFO queue past them, 503 at 3C in flight. Each says what an adaptive limit
 // must do there; `judge` tells whether a run does.
-import type { AdaptiveAlgorithmOptions } from '../../lib/limits/adaptive/limit-algorithms.js';
+import type { AdaptiveAlgorithmOptions, AlgorithmName } from '../../lib/limits/adaptive/limit-algorithms.js';
 import type { KneeRun, KneeScenario } from './knee-backend.js';
 
 /** The algorithms judged, with their defaults. */
-export const KNEE_ALGORITHMS: AdaptiveAlgorithmOptions[] = [
+export const KNEE_ALGORITHMS: (AdaptiveAlgorithmOptions & { algorithm: AlgorithmName })[] = [
   { algorithm: 'vegas' },
   { algorithm: 'gradient' },
   { algorithm: 'aimd' },

@@ -79,10 +79,14 @@ export interface GradientOptions extends LimitBounds, WindowOptions {
 
 /** Vegas: the queue at the backend, estimated from the latency without one, kept between α and β. */
 export interface VegasOptions extends LimitBounds, WindowOptions {
-  algorithm: 'vegas';
+  /** The default: options without an `algorithm` are Vegas's. */
+  algorithm?: 'vegas';
   /** How much of each new estimate the limit takes (0–1]. Default 1. */
   smoothing?: number;
 }
+
+/** The algorithms by name. */
+export type AlgorithmName = 'aimd' | 'gradient' | 'vegas';
 
 /** The algorithm of an adaptive limit and its settings. */
 export type AdaptiveAlgorithmOptions = AimdOptions | GradientOptions | VegasOptions;
@@ -95,8 +99,7 @@ export function limitAlgorithm(
   scope: OptionScope = { subject: 'limiter', name: 'limits', path: 'adaptive.' },
 ): LimitAlgorithm {
   const read = new OptionReader(scope, options as object as Record<string, unknown>);
-  const algorithm = read.get('algorithm', is.oneOf('aimd', 'gradient', 'vegas'));
-  if (algorithm === undefined) read.fail('algorithm', "is needed: 'aimd', 'gradient' or 'vegas'");
+  const algorithm = read.get('algorithm', is.oneOf('aimd', 'gradient', 'vegas'), 'vegas') as AlgorithmName;
   const known = {
     aimd: keysOf<AimdOptions>({ algorithm: true, ...BOUNDS, tolerance: true, windowMs: true, probeEvery: true }),
     gradient: keysOf<GradientOptions>({
@@ -109,7 +112,7 @@ export function limitAlgorithm(
       probeEvery: true,
     }),
     vegas: keysOf<VegasOptions>({ algorithm: true, ...BOUNDS, windowMs: true, probeEvery: true, smoothing: true }),
-  }[algorithm as AdaptiveAlgorithmOptions['algorithm']];
+  }[algorithm];
   read.only(known, `the options of the ${String(algorithm)} algorithm`);
   const min = read.get('min', is.whole(1), 1) as number;
   const max = read.get('max', is.whole(1), 1_000) as number;
