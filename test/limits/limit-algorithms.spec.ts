@@ -454,6 +454,13 @@ describe('the algorithms’ options', () => {
     expect(() => limitAlgorithm({ tolerance: 2 } as AdaptiveAlgorithmOptions)).toThrow(/adaptive\.tolerance/);
   });
 
+  it('refuses options that are no object, by name, rather than failing on them', () => {
+    for (const bad of [null, 'vegas', 5, true])
+      expect(() => limitAlgorithm(bad as unknown as AdaptiveAlgorithmOptions)).toThrow(
+        /option "adaptive" must be an object of the algorithm and its bounds/,
+      );
+  });
+
   it.each([
     [
       { algorithm: 'cubic' },

@@ -8,7 +8,7 @@
 // Netflix's concurrency-limits does. The latency they measure against is the backend's without a
 // queue (no-load-latency.ts): calls that tested the limit never raise it, so none ratchets, and a
 // probe at a pinned low concurrency measures it again now and then.
-import { is, keysOf, OptionReader, type OptionScope } from '../../core/index.js';
+import { is, keysOf, OptionReader, optionError, type OptionScope, shown } from '../../core/index.js';
 import { AimdLimit } from './aimd-limit.js';
 import type { Bounds, LimitAlgorithm } from './bounded-limit.js';
 import { GradientLimit } from './gradient-limit.js';
@@ -98,6 +98,12 @@ export function limitAlgorithm(
   options: AdaptiveAlgorithmOptions,
   scope: OptionScope = { subject: 'limiter', name: 'limits', path: 'adaptive.' },
 ): LimitAlgorithm {
+  if (options === null || typeof options !== 'object')
+    throw optionError(
+      { ...scope, path: scope.path?.replace(/\.$/, '') },
+      '',
+      `must be an object of the algorithm and its bounds (or left out for Vegas's defaults), got ${shown(options)}`,
+    );
   const read = new OptionReader(scope, options as object as Record<string, unknown>);
   const algorithm = read.get('algorithm', is.oneOf('aimd', 'gradient', 'vegas'), 'vegas') as AlgorithmName;
   const known = {
